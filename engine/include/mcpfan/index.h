@@ -1,0 +1,130 @@
+#pragma once
+/**
+ * The subscription index of one worker loop: (tenant, kind, uri) -> subscriptions, and for
+ * each subscription the keys it holds, so removing a subscription costs O(its keys).
+ *
+ * Matching (design §4): a resources/updated for URI V reaches a subscription to U when
+ * V == U, or when U ends with '/' and V starts with U. Prefix keys live in the same map
+ * flagged as prefixes; a match probes V itself plus each prefix of V that ends in '/', so
+ * a publish costs O(segments of V) hash probes, never a scan over subscriptions. Each
+ * subscription is reported at most once per match even when several of its keys match.
+ *
+ * Thread affinity: loop-affine. No locks; call only from the owning loop.
+ */
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mcpfan/kind.h"
+#include "mcpfan/tenants.h"
+
+namespace mcpfan {
+
+using SubId = std::uint32_t;
+
+class SubscriptionIndex {
+ public:
+  SubscriptionIndex() = default;
+  SubscriptionIndex(const SubscriptionIndex&) = delete;
+  SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
+
+  /** A new subscription with no keys. Ids are dense and reused after remove(). */
+  [[nodiscard]] SubId create();
+  /** Adds a key (uri ignored for list_changed kinds). Adding a key twice is a no-op. */
+  void add(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
+  /** Drops the subscription and all its keys; empty keys are erased. */
+  void remove(SubId sub);
+
+  /** Calls f(SubId) once for each subscription matching the event. f must not modify the index. */
+  template <class F>
+  void match(TenantId tenant, Kind kind, std::string_view uri, F&& f);
+
+  [[nodiscard]] std::size_t subscription_count() const noexcept { return live_; }
+  [[nodiscard]] std::size_t key_count() const noexcept { return map_.size(); }
+
+ private:
+  struct Key {
+    TenantId tenant;
+    Kind kind;
+    bool prefix;
+    std::string uri;
+  };
+  struct KeyView {
+    TenantId tenant;
+    Kind kind;
+    bool prefix;
+    std::string_view uri;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(const KeyView& k) const noexcept {
+      std::size_t h = std::hash<std::string_view>{}(k.uri);
+      return h ^ ((std::size_t{k.tenant} << 9) | (std::size_t(k.kind) << 1) | std::size_t(k.prefix)) * 0x9E3779B97F4A7C15ull;
+    }
+    std::size_t operator()(const Key& k) const noexcept { return (*this)(KeyView{k.tenant, k.kind, k.prefix, k.uri}); }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    static KeyView v(const Key& k) noexcept { return {k.tenant, k.kind, k.prefix, k.uri}; }
+    static KeyView v(const KeyView& k) noexcept { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      KeyView x = v(a), y = v(b);
+      return x.tenant == y.tenant && x.kind == y.kind && x.prefix == y.prefix && x.uri == y.uri;
+    }
+  };
+  struct Member {
+    SubId sub;
+    std::uint32_t slot;  // index into that subscription's keys_
+  };
+  using Map = std::unordered_map<Key, std::vector<Member>, KeyHash, KeyEq>;
+  struct KeyRef {
+    Map::iterator it;   // unordered_map iterators stay valid until their element is erased
+    std::uint32_t pos;  // index of this subscription in it->second
+  };
+  struct Record {
+    std::uint64_t stamp = 0;  // last match() that reported this subscription
+    bool live = false;
+    std::vector<KeyRef> keys;
+  };
+
+  template <class F>
+  void visit(const KeyView& key, F& f);
+
+  Map map_;
+  std::vector<Record> records_;
+  std::vector<SubId> free_;
+  std::size_t live_ = 0;
+  std::size_t prefix_keys_ = 0;
+  std::uint64_t stamp_ = 0;
+};
+
+template <class F>
+void SubscriptionIndex::visit(const KeyView& key, F& f) {
+  auto it = map_.find(key);
+  if (it == map_.end()) return;
+  for (const Member& m : it->second) {
+    Record& r = records_[m.sub];
+    if (r.stamp == stamp_) continue;
+    r.stamp = stamp_;
+    f(m.sub);
+  }
+}
+
+template <class F>
+void SubscriptionIndex::match(TenantId tenant, Kind kind, std::string_view uri, F&& f) {
+  ++stamp_;
+  if (kind != Kind::ResourceUpdated) {
+    visit(KeyView{tenant, kind, false, {}}, f);
+    return;
+  }
+  visit(KeyView{tenant, kind, false, uri}, f);
+  if (prefix_keys_ == 0) return;
+  for (std::size_t i = 0; i < uri.size(); ++i) {
+    if (uri[i] == '/') visit(KeyView{tenant, kind, true, uri.substr(0, i + 1)}, f);
+  }
+}
+
+}  // namespace mcpfan

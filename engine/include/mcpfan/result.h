@@ -1,0 +1,42 @@
+#pragma once
+/**
+ * Typed results for engine APIs: no exceptions on the hot path.
+ * `Error::code` is a JSON-RPC error code; `message` names the problem for the client.
+ */
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace mcpfan {
+
+namespace rpc_code {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kUnsupportedVersion = -32022;
+}  // namespace rpc_code
+
+struct Error {
+  int code = rpc_code::kInternalError;
+  std::string message;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}      // NOLINT
+  [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  [[nodiscard]] T& value() & { return std::get<0>(v_); }
+  [[nodiscard]] T&& value() && { return std::get<0>(std::move(v_)); }
+  [[nodiscard]] const Error& error() const& { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+}  // namespace mcpfan

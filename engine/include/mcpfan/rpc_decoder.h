@@ -1,0 +1,65 @@
+#pragma once
+/**
+ * Decodes one JSON-RPC request or notification sent by an MCP client (HTTP body or stdio
+ * line) into an owned struct, validating what mcpfan acts on.
+ *
+ * Thread affinity: one decoder per thread (it owns a reusable simdjson parser).
+ */
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mcpfan/result.h"
+
+namespace mcpfan {
+
+struct ListenSpec {
+  bool tools_list_changed = false;
+  bool prompts_list_changed = false;
+  bool resources_list_changed = false;
+  std::vector<std::string> resource_uris;  // unescaped, de-duplicated, in request order
+};
+
+struct RpcRequest {
+  /** Set when the message could not be accepted; `id` is filled if it could be read. */
+  std::optional<Error> error;
+  bool has_id = false;        // false: a notification
+  std::string id;             // the id as JSON text ("\"listen:0\"" or "7"), type kept
+  std::string method;
+  std::string meta_version;   // params._meta["io.modelcontextprotocol/protocolVersion"]
+  ListenSpec listen;          // subscriptions/listen
+  std::string cancel_id;      // notifications/cancelled params.requestId as JSON text
+  std::string uri;            // resources/subscribe, resources/unsubscribe
+};
+
+struct RpcLimits {
+  std::size_t max_uri_length = 4096;
+  std::size_t max_uris_per_listen = 1024;
+};
+
+inline constexpr std::string_view kProtocolVersionKey = "io.modelcontextprotocol/protocolVersion";
+
+class RpcDecoder {
+ public:
+  explicit RpcDecoder(RpcLimits limits = {});
+  ~RpcDecoder();
+  RpcDecoder(const RpcDecoder&) = delete;
+  RpcDecoder& operator=(const RpcDecoder&) = delete;
+
+  [[nodiscard]] RpcRequest decode(std::string_view text);
+  [[nodiscard]] const RpcLimits& limits() const noexcept { return limits_; }
+
+ private:
+  struct Impl;
+  RpcLimits limits_;
+  std::unique_ptr<Impl> impl_;
+};
+
+/** `{"jsonrpc":"2.0","id":<id or null>,"error":{"code":..,"message":..[,"data":..]}}` */
+[[nodiscard]] std::string rpc_error_json(std::string_view id, const Error& e, std::string_view data_json = {});
+/** `{"jsonrpc":"2.0","id":<id>,"result":<result_json>}` */
+[[nodiscard]] std::string rpc_result_json(std::string_view id, std::string_view result_json);
+
+}  // namespace mcpfan

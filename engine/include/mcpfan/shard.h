@@ -1,0 +1,183 @@
+#pragma once
+/**
+ * One worker loop's share of the engine: its subscription index, its output streams and
+ * their queues of unwritten notifications, and its inbox of published payloads.
+ *
+ * Data flow: Hub::publish() posts one PayloadRef per shard (thread-safe); the owning loop
+ * drains the inbox, matches each payload against its local index and appends a reference
+ * (never a copy) to every matching stream's pending queue; flush() then hands each stream
+ * one batch of iovecs for everything that accumulated — one write per stream per wake-up.
+ *
+ * Slow streams (design §4): while a stream's previous batch is still being written, a newer
+ * notification for the same (subscription, method, uri) replaces the unwritten older one
+ * (counted as coalesced); past `max_pending_bytes` the stream is closed (counted).
+ *
+ * Thread affinity: post() and stats() are thread-safe; everything else is loop-affine.
+ */
+#include <sys/uio.h>
+
+#include <atomic>
+#include <concurrentqueue/concurrentqueue.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mcpfan/index.h"
+#include "mcpfan/payload.h"
+#include "mcpfan/result.h"
+
+namespace mcpfan {
+
+using StreamId = std::uint32_t;
+
+namespace detail {
+/** Loop-local refcounted output: a shared payload reference, or bytes owned here. */
+struct Chunk {
+  PayloadRef payload;
+  std::string bytes;
+  std::uint32_t refs = 1;
+};
+void release(Chunk* c) noexcept;
+}  // namespace detail
+
+/** A batch of iovecs for one stream. bufs[0] is left empty for the transport's framing. */
+class OutBatch {
+ public:
+  OutBatch() = default;
+  OutBatch(OutBatch&& o) noexcept : bufs(std::move(o.bufs)), bytes(o.bytes), refs_(std::move(o.refs_)) { o.bytes = 0; }
+  OutBatch& operator=(OutBatch&&) = delete;
+  OutBatch(const OutBatch&) = delete;
+  ~OutBatch() { for (auto* c : refs_) detail::release(c); }
+
+  std::vector<iovec> bufs;
+  std::size_t bytes = 0;  // payload bytes in bufs (framing excluded)
+
+ private:
+  friend class Shard;
+  std::vector<detail::Chunk*> refs_;
+};
+
+enum class CloseReason : std::uint8_t { SlowConsumer };
+
+/** Implemented by a transport for each stream it opens. Loop-affine. */
+class StreamSink {
+ public:
+  /** Write the batch; call Shard::write_done(id) once it completed or failed. */
+  virtual void write_batch(OutBatch&& batch) = 0;
+  /** The shard gave up on this stream; the transport must close it (and close_stream). */
+  virtual void close_requested(CloseReason reason) = 0;
+
+ protected:
+  ~StreamSink() = default;
+};
+
+struct ShardOptions {
+  std::size_t max_pending_bytes = 4u << 20;  // per stream, unwritten bytes before closing it
+  std::size_t drain_batch = 256;             // payloads taken from the inbox per dequeue
+};
+
+/** Counters of one shard. Written by the owning loop, readable from any thread. */
+struct ShardStats {
+  std::atomic<std::uint64_t> payloads{0};     // payloads taken from the inbox
+  std::atomic<std::uint64_t> deliveries{0};   // notifications queued to streams
+  std::atomic<std::uint64_t> coalesced{0};    // unwritten notifications replaced by newer ones
+  std::atomic<std::uint64_t> slow_closes{0};  // streams closed for exceeding max_pending_bytes
+  std::atomic<std::uint64_t> writes{0};       // batches handed to transports
+  std::atomic<std::int64_t> streams{0};
+  std::atomic<std::int64_t> subscriptions{0};
+};
+
+/** What one subscription listens to. */
+struct Filter {
+  TenantId tenant = kDefaultTenant;
+  std::uint8_t kinds = 0;          // kind_bit() set for each list_changed kind wanted
+  std::vector<std::string> uris;   // resources/updated URIs ('/'-terminated = prefix)
+};
+
+class Shard {
+ public:
+  explicit Shard(ShardOptions options = {});
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // ---- thread-safe ----
+  /** Called after posting, from the posting thread; must be set before the first post. */
+  void set_waker(void (*wake)(void*), void* arg) noexcept { wake_ = wake; wake_arg_ = arg; }
+  void post(PayloadRef payload);
+  void post_bulk(PayloadRef* payloads, std::size_t n);
+  [[nodiscard]] const ShardStats& stats() const noexcept { return stats_; }
+
+  // ---- loop-affine ----
+  /** Called when a stream becomes due for flush() and none was; lets the loop not block. */
+  void set_on_dirty(void (*fn)(void*), void* arg) noexcept { on_dirty_ = fn; on_dirty_arg_ = arg; }
+  [[nodiscard]] StreamId open_stream(StreamSink* sink, Framing framing);
+  /** Drops the stream's subscriptions and unwritten output. The sink is not called again. */
+  void close_stream(StreamId id);
+  /** Adds a subscription on a stream; `id_token` is the JSON text of its subscriptionId. */
+  [[nodiscard]] SubId subscribe(StreamId stream, const Filter& filter, std::string id_token);
+  void unsubscribe(SubId sub);
+  /** Queues bytes for the stream, ordered with its notifications (acks, results). */
+  void send(StreamId stream, std::string bytes);
+  /** Queues an SSE keepalive comment on every SSE stream idle since `idle_since_ms`. */
+  void keepalive(std::uint64_t now_ms, std::uint64_t interval_ms);
+  /** Matches up to max_batches inbox batches; returns true if payloads remain queued. */
+  bool drain(std::size_t max_batches = 8);
+  /** Hands each dirty stream not already writing one batch of its pending output. */
+  void flush(std::uint64_t now_ms = 0);
+  /** The transport finished (or failed) the stream's last batch. */
+  void write_done(StreamId id);
+
+  /** True while some stream waits for flush(). */
+  [[nodiscard]] bool has_dirty() const noexcept { return !dirty_.empty(); }
+  [[nodiscard]] std::size_t subscription_count() const noexcept { return index_.subscription_count(); }
+  [[nodiscard]] std::size_t stream_count() const noexcept { return live_streams_; }
+  [[nodiscard]] std::size_t pending_bytes(StreamId id) const noexcept { return streams_[id].pending_bytes; }
+
+ private:
+  struct Pending {
+    detail::Chunk* chunk;  // nullptr once coalesced away
+    detail::Chunk* id;     // subscription id token; nullptr for plain bytes
+  };
+  struct Stream {
+    StreamSink* sink = nullptr;
+    Framing framing = Framing::Sse;
+    bool live = false;
+    bool writing = false;
+    bool dirty = false;
+    std::size_t pending_bytes = 0;
+    std::uint64_t last_write_ms = 0;
+    std::vector<Pending> pending;
+    std::vector<SubId> subs;
+  };
+  struct Sub {
+    StreamId stream = 0;
+    detail::Chunk* id = nullptr;
+  };
+
+  void enqueue(StreamId sid, Stream& s, detail::Chunk* chunk, detail::Chunk* id);
+  void mark_dirty(StreamId sid, Stream& s);
+  void deliver(const PayloadRef& p);
+  void close_slow(StreamId sid, Stream& s);
+
+  ShardOptions options_;
+  ShardStats stats_;
+  moodycamel::ConcurrentQueue<PayloadRef> inbox_;
+  void (*wake_)(void*) = nullptr;
+  void* wake_arg_ = nullptr;
+  void (*on_dirty_)(void*) = nullptr;
+  void* on_dirty_arg_ = nullptr;
+
+  SubscriptionIndex index_;
+  std::vector<Sub> subs_;  // by SubId
+  std::vector<Stream> streams_;
+  std::vector<StreamId> free_streams_;
+  std::vector<StreamId> dirty_;
+  std::vector<StreamId> flushing_;
+  std::vector<StreamId> slow_;
+  std::vector<PayloadRef> drain_buf_;
+  std::size_t live_streams_ = 0;
+  detail::Chunk* keepalive_chunk_;
+};
+
+}  // namespace mcpfan

@@ -1,0 +1,63 @@
+#include "mcpfan/index.h"
+
+namespace mcpfan {
+
+SubId SubscriptionIndex::create() {
+  SubId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<SubId>(records_.size());
+    records_.emplace_back();
+  }
+  Record& r = records_[id];
+  r.stamp = 0;
+  r.live = true;
+  r.keys.clear();
+  ++live_;
+  return id;
+}
+
+void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
+  Record& r = records_[sub];
+  bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
+  if (kind != Kind::ResourceUpdated) uri = {};
+  auto it = map_.find(KeyView{tenant, kind, prefix, uri});
+  if (it == map_.end()) {
+    it = map_.emplace(Key{tenant, kind, prefix, std::string(uri)}, std::vector<Member>{}).first;
+    if (prefix) ++prefix_keys_;
+  } else {
+    for (const KeyRef& k : r.keys) {
+      if (k.it == it) return;
+    }
+  }
+  auto slot = static_cast<std::uint32_t>(r.keys.size());
+  auto pos = static_cast<std::uint32_t>(it->second.size());
+  it->second.push_back(Member{sub, slot});
+  r.keys.push_back(KeyRef{it, pos});
+}
+
+void SubscriptionIndex::remove(SubId sub) {
+  Record& r = records_[sub];
+  if (!r.live) return;
+  for (const KeyRef& k : r.keys) {
+    auto& members = k.it->second;
+    // Swap-remove, then repoint the moved member's back-reference.
+    Member moved = members.back();
+    members[k.pos] = moved;
+    members.pop_back();
+    if (k.pos < members.size()) records_[moved.sub].keys[moved.slot].pos = k.pos;
+    if (members.empty()) {
+      if (k.it->first.prefix) --prefix_keys_;
+      map_.erase(k.it);
+    }
+  }
+  r.keys.clear();
+  r.keys.shrink_to_fit();
+  r.live = false;
+  free_.push_back(sub);
+  --live_;
+}
+
+}  // namespace mcpfan

@@ -1,0 +1,184 @@
+#include "mcpfan/publish_decoder.h"
+
+#include <simdjson.h>
+
+#include <string>
+
+namespace mcpfan {
+
+namespace od = simdjson::ondemand;
+
+struct PublishDecoder::Impl {
+  PublishLimits limits;
+  od::parser parser;
+  simdjson::dom::parser validator;  // ondemand skips what it does not visit; this checks every byte
+  std::string buf;  // the minified body, padded for simdjson
+  std::vector<NotificationParts> parts;
+};
+
+namespace {
+
+Error bad(std::size_t index, bool many, std::string what) {
+  if (many) what = "notification " + std::to_string(index) + ": " + what;
+  return Error{rpc_code::kInvalidParams, std::move(what)};
+}
+
+// The minified JSON text of any value (the body is minified, so tokens carry no spaces).
+simdjson::error_code raw_value(od::value v, std::string_view& out) {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::object) {
+    od::object o;
+    if (auto e = v.get_object().get(o)) return e;
+    return o.raw_json().get(out);
+  }
+  if (t == od::json_type::array) {
+    od::array a;
+    if (auto e = v.get_array().get(a)) return e;
+    return a.raw_json().get(out);
+  }
+  out = v.raw_json_token();
+  return simdjson::SUCCESS;
+}
+
+// Reads members of an object value into `out` as (unescaped key, raw value), skipping `skip_key`.
+simdjson::error_code read_members(od::object obj, std::string_view skip_key,
+                                  std::vector<std::pair<std::string_view, std::string_view>>& out) {
+  for (auto field : obj) {
+    std::string_view key, raw;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = raw_value(field.value(), raw)) return e;
+    if (key != skip_key) out.emplace_back(key, raw);
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
+PublishDecoder::PublishDecoder(PublishLimits limits) : impl_(std::make_unique<Impl>()) { impl_->limits = limits; }
+PublishDecoder::~PublishDecoder() = default;
+
+Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, TenantRegistry& tenants,
+                                                       std::optional<TenantId> forced_tenant) {
+  Impl& m = *impl_;
+  // Minify first: raw values are then copied straight into the payload with no newline
+  // that would break an SSE `data:` line or a stdio frame.
+  m.buf.resize(body.size() + simdjson::SIMDJSON_PADDING);
+  std::size_t len = 0;
+  if (simdjson::minify(body.data(), body.size(), m.buf.data(), len) != simdjson::SUCCESS) {
+    return Error{rpc_code::kParseError, "body is not valid JSON"};
+  }
+  simdjson::dom::element root;
+  if (m.validator.parse(m.buf.data(), len, false).get(root)) {
+    return Error{rpc_code::kParseError, "body is not valid JSON"};
+  }
+  od::document doc;
+  if (m.parser.iterate(m.buf.data(), len, m.buf.size()).get(doc)) {
+    return Error{rpc_code::kParseError, "body is not valid JSON"};
+  }
+  m.parts.clear();
+
+  auto decode_one = [&](od::value v, std::size_t index, bool many) -> std::optional<Error> {
+    od::object obj;
+    if (v.get_object().get(obj)) return bad(index, many, "expected a JSON object {\"method\", \"params\", \"tenant\"}");
+    NotificationParts p;
+    std::string_view method, tenant;
+    bool has_method = false, has_tenant = false, has_uri = false;
+    for (auto field : obj) {
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return bad(index, many, "body is not valid JSON");
+      od::value val = field.value();
+      if (key == "method") {
+        if (val.get_string().get(method)) return bad(index, many, "\"method\" must be a string");
+        has_method = true;
+      } else if (key == "tenant") {
+        if (val.get_string().get(tenant)) return bad(index, many, "\"tenant\" must be a string");
+        has_tenant = true;
+      } else if (key == "jsonrpc") {
+        std::string_view ver;
+        if (val.get_string().get(ver) || ver != "2.0") return bad(index, many, "\"jsonrpc\" must be \"2.0\"");
+      } else if (key == "params") {
+        od::object params;
+        if (val.get_object().get(params)) return bad(index, many, "\"params\" must be an object");
+        for (auto pf : params) {
+          std::string_view pkey;
+          if (pf.unescaped_key().get(pkey)) return bad(index, many, "body is not valid JSON");
+          od::value pv = pf.value();
+          if (pkey == "_meta") {
+            od::object meta;
+            if (pv.get_object().get(meta)) return bad(index, many, "\"params._meta\" must be an object");
+            // The server owns the subscriptionId key: a publisher's value would be wrong.
+            if (read_members(meta, kSubscriptionIdKey, p.meta)) return bad(index, many, "body is not valid JSON");
+          } else if (pkey == "uri") {
+            std::string_view raw = pv.raw_json_token();
+            if (pv.get_string().get(p.uri)) return bad(index, many, "\"params.uri\" must be a string");
+            p.params.emplace_back(pkey, raw);
+            has_uri = true;
+          } else {
+            std::string_view raw;
+            if (raw_value(pv, raw)) return bad(index, many, "body is not valid JSON");
+            p.params.emplace_back(pkey, raw);
+          }
+        }
+      } else {
+        return bad(index, many, "unknown field \"" + std::string(key) + "\" (expected method, params, tenant)");
+      }
+    }
+    if (!has_method) return bad(index, many, "missing \"method\"");
+    auto kind = kind_from_method(method);
+    if (!kind) {
+      return bad(index, many, "unknown method \"" + std::string(method) +
+                                  "\" (expected notifications/resources/updated or notifications/{tools,prompts,resources}/list_changed)");
+    }
+    p.kind = *kind;
+    if (p.kind == Kind::ResourceUpdated) {
+      if (!has_uri || p.uri.empty()) return bad(index, many, "notifications/resources/updated needs a non-empty \"params.uri\"");
+      if (p.uri.size() > m.limits.max_uri_length) {
+        return bad(index, many, "\"params.uri\" is longer than " + std::to_string(m.limits.max_uri_length) + " bytes");
+      }
+    } else {
+      p.uri = {};  // list_changed carries no key; a uri member is passed through untouched
+    }
+    if (has_tenant) {
+      if (tenant.empty() || tenant.size() > 256) return bad(index, many, "\"tenant\" must be 1..256 bytes");
+      TenantId t = tenants.intern(tenant);
+      if (forced_tenant && *forced_tenant != t) return bad(index, many, "this publisher may not publish to tenant \"" + std::string(tenant) + "\"");
+      p.tenant = t;
+    } else {
+      p.tenant = forced_tenant.value_or(kDefaultTenant);
+    }
+    m.parts.push_back(std::move(p));
+    return std::nullopt;
+  };
+
+  od::json_type type;
+  if (doc.type().get(type)) return Error{rpc_code::kParseError, "body is not valid JSON"};
+  if (type == od::json_type::array) {
+    od::array arr;
+    if (doc.get_array().get(arr)) return Error{rpc_code::kParseError, "body is not valid JSON"};
+    std::size_t i = 0;
+    for (auto el : arr) {
+      od::value v;
+      if (el.get(v)) return Error{rpc_code::kParseError, "body is not valid JSON"};
+      if (i >= m.limits.max_notifications) {
+        return Error{rpc_code::kInvalidParams, "more than " + std::to_string(m.limits.max_notifications) + " notifications in one body"};
+      }
+      if (auto err = decode_one(v, i, true)) return std::move(*err);
+      ++i;
+    }
+    if (i == 0) return Error{rpc_code::kInvalidParams, "empty array: nothing to publish"};
+  } else if (type == od::json_type::object) {
+    od::value v;
+    if (doc.get_value().get(v)) return Error{rpc_code::kParseError, "body is not valid JSON"};
+    if (auto err = decode_one(v, 0, false)) return std::move(*err);
+  } else {
+    return Error{rpc_code::kInvalidParams, "body must be a notification object or an array of them"};
+  }
+
+  std::vector<PayloadRef> out;
+  out.reserve(m.parts.size());
+  for (const NotificationParts& p : m.parts) out.push_back(encode_notification(p));
+  return out;
+}
+
+}  // namespace mcpfan

@@ -1,0 +1,170 @@
+#include "mcpfan/rpc_decoder.h"
+
+#include <simdjson.h>
+
+#include "mcpfan/json_text.h"
+
+namespace mcpfan {
+
+namespace dom = simdjson::dom;
+
+struct RpcDecoder::Impl {
+  dom::parser parser;
+  std::string buf;
+};
+
+RpcDecoder::RpcDecoder(RpcLimits limits) : limits_(limits), impl_(std::make_unique<Impl>()) {}
+RpcDecoder::~RpcDecoder() = default;
+
+namespace {
+
+// JSON text of an id (string or integer); false for any other type.
+bool id_text(dom::element el, std::string& out) {
+  out.clear();
+  switch (el.type()) {
+    case dom::element_type::STRING: {
+      std::string_view s;
+      if (el.get_string().get(s)) return false;
+      append_json_string(out, s);
+      return true;
+    }
+    case dom::element_type::INT64: out = std::to_string(int64_t(el)); return true;
+    case dom::element_type::UINT64: out = std::to_string(uint64_t(el)); return true;
+    default: return false;
+  }
+}
+
+std::optional<Error> invalid_params(std::string msg) { return Error{rpc_code::kInvalidParams, std::move(msg)}; }
+
+std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, ListenSpec& out) {
+  dom::element filter;
+  if (params["notifications"].get(filter)) return std::nullopt;  // omitted: subscribes to nothing
+  dom::object f;
+  if (filter.get_object().get(f)) return invalid_params("params.notifications must be an object");
+  for (auto [key, value] : f) {
+    bool* flag = key == "toolsListChanged" ? &out.tools_list_changed
+               : key == "promptsListChanged" ? &out.prompts_list_changed
+               : key == "resourcesListChanged" ? &out.resources_list_changed
+               : nullptr;
+    if (flag) {
+      if (value.get_bool().get(*flag)) return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
+    } else if (key == "resourceSubscriptions") {
+      dom::array uris;
+      if (value.get_array().get(uris)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
+      if (uris.size() > limits.max_uris_per_listen) {
+        return invalid_params("params.notifications.resourceSubscriptions has more than " +
+                              std::to_string(limits.max_uris_per_listen) + " URIs");
+      }
+      for (dom::element u : uris) {
+        std::string_view uri;
+        if (u.get_string().get(uri)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
+        if (uri.empty()) return invalid_params("params.notifications.resourceSubscriptions contains an empty URI");
+        if (uri.size() > limits.max_uri_length) {
+          return invalid_params("resource URI is longer than " + std::to_string(limits.max_uri_length) + " bytes");
+        }
+        bool dup = false;
+        for (auto& have : out.resource_uris) dup = dup || have == uri;
+        if (!dup) out.resource_uris.emplace_back(uri);
+      }
+    }
+    // Other keys name notification types this server does not offer: omitted from the ack.
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+RpcRequest RpcDecoder::decode(std::string_view text) {
+  RpcRequest r;
+  auto fail = [&](int code, std::string msg) {
+    r.error = Error{code, std::move(msg)};
+    return std::move(r);
+  };
+  Impl& m = *impl_;
+  m.buf.assign(text);
+  m.buf.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  dom::element root;
+  if (m.parser.parse(m.buf.data(), text.size(), false).get(root)) {
+    return fail(rpc_code::kParseError, "parse error: the message is not valid JSON");
+  }
+  if (root.is_array()) return fail(rpc_code::kInvalidRequest, "JSON-RPC batches are not supported: send one request per message");
+  dom::object obj;
+  if (root.get_object().get(obj)) return fail(rpc_code::kInvalidRequest, "a JSON-RPC message must be a JSON object");
+
+  dom::element id;
+  if (!obj["id"].get(id)) {
+    if (!id_text(id, r.id)) return fail(rpc_code::kInvalidRequest, "\"id\" must be a string or an integer");
+    r.has_id = true;
+  }
+  std::string_view version;
+  if (obj["jsonrpc"].get_string().get(version) || version != "2.0") {
+    return fail(rpc_code::kInvalidRequest, "\"jsonrpc\" must be \"2.0\"");
+  }
+  std::string_view method;
+  if (obj["method"].get_string().get(method)) return fail(rpc_code::kInvalidRequest, "\"method\" must be a string");
+  r.method.assign(method);
+
+  dom::element params_el;
+  dom::object params;
+  if (!obj["params"].get(params_el)) {
+    if (params_el.get_object().get(params)) return fail(rpc_code::kInvalidParams, "\"params\" must be an object");
+    dom::element meta;
+    if (!params["_meta"].get(meta)) {
+      if (!meta.is_object()) return fail(rpc_code::kInvalidParams, "\"params._meta\" must be an object");
+      dom::element v;
+      if (!meta[kProtocolVersionKey].get(v)) {
+        std::string_view sv;
+        if (v.get_string().get(sv)) return fail(rpc_code::kInvalidParams, "params._meta protocolVersion must be a string");
+        r.meta_version.assign(sv);
+      }
+    }
+  } else {
+    params = dom::object();
+  }
+  bool has_params = !obj["params"].error();
+
+  if (r.method == "subscriptions/listen" && has_params) {
+    if (auto e = decode_listen(params, limits_, r.listen)) return fail(e->code, e->message);
+  } else if (r.method == "notifications/cancelled") {
+    dom::element rid;
+    if (!has_params || params["requestId"].get(rid) || !id_text(rid, r.cancel_id)) {
+      return fail(rpc_code::kInvalidParams, "params.requestId must be a string or an integer");
+    }
+  } else if (r.method == "resources/subscribe" || r.method == "resources/unsubscribe") {
+    std::string_view uri;
+    if (!has_params || params["uri"].get_string().get(uri) || uri.empty()) {
+      return fail(rpc_code::kInvalidParams, "params.uri must be a non-empty string");
+    }
+    if (uri.size() > limits_.max_uri_length) {
+      return fail(rpc_code::kInvalidParams, "resource URI is longer than " + std::to_string(limits_.max_uri_length) + " bytes");
+    }
+    r.uri.assign(uri);
+  }
+  return r;
+}
+
+std::string rpc_error_json(std::string_view id, const Error& e, std::string_view data_json) {
+  std::string out = R"({"jsonrpc":"2.0","id":)";
+  out += id.empty() ? std::string_view("null") : id;
+  out += R"(,"error":{"code":)";
+  out += std::to_string(e.code);
+  out += R"(,"message":)";
+  append_json_string(out, e.message);
+  if (!data_json.empty()) {
+    out += R"(,"data":)";
+    out += data_json;
+  }
+  out += "}}";
+  return out;
+}
+
+std::string rpc_result_json(std::string_view id, std::string_view result_json) {
+  std::string out = R"({"jsonrpc":"2.0","id":)";
+  out += id;
+  out += R"(,"result":)";
+  out += result_json;
+  out += "}";
+  return out;
+}
+
+}  // namespace mcpfan

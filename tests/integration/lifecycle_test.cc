@@ -1,0 +1,97 @@
+// Stream lifecycle: notifications/cancelled, client close, keepalive comments.
+#include "harness.h"
+
+namespace itest {
+namespace {
+
+std::string CancelRequest(std::string_view request_id_json) {
+  std::string body = R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":)" +
+                     Envelope(kV2026) + R"(,"requestId":)" + std::string(request_id_json) + "}}";
+  // Notifications carry only the version header.
+  return McpPost(body, McpHeaders(kV2026, ""));
+}
+
+TEST(Lifecycle, CancelledNotificationEndsStream) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream victim, bystander;
+  ASSERT_TRUE(OpenListen(victim, srv.port(), R"("cancel-me:1")", R"({"toolsListChanged":true})"));
+  ASSERT_TRUE(OpenListen(bystander, srv.port(), R"("stay:1")", R"({"toolsListChanged":true})"));
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 2));
+
+  auto r = Roundtrip(srv.port(), CancelRequest(R"("cancel-me:1")"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+
+  // The cancelled stream ends (chunked terminator + close). Whatever it carried
+  // before ending, it must not be a notification for a later publish.
+  EXPECT_TRUE(victim.WaitEnd(kIo)) << "stream did not end; ended=" << victim.ended() << " eof=" << victim.eof()
+                                   << " events:" << DescribeEvents(victim.events());
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 1));
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 1));
+
+  // The other listen is untouched.
+  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
+  std::string err;
+  auto m = bystander.NextMessage(kIo, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_TRUE(IsNotification(*m, "notifications/tools/list_changed", R"("stay:1")"));
+  for (auto& e : victim.events()) {
+    Json j(e.data);
+    EXPECT_NE(j.GetString({"method"}), "notifications/tools/list_changed") << "cancelled stream got " << e.data;
+  }
+}
+
+TEST(Lifecycle, CancelledWithNumericId) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, srv.port(), "913", R"({"promptsListChanged":true})"));
+  auto r = Roundtrip(srv.port(), CancelRequest("913"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+  EXPECT_TRUE(s.WaitEnd(kIo)) << "ended=" << s.ended() << " eof=" << s.eof();
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 0));
+}
+
+TEST(Lifecycle, ClosingStreamFreesSubscription) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream a, b;
+  ASSERT_TRUE(OpenListen(a, srv.port(), R"("a")", R"({"toolsListChanged":true})"));
+  ASSERT_TRUE(OpenListen(b, srv.port(), R"("b")", R"({"resourceSubscriptions":["file:///z"]})"));
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 2));
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 2));
+
+  a.conn().Close();
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 1));
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 1));
+  b.conn().Reset();  // abrupt close (RST)
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 0));
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 0));
+  // Publishing to the freed subscriptions is harmless.
+  EXPECT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
+  EXPECT_TRUE(ServesListenAndPublish(srv.port()));
+}
+
+TEST(Lifecycle, KeepaliveCommentsOnIdleStream) {
+  ServerProcess srv({"--keepalive-ms", "100"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, srv.port(), R"("ka")", R"({"toolsListChanged":true})"));
+  auto start = Clock::now();
+  ASSERT_TRUE(s.WaitComments(3, Ms(5000))) << "got " << s.comments().size() << " keepalive comments in 5 s";
+  auto took = std::chrono::duration_cast<Ms>(Clock::now() - start).count();
+  RecordProperty("three_keepalives_ms", std::to_string(took));
+  for (const auto& c : s.comments()) EXPECT_EQ(c, "keepalive");
+  EXPECT_TRUE(s.events().empty()) << "keepalives must be comments, not events:" << DescribeEvents(s.events());
+  // The stream still works after keepalives.
+  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
+  std::string err;
+  auto m = s.NextMessage(kIo, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_TRUE(IsNotification(*m, "notifications/tools/list_changed", R"("ka")"));
+}
+
+}  // namespace
+}  // namespace itest

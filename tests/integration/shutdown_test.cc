@@ -1,0 +1,84 @@
+// Graceful shutdown: every open listen gets the final `complete` result as its
+// last event, then the stream ends; the process exits 0 (SERVER_CONTRACT.md).
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <iostream>
+
+#include "harness.h"
+
+namespace itest {
+namespace {
+
+// The last event of `s` is the final result for `id_json`, and the stream ended.
+void ExpectCompletedStream(SseStream& s, std::string_view id_json) {
+  ASSERT_TRUE(s.WaitEnd(kIo)) << id_json << ": stream did not end (terminator seen=" << s.ended()
+                              << ", closed=" << s.eof() << ")" << (s.protocol_error().empty() ? "" : ", framing: ")
+                              << s.protocol_error() << "; events:" << DescribeEvents(s.events());
+  ASSERT_FALSE(s.events().empty()) << id_json << ": no final result before the stream ended";
+  const SseEvent& last = s.events().back();
+  EXPECT_EQ(last.event, "message");
+  Json j(last.data);
+  ASSERT_TRUE(j.ok()) << last.data;
+  EXPECT_EQ(j.GetString({"jsonrpc"}), "2.0") << j.text();
+  EXPECT_TRUE(JsonMatches(j.Get({"id"}), id_json)) << j.text();
+  EXPECT_FALSE(j.Has({"method"})) << "the final message is a result, not a notification: " << j.text();
+  std::string want = R"({"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":)" +
+                     std::string(id_json) + "}}";
+  EXPECT_TRUE(JsonMatches(j.Get({"result"}), want)) << j.text();
+  // Anything before the result is an ordinary notification of this stream.
+  for (size_t i = 0; i + 1 < s.events().size(); ++i) {
+    Json e(s.events()[i].data);
+    EXPECT_TRUE(JsonMatches(e.Get({"params", "_meta", kSubId}), id_json)) << s.events()[i].data;
+  }
+  EXPECT_TRUE(s.id_lines().empty());
+}
+
+TEST(Shutdown, SigtermCompletesOpenListensAndExitsZero) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  const std::vector<std::string> ids = {R"("listen:0")", "7", R"("x")", "0", R"("")"};
+  std::vector<std::unique_ptr<SseStream>> streams;
+  for (const auto& id : ids) {
+    streams.push_back(std::make_unique<SseStream>());
+    ASSERT_TRUE(OpenListen(*streams.back(), srv.port(), id, R"({"toolsListChanged":true})"));
+  }
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", double(ids.size())));
+
+  auto t0 = Clock::now();
+  ASSERT_TRUE(srv.Signal(SIGTERM));
+  for (size_t i = 0; i < ids.size(); ++i) ExpectCompletedStream(*streams[i], ids[i]);
+  ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGTERM";
+  auto took = std::chrono::duration_cast<Ms>(Clock::now() - t0).count();
+  RecordProperty("sigterm_to_exit_ms", std::to_string(took));
+  ASSERT_TRUE(srv.wait_status());
+  EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+  EXPECT_TRUE(srv.WaitForStderr("mcpfan: stopped (signal=SIGTERM)", Ms(2000))) << srv.Stderr();
+  if (took > 2000) {
+    std::cerr << "note: exit took " << took << " ms (contract says within 2 s; asserted bound is 5 s)\n";
+  }
+}
+
+TEST(Shutdown, SigintExitsZeroAndCompletesListen) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, srv.port(), "99", R"({"resourceSubscriptions":["file:///q"]})"));
+  ASSERT_TRUE(srv.Signal(SIGINT));
+  ExpectCompletedStream(s, "99");
+  ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGINT";
+  EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+  EXPECT_TRUE(srv.WaitForStderr("mcpfan: stopped", Ms(2000))) << srv.Stderr();
+}
+
+TEST(Shutdown, SigtermIdleServerExitsZero) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  ASSERT_TRUE(srv.Signal(SIGTERM));
+  ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+  EXPECT_TRUE(srv.WaitForStderr("mcpfan: stopped (signal=SIGTERM)", Ms(2000))) << srv.Stderr();
+}
+
+}  // namespace
+}  // namespace itest

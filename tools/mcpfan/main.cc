@@ -1,0 +1,118 @@
+// mcpfan: the server program. Parses flags (and a TOML config with keys named like the
+// flags), starts the worker loops, and turns SIGINT/SIGTERM into a graceful stop.
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+#include "mcpfan/transport/server.h"
+
+namespace {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT".
+bool parse_host_port(const std::string& s, HostPort& out) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "127.0.0.1";
+  try {
+    std::size_t used = 0;
+    unsigned long p = std::stoul(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || p > 65535) return false;
+    out.port = static_cast<std::uint16_t>(p);
+  } catch (...) {
+    return false;
+  }
+  out.host = host;
+  return true;
+}
+
+bool is_loopback(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "::1" || host == "localhost";
+}
+
+std::string display(const HostPort& hp, std::uint16_t port) {
+  bool v6 = hp.host.find(':') != std::string::npos;
+  return (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mcpfan: fans MCP change notifications out to many subscribers"};
+  app.set_config("--config", "", "TOML config file; keys are the long flag names (listen = \"127.0.0.1:8080\")");
+  mcpfan::ServerConfig cfg;
+  std::string listen = "127.0.0.1:8080";
+  bool insecure = false;
+  app.add_option("--listen", listen, "HOST:PORT for /mcp, /v1/publish, /healthz, /metrics")->capture_default_str();
+  app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
+  app.add_option("--max-body", cfg.max_body, "largest request body in bytes (413 above)")->capture_default_str();
+  app.add_option("--keepalive-ms", cfg.keepalive_ms, "SSE keepalive comment interval")->capture_default_str()->check(CLI::Range(10, 3600000));
+  app.add_option("--max-uri-length", cfg.max_uri_length, "longest resource URI accepted")->capture_default_str();
+  app.add_option("--max-uris-per-listen", cfg.max_uris_per_listen, "resourceSubscriptions per listen")->capture_default_str();
+  app.add_option("--max-pending-bytes", cfg.shard.max_pending_bytes,
+                 "unwritten bytes a stream may hold before it is closed as a slow consumer")->capture_default_str();
+  app.add_option("--shutdown-grace-ms", cfg.shutdown_grace_ms, "time for final writes on SIGTERM before connections are cut")
+      ->capture_default_str();
+  app.add_option("--allow-origin", cfg.allow_origins,
+                 "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
+  app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
+  CLI11_PARSE(app, argc, argv);
+
+  HostPort hp;
+  if (!parse_host_port(listen, hp)) {
+    std::fprintf(stderr, "mcpfan: --listen %s: expected HOST:PORT\n", listen.c_str());
+    return 2;
+  }
+  if (!is_loopback(hp.host) && !insecure) {
+    std::fprintf(stderr,
+                 "mcpfan: refusing to listen on %s without authentication; use a loopback address or --insecure\n",
+                 hp.host.c_str());
+    return 2;
+  }
+  cfg.host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
+  cfg.port = hp.port;
+
+  std::signal(SIGPIPE, SIG_IGN);
+  mcpfan::Server server(cfg);
+  auto started = server.start();
+  if (!started) {
+    std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
+               server.config().workers, static_cast<int>(getpid()));
+  std::fflush(stderr);
+
+  uv_loop_t* loop = uv_default_loop();
+  uv_signal_t sigint, sigterm;
+  int caught = 0;
+  for (auto [h, signo] : {std::pair{&sigint, SIGINT}, std::pair{&sigterm, SIGTERM}}) {
+    uv_signal_init(loop, h);
+    h->data = &caught;
+    uv_signal_start(
+        h,
+        [](uv_signal_t* s, int signum) {
+          *static_cast<int*>(s->data) = signum;
+          uv_stop(s->loop);
+        },
+        signo);
+  }
+  uv_run(loop, UV_RUN_DEFAULT);
+  server.stop();
+  std::fprintf(stderr, "mcpfan: stopped (signal=%s)\n", caught == SIGINT ? "SIGINT" : "SIGTERM");
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_loop_close(loop);
+  return 0;
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds mcpfan (Release) and starts it in the foreground on 127.0.0.1:8080 with the
+# in-memory engine; extra arguments go to mcpfan (e.g. --workers 4, --listen 127.0.0.1:9000).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bash "$root/tools/setup.sh"
+cmake -S "$root" -B "$root/build-release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DMCPFAN_BUILD_TESTS=OFF -DMCPFAN_BUILD_BENCH=OFF >/dev/null
+cmake --build "$root/build-release" --target mcpfan
+exec "$root/build-release/tools/mcpfan/mcpfan" --listen 127.0.0.1:8080 "$@"

@@ -1,0 +1,55 @@
+#pragma once
+/**
+ * The mcpfan network server: W libuv worker loops, each accepting on its own SO_REUSEPORT
+ * socket and owning its connections and one engine Shard; HTTP/1.1 for /mcp (MCP
+ * Streamable HTTP, `subscriptions/listen` over SSE), /v1/publish, /healthz and /metrics.
+ *
+ * Thread affinity: construct, start() and stop() from one controlling thread; hub() is
+ * thread-safe to publish on (see mcpfan/hub.h).
+ */
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mcpfan/hub.h"
+#include "mcpfan/result.h"
+
+namespace mcpfan {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;          // 0 = ephemeral; start() returns the bound port
+  unsigned workers = 0;               // 0 = one per core
+  std::size_t max_body = 1u << 20;    // bytes; larger bodies get 413
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_url_length = 8 * 1024;
+  std::size_t max_uri_length = 4096;  // longest resource URI accepted
+  std::size_t max_uris_per_listen = 1024;
+  std::uint64_t keepalive_ms = 15000; // SSE keepalive comment interval
+  std::uint64_t shutdown_grace_ms = 1500;
+  std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
+  ShardOptions shard;
+};
+
+class Server {
+ public:
+  explicit Server(ServerConfig config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /** Binds and starts the worker threads; returns the bound port. */
+  [[nodiscard]] Result<std::uint16_t> start();
+  /** Ends every listen with its final result, closes every connection, joins the workers. */
+  void stop();
+
+  [[nodiscard]] Hub& hub() noexcept;
+  [[nodiscard]] const ServerConfig& config() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mcpfan

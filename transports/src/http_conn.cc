@@ -1,0 +1,396 @@
+#include "http_conn.h"
+
+#include <cstddef>
+#include <cstdio>
+#include <strings.h>
+
+#include "mcp_http.h"
+#include "worker.h"
+
+namespace mcpfan::detail {
+
+// Shard batches are iovecs; libuv documents uv_buf_t as iovec-compatible on Unix.
+static_assert(sizeof(uv_buf_t) == sizeof(iovec) && offsetof(uv_buf_t, base) == offsetof(iovec, iov_base) &&
+              offsetof(uv_buf_t, len) == offsetof(iovec, iov_len));
+
+namespace {
+
+struct RawWrite {
+  uv_write_t req;
+  std::string data;
+  HttpConn* conn;
+  bool then_close;
+};
+
+struct BatchWrite {
+  uv_write_t req;
+  OutBatch batch;
+  char chunk_header[24];
+};
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+bool ieq(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+constexpr char kChunkEnd[] = "\r\n";
+
+}  // namespace
+
+void HttpRequest::clear() {
+  method = 0;
+  url.clear();
+  content_type.clear();
+  accept.clear();
+  origin.clear();
+  host.clear();
+  protocol_version.clear();
+  mcp_method.clear();
+  authorization.clear();
+  expect.clear();
+  body.clear();
+  header_bytes = 0;
+}
+
+const http_parser_settings HttpConn::kSettings = [] {
+  http_parser_settings s{};
+  s.on_message_begin = &HttpConn::on_message_begin;
+  s.on_url = &HttpConn::on_url;
+  s.on_header_field = &HttpConn::on_header_field;
+  s.on_header_value = &HttpConn::on_header_value;
+  s.on_headers_complete = &HttpConn::on_headers_complete;
+  s.on_body = &HttpConn::on_body;
+  s.on_message_complete = &HttpConn::on_message_complete;
+  return s;
+}();
+
+HttpConn::HttpConn(Worker& w) : w_(w) {
+  uv_tcp_init(w_.loop(), &tcp_);
+  tcp_.data = this;
+  http_parser_init(&parser_, HTTP_REQUEST);
+  parser_.data = this;
+  w_.link(this);
+  w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+void HttpConn::start() {
+  uv_tcp_nodelay(&tcp_, 1);
+  int rc = uv_read_start(
+      reinterpret_cast<uv_stream_t*>(&tcp_),
+      [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<HttpConn*>(h->data)->w_.read_buffer(); },
+      [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) { static_cast<HttpConn*>(s->data)->on_read(nread, buf); });
+  if (rc != 0) close();
+}
+
+void HttpConn::close() {
+  if (mode_ == Mode::Closing) return;
+  mode_ = Mode::Closing;
+  if (stream_open_) {
+    stream_open_ = false;
+    w_.shard().close_stream(stream_);
+  }
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
+    auto* c = static_cast<HttpConn*>(h->data);
+    c->w_.unlink(c);
+    c->w_.stats().connections.fetch_sub(1, std::memory_order_relaxed);
+    delete c;
+  });
+}
+
+void HttpConn::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread < 0) {  // EOF or error: for a listen this is the client cancelling
+    close();
+    return;
+  }
+  if (nread == 0 || mode_ != Mode::Requests) return;  // bytes after a listen are ignored
+  parse(buf->base, static_cast<std::size_t>(nread));
+}
+
+void HttpConn::parse(const char* data, std::size_t len) {
+  std::size_t off = 0;
+  while (off < len && mode_ == Mode::Requests) {
+    std::size_t n = http_parser_execute(&parser_, &kSettings, data + off, len - off);
+    off += n;
+    auto err = HTTP_PARSER_ERRNO(&parser_);
+    if (err == HPE_PAUSED) {  // a request was answered; continue with the pipelined rest
+      http_parser_pause(&parser_, 0);
+      continue;
+    }
+    if (err != HPE_OK) {
+      if (reject_status_ != 0) {
+        reject(reject_status_, reject_message_);
+      } else {
+        reject(400, std::string("malformed HTTP request: ") + http_errno_description(err));
+      }
+      return;
+    }
+    if (n == 0) break;
+  }
+}
+
+void HttpConn::reject(int status, std::string_view message) {
+  w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
+  std::string body = R"({"error":)";
+  body += '"';
+  for (char c : message) body += (c == '"' || c == '\\') ? '\'' : c;
+  body += "\"}";
+  close_after_ = true;
+  respond(status, "application/json", body);
+}
+
+void HttpConn::respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers) {
+  if (mode_ == Mode::Closing) return;
+  if (status >= 400) w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
+  bool keep = !close_after_ && http_should_keep_alive(&parser_) && !w_.stopping();
+  std::string out;
+  out.reserve(160 + body.size() + extra_headers.size());
+  char line[64];
+  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+  out += line;
+  if (!content_type.empty()) {
+    out += "Content-Type: ";
+    out += content_type;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(body.size());
+  out += keep ? "\r\n" : "\r\nConnection: close\r\n";
+  out += extra_headers;
+  out += "\r\n";
+  out += body;
+  write_raw(std::move(out), !keep);
+  if (!keep) {
+    mode_ = Mode::Draining;  // stop parsing; the close follows the write
+    http_parser_pause(&parser_, 1);
+  }
+}
+
+void HttpConn::write_raw(std::string data, bool then_close) {
+  auto* wr = new RawWrite{{}, std::move(data), this, then_close};
+  wr->req.data = wr;
+  uv_buf_t b = uv_buf_init(wr->data.data(), static_cast<unsigned>(wr->data.size()));
+  int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* req, int status) {
+    auto* wr = static_cast<RawWrite*>(req->data);
+    if (status < 0 || wr->then_close) wr->conn->close();
+    delete wr;
+  });
+  if (rc != 0) {
+    delete wr;
+    close();
+  }
+}
+
+void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth) {
+  mode_ = Mode::Listen;
+  http_parser_pause(&parser_, 1);
+  write_raw(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
+      false);
+  tenant_ = filter.tenant;
+  listen_id_ = std::move(id);
+  auth_ = std::move(auth);
+  Shard& shard = w_.shard();
+  stream_ = shard.open_stream(this, Framing::Sse);
+  stream_open_ = true;
+  shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
+  (void)shard.subscribe(stream_, filter, listen_id_);
+  req_.clear();
+  req_.body.shrink_to_fit();
+  field_.shrink_to_fit();
+  value_.shrink_to_fit();
+}
+
+void HttpConn::end_listen() {
+  if (!stream_open_ || ending_) return;
+  ending_ = true;
+  w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_)));
+}
+
+void HttpConn::cancel_listen() {
+  if (!stream_open_) return;
+  stream_open_ = false;
+  w_.shard().close_stream(stream_);
+  write_raw("0\r\n\r\n", true);
+}
+
+void HttpConn::finish_stream() {
+  stream_open_ = false;
+  w_.shard().close_stream(stream_);
+  write_raw("0\r\n\r\n", true);
+}
+
+void HttpConn::write_batch(OutBatch&& batch) {
+  auto* wr = new BatchWrite{{}, std::move(batch), {}};
+  wr->req.data = this;
+  int n = std::snprintf(wr->chunk_header, sizeof wr->chunk_header, "%zx\r\n", wr->batch.bytes);
+  wr->batch.bufs[0] = iovec{wr->chunk_header, static_cast<std::size_t>(n)};
+  wr->batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
+  auto* bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data());
+  auto nbufs = static_cast<unsigned>(wr->batch.bufs.size());
+  int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs, [](uv_write_t* req, int status) {
+    auto* c = static_cast<HttpConn*>(req->data);
+    delete reinterpret_cast<BatchWrite*>(req);  // req is the first member
+    if (status < 0) {
+      c->close();
+      return;
+    }
+    if (!c->stream_open_) return;
+    Shard& shard = c->w_.shard();
+    shard.write_done(c->stream_);
+    if (c->ending_ && shard.pending_bytes(c->stream_) == 0) c->finish_stream();
+  });
+  if (rc != 0) {
+    delete wr;
+    w_.shard().write_done(stream_);
+    close();
+  }
+}
+
+void HttpConn::close_requested(CloseReason) {
+  // The shard already closed our stream; end the connection without the final result,
+  // which would only add to the backlog that got it closed.
+  stream_open_ = false;
+  close();
+}
+
+// ---- http_parser callbacks ----
+
+int HttpConn::on_message_begin(http_parser* p) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  c->req_.clear();
+  c->field_.clear();
+  c->value_.clear();
+  c->in_value_ = false;
+  return 0;
+}
+
+int HttpConn::on_url(http_parser* p, const char* at, std::size_t len) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  c->req_.url.append(at, len);
+  if (c->req_.url.size() > c->w_.config().max_url_length) {
+    c->reject_status_ = 414;
+    c->reject_message_ = "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes";
+    return 1;
+  }
+  return 0;
+}
+
+void HttpConn::commit_header() {
+  std::string* dst = nullptr;
+  std::string_view f = field_;
+  if (ieq(f, "content-type")) dst = &req_.content_type;
+  else if (ieq(f, "accept")) dst = &req_.accept;
+  else if (ieq(f, "origin")) dst = &req_.origin;
+  else if (ieq(f, "host")) dst = &req_.host;
+  else if (ieq(f, "mcp-protocol-version")) dst = &req_.protocol_version;
+  else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
+  else if (ieq(f, "authorization")) dst = &req_.authorization;
+  else if (ieq(f, "expect")) dst = &req_.expect;
+  if (dst) {
+    if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
+    *dst += value_;
+  }
+  field_.clear();
+  value_.clear();
+}
+
+static int count_header_bytes(HttpRequest& r, std::size_t len, std::size_t limit, int& status,
+                              std::string& msg) {
+  r.header_bytes += len;
+  if (r.header_bytes > limit) {
+    status = 431;
+    msg = "request headers longer than " + std::to_string(limit) + " bytes";
+    return 1;
+  }
+  return 0;
+}
+
+int HttpConn::on_header_field(http_parser* p, const char* at, std::size_t len) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  if (c->in_value_) {
+    c->commit_header();
+    c->in_value_ = false;
+  }
+  c->field_.append(at, len);
+  return count_header_bytes(c->req_, len, c->w_.config().max_header_bytes, c->reject_status_, c->reject_message_);
+}
+
+int HttpConn::on_header_value(http_parser* p, const char* at, std::size_t len) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  c->in_value_ = true;
+  c->value_.append(at, len);
+  return count_header_bytes(c->req_, len, c->w_.config().max_header_bytes, c->reject_status_, c->reject_message_);
+}
+
+int HttpConn::on_headers_complete(http_parser* p) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  if (c->in_value_ || !c->field_.empty()) c->commit_header();
+  c->in_value_ = false;
+  c->req_.method = p->method;
+  std::size_t limit = c->w_.config().max_body;
+  // http_parser sets content_length to ULLONG_MAX when the header is absent.
+  if (p->content_length != ULLONG_MAX && p->content_length > limit) {
+    c->reject_status_ = 413;
+    c->reject_message_ = "request body larger than " + std::to_string(limit) + " bytes";
+    return -1;  // unlike 1 ("no body"), this stops the parser
+  }
+  if (!c->req_.expect.empty()) {
+    if (!ieq(c->req_.expect, "100-continue")) {
+      c->reject_status_ = 417;
+      c->reject_message_ = "unsupported Expect header";
+      return -1;
+    }
+    c->write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);
+  }
+  return 0;
+}
+
+int HttpConn::on_body(http_parser* p, const char* at, std::size_t len) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  std::size_t limit = c->w_.config().max_body;
+  if (c->req_.body.size() + len > limit) {
+    c->reject_status_ = 413;
+    c->reject_message_ = "request body larger than " + std::to_string(limit) + " bytes";
+    return 1;
+  }
+  c->req_.body.append(at, len);
+  return 0;
+}
+
+int HttpConn::on_message_complete(http_parser* p) {
+  auto* c = static_cast<HttpConn*>(p->data);
+  c->w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
+  // No exception may leave a libuv callback: a failure here answers 500 and closes.
+  try {
+    route_request(*c, c->req_);
+  } catch (const std::exception& e) {
+    c->close_after_ = true;
+    c->respond(500, "application/json", R"({"error":"internal error"})");
+  }
+  if (c->mode_ == Mode::Requests) http_parser_pause(p, 1);  // resume in parse() for pipelined requests
+  return 0;
+}
+
+}  // namespace mcpfan::detail

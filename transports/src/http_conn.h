@@ -1,0 +1,97 @@
+#pragma once
+// One accepted TCP connection: HTTP/1.1 requests (http_parser; keep-alive, pipelining,
+// chunked bodies), answered in order; a `subscriptions/listen` turns it into an SSE stream
+// that the worker's Shard writes to. Loop-affine. Freed only in its uv_close callback.
+#include <http_parser.h>
+#include <uv.h>
+
+#include <string>
+
+#include "mcpfan/shard.h"
+
+namespace mcpfan::detail {
+
+class Worker;
+
+struct HttpRequest {
+  unsigned method = 0;  // enum http_method
+  std::string url;
+  std::string content_type, accept, origin, host, protocol_version, mcp_method, authorization, expect;
+  std::string body;
+  std::size_t header_bytes = 0;
+  void clear();
+};
+
+class HttpConn final : public StreamSink {
+ public:
+  explicit HttpConn(Worker& w);
+  HttpConn(const HttpConn&) = delete;
+  HttpConn& operator=(const HttpConn&) = delete;
+
+  [[nodiscard]] uv_tcp_t* tcp() noexcept { return &tcp_; }
+  void start();
+  /** Idempotent; frees the connection once libuv has closed the handle. */
+  void close();
+
+  // ---- used by the request router ----
+  [[nodiscard]] Worker& worker() noexcept { return w_; }
+  /** Writes a complete response; the connection closes after it unless keep-alive holds. */
+  void respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers = {});
+  /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
+  void begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth);
+
+  // ---- shutdown / cancellation (loop-affine) ----
+  [[nodiscard]] bool is_listen() const noexcept { return stream_open_; }
+  /** Queues the listen's final `complete` result, then ends the stream once it is written. */
+  void end_listen();
+  [[nodiscard]] bool matches(TenantId tenant, const std::string& auth, const std::string& id) const noexcept {
+    return stream_open_ && tenant == tenant_ && auth == auth_ && id == listen_id_;
+  }
+  /** Ends the stream without a result (the client cancelled the request). */
+  void cancel_listen();
+
+  // StreamSink
+  void write_batch(OutBatch&& batch) override;
+  void close_requested(CloseReason reason) override;
+
+  HttpConn* prev_ = nullptr;  // the worker's intrusive list
+  HttpConn* next_ = nullptr;
+
+ private:
+  enum class Mode : std::uint8_t { Requests, Listen, Draining, Closing };
+
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void parse(const char* data, std::size_t len);
+  void write_raw(std::string data, bool then_close);
+  void finish_stream();
+  void commit_header();
+  void reject(int status, std::string_view message);
+
+  static int on_message_begin(http_parser* p);
+  static int on_url(http_parser* p, const char* at, std::size_t len);
+  static int on_header_field(http_parser* p, const char* at, std::size_t len);
+  static int on_header_value(http_parser* p, const char* at, std::size_t len);
+  static int on_headers_complete(http_parser* p);
+  static int on_body(http_parser* p, const char* at, std::size_t len);
+  static int on_message_complete(http_parser* p);
+  static const http_parser_settings kSettings;
+
+  Worker& w_;
+  uv_tcp_t tcp_{};
+  http_parser parser_{};
+  Mode mode_ = Mode::Requests;
+  bool in_value_ = false;     // header parsing: the last callback was a value
+  bool close_after_ = false;  // respond() found keep-alive off
+  bool stream_open_ = false;
+  bool ending_ = false;
+  int reject_status_ = 0;
+  std::string reject_message_;
+  StreamId stream_ = 0;
+  TenantId tenant_ = kDefaultTenant;
+  std::string listen_id_;
+  std::string auth_;
+  std::string field_, value_;
+  HttpRequest req_;
+};
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,292 @@
+#include "mcp_http.h"
+
+#include <strings.h>
+
+#include <array>
+
+#include "http_conn.h"
+#include "mcpfan/json_text.h"
+#include "mcpfan/payload.h"
+#include "worker.h"
+
+namespace mcpfan::detail {
+
+namespace {
+
+constexpr std::string_view kRev2026 = "2026-07-28";
+constexpr std::string_view kDraft2026 = "DRAFT-2026-v1";
+constexpr std::string_view kSupportedJson = R"(["2026-07-28","DRAFT-2026-v1"])";
+constexpr std::string_view kVersion = "0.1.0";
+
+bool ieq_prefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && strncasecmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool is_json_content_type(std::string_view ct) {
+  auto semi = ct.find(';');
+  std::string_view media = trim(ct.substr(0, semi));
+  return media.size() == 16 && ieq_prefix(media, "application/json");
+}
+
+// A missing Accept means "anything"; otherwise one of the types we answer with must fit.
+bool accepts_mcp(std::string_view accept) {
+  if (accept.empty()) return true;
+  for (std::string_view t : {"application/json", "text/event-stream", "*/*", "application/*", "text/*"}) {
+    for (std::size_t i = 0; i + t.size() <= accept.size(); ++i) {
+      if (strncasecmp(accept.data() + i, t.data(), t.size()) == 0) return true;
+    }
+  }
+  return false;
+}
+
+// Default allow-list: browsers on this machine only (DNS-rebinding protection).
+bool default_origin_ok(std::string_view origin) {
+  std::string_view rest;
+  if (ieq_prefix(origin, "http://")) rest = origin.substr(7);
+  else if (ieq_prefix(origin, "https://")) rest = origin.substr(8);
+  else return false;
+  for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
+    if (ieq_prefix(rest, host)) {
+      std::string_view after = rest.substr(host.size());
+      if (after.empty()) return true;
+      if (after[0] != ':' || after.size() == 1) return false;
+      for (char c : after.substr(1)) {
+        if (c < '0' || c > '9') return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
+  if (origin.empty()) return true;  // not a browser: Origin is what a rebinding page cannot hide
+  if (cfg.allow_origins.empty()) return default_origin_ok(origin);
+  for (const std::string& o : cfg.allow_origins) {
+    if (o == "*" || (o.size() == origin.size() && strncasecmp(o.data(), origin.data(), o.size()) == 0)) return true;
+  }
+  return false;
+}
+
+std::string json_error_body(std::string_view message) {
+  std::string b = R"({"error":)";
+  append_json_string(b, message);
+  b += '}';
+  return b;
+}
+
+void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {}) {
+  // Malformed requests are HTTP errors; well-formed but refused ones are JSON-RPC answers.
+  int status = (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams) ? 200 : 400;
+  c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
+}
+
+void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version) {
+  std::string result = R"({"supportedVersions":)";
+  result += kSupportedJson;
+  result += R"(,"capabilities":{"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},)"
+            R"("prompts":{"listChanged":true}},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)"
+            R"({"name":"mcpfan","version":")";
+  result += kVersion;
+  result += R"("}}})";
+  std::string headers = "MCP-Protocol-Version: ";
+  headers += version;
+  headers += "\r\n";
+  c.respond(200, "application/json", rpc_result_json(r.id, result), headers);
+}
+
+void start_listen(HttpConn& c, RpcRequest& r) {
+  if (!r.has_id) {
+    rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
+    return;
+  }
+  Filter filter;
+  filter.tenant = kDefaultTenant;
+  const ListenSpec& l = r.listen;
+  // The acknowledgement lists only what will be delivered: true flags, non-empty lists.
+  std::string agreed;
+  auto flag = [&](bool on, Kind kind, std::string_view name) {
+    if (!on) return;
+    filter.kinds |= kind_bit(kind);
+    if (!agreed.empty()) agreed += ',';
+    agreed += '"';
+    agreed += name;
+    agreed += "\":true";
+  };
+  flag(l.tools_list_changed, Kind::ToolsListChanged, "toolsListChanged");
+  flag(l.prompts_list_changed, Kind::PromptsListChanged, "promptsListChanged");
+  flag(l.resources_list_changed, Kind::ResourcesListChanged, "resourcesListChanged");
+  if (!l.resource_uris.empty()) {
+    if (!agreed.empty()) agreed += ',';
+    agreed += R"("resourceSubscriptions":[)";
+    for (std::size_t i = 0; i < l.resource_uris.size(); ++i) {
+      if (i) agreed += ',';
+      append_json_string(agreed, l.resource_uris[i]);
+    }
+    agreed += ']';
+  }
+  filter.uris = std::move(r.listen.resource_uris);
+  std::string ack = R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{")";
+  ack += kSubscriptionIdKey;
+  ack += "\":";
+  ack += r.id;
+  ack += R"(},"notifications":{)";
+  ack += agreed;
+  ack += "}}}";
+  c.begin_listen(filter, std::move(r.id), sse_event(ack), {});
+}
+
+// design §2.1: the envelope's version decides; 2026-07-28 requests must mirror it (and the
+// method) in headers, draft requests may omit them but must not contradict them.
+bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
+  const std::string& body_v = r.meta_version;
+  const std::string& head_v = req.protocol_version;
+  if (body_v.empty()) {
+    if (head_v == kRev2026 || head_v == kDraft2026) {
+      rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+                "MCP-Protocol-Version header says " + head_v + " but params._meta has no io.modelcontextprotocol/protocolVersion");
+      return false;
+    }
+    std::string data = R"({"supported":)";
+    data += kSupportedJson;
+    data += R"(,"requested":)";
+    append_json_string(data, head_v);
+    data += '}';
+    rpc_error(c, r.id, rpc_code::kUnsupportedVersion,
+              head_v.empty() ? "missing protocol version: send params._meta io.modelcontextprotocol/protocolVersion"
+                             : "unsupported protocol version " + head_v,
+              data);
+    return false;
+  }
+  if (body_v != kRev2026 && body_v != kDraft2026) {
+    std::string data = R"({"supported":)";
+    data += kSupportedJson;
+    data += R"(,"requested":)";
+    append_json_string(data, body_v);
+    data += '}';
+    rpc_error(c, r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + body_v, data);
+    return false;
+  }
+  bool strict = body_v == kRev2026;
+  if ((strict || !head_v.empty()) && head_v != body_v) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+              head_v.empty() ? "missing MCP-Protocol-Version header (must be " + body_v + ")"
+                             : "MCP-Protocol-Version header " + head_v + " does not match params._meta version " + body_v);
+    return false;
+  }
+  if (r.has_id && (strict || !req.mcp_method.empty()) && req.mcp_method != r.method) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+              req.mcp_method.empty() ? "missing Mcp-Method header (must be " + r.method + ")"
+                                     : "Mcp-Method header " + req.mcp_method + " does not match method " + r.method);
+    return false;
+  }
+  version = body_v;
+  return true;
+}
+
+void handle_mcp_post(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  if (!accepts_mcp(req.accept)) {
+    c.respond(406, "application/json", json_error_body("Accept must allow application/json or text/event-stream"));
+    return;
+  }
+  if (!is_json_content_type(req.content_type)) {
+    c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
+    return;
+  }
+  RpcRequest r = w.rpc_decoder().decode(req.body);
+  if (r.error) {
+    rpc_error(c, r.id, r.error->code, r.error->message);
+    return;
+  }
+  std::string version;
+  if (!check_version(c, req, r, version)) return;
+
+  if (r.method == "server/discover") {
+    if (!r.has_id) return c.respond(202, {}, {});
+    respond_discover(c, r, version);
+  } else if (r.method == "subscriptions/listen") {
+    start_listen(c, r);
+  } else if (r.method == "ping") {
+    c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
+  } else if (!r.has_id) {
+    // Notifications are answered 202. A cancel usually names a listen whose stream the
+    // client already closed; if one is still open on some worker, it ends there.
+    if (r.method == "notifications/cancelled") w.cancel_everywhere(kDefaultTenant, req.authorization, r.cancel_id);
+    c.respond(202, {}, {});
+  } else {
+    rpc_error(c, r.id, rpc_code::kMethodNotFound,
+              "method not found: " + r.method + " (mcpfan serves server/discover, subscriptions/listen and ping)");
+  }
+}
+
+void handle_publish(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  if (!is_json_content_type(req.content_type)) {
+    c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
+    return;
+  }
+  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants());
+  if (!decoded) {
+    c.respond(400, "application/json", json_error_body(decoded.error().message));
+    return;
+  }
+  std::vector<PayloadRef>& payloads = decoded.value();
+  w.hub().publish(payloads);
+  c.respond(202, "application/json", R"({"accepted":)" + std::to_string(payloads.size()) + "}");
+}
+
+}  // namespace
+
+std::string sse_event(std::string_view json) {
+  std::string e;
+  e.reserve(json.size() + Payload::kSsePrefix.size() + 2);
+  e += Payload::kSsePrefix;
+  e += json;
+  e += "\n\n";
+  return e;
+}
+
+std::string listen_complete_result(std::string_view id) {
+  std::string result = R"({"resultType":"complete","_meta":{")";
+  result += kSubscriptionIdKey;
+  result += "\":";
+  result += id;
+  result += "}}";
+  return rpc_result_json(id, result);
+}
+
+void route_request(HttpConn& c, HttpRequest& req) {
+  std::string_view url = req.url;
+  std::string_view path = url.substr(0, url.find('?'));
+  auto method = static_cast<http_method>(req.method);
+  if (!origin_allowed(c.worker().config(), req.origin)) {
+    c.respond(403, "application/json", json_error_body("Origin " + req.origin + " is not allowed"));
+    return;
+  }
+  auto only = [&](http_method m, const char* allow) {
+    if (method == m) return true;
+    c.respond(405, "application/json", json_error_body(std::string("method not allowed; use ") + allow),
+              std::string("Allow: ") + allow + "\r\n");
+    return false;
+  };
+  if (path == "/mcp") {
+    if (only(HTTP_POST, "POST")) handle_mcp_post(c, req);
+  } else if (path == "/v1/publish") {
+    if (only(HTTP_POST, "POST")) handle_publish(c, req);
+  } else if (path == "/healthz") {
+    if (only(HTTP_GET, "GET")) c.respond(200, "text/plain", "ok\n");
+  } else if (path == "/metrics") {
+    if (only(HTTP_GET, "GET")) c.respond(200, "text/plain; version=0.0.4", c.worker().metrics_text());
+  } else {
+    c.respond(404, "application/json", json_error_body("no such path: " + std::string(path)));
+  }
+}
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,166 @@
+#include "mcpfan/transport/server.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cstring>
+#include <thread>
+
+#include "worker.h"
+
+namespace mcpfan {
+
+using detail::Worker;
+
+struct Server::Impl {
+  ServerConfig config;
+  std::unique_ptr<Hub> hub;
+  std::vector<std::unique_ptr<Worker>> workers;
+  bool started = false;
+  bool stopped = false;
+
+  std::string metrics_text() const;
+};
+
+namespace {
+
+// One listening socket per worker on the same address (SO_REUSEPORT): the kernel spreads
+// connections across workers with no hand-off between threads.
+int bind_reuseport(const sockaddr_storage& addr, std::string& err) {
+  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    err = std::strerror(errno);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    err = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::uint16_t port_of(const sockaddr_storage& a) {
+  return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
+                                       : reinterpret_cast<const sockaddr_in&>(a).sin_port);
+}
+
+void set_port(sockaddr_storage& a, std::uint16_t port) {
+  if (a.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6&>(a).sin6_port = htons(port);
+  else reinterpret_cast<sockaddr_in&>(a).sin_port = htons(port);
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, long long value) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += ' ';
+  out += std::to_string(value);
+  out += '\n';
+}
+
+}  // namespace
+
+std::string Server::Impl::metrics_text() const {
+  long long conns = 0, requests = 0, errors = 0;
+  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0;
+  for (const auto& w : workers) {
+    conns += w->stats().connections.load(std::memory_order_relaxed);
+    requests += static_cast<long long>(w->stats().http_requests.load(std::memory_order_relaxed));
+    errors += static_cast<long long>(w->stats().http_errors.load(std::memory_order_relaxed));
+  }
+  for (std::size_t i = 0; i < hub->shard_count(); ++i) {
+    const ShardStats& s = hub->shard(i).stats();
+    streams += s.streams.load(std::memory_order_relaxed);
+    subs += s.subscriptions.load(std::memory_order_relaxed);
+    deliveries += static_cast<long long>(s.deliveries.load(std::memory_order_relaxed));
+    coalesced += static_cast<long long>(s.coalesced.load(std::memory_order_relaxed));
+    slow += static_cast<long long>(s.slow_closes.load(std::memory_order_relaxed));
+    writes += static_cast<long long>(s.writes.load(std::memory_order_relaxed));
+  }
+  std::string out;
+  metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", conns);
+  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", streams);
+  metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", subs);
+  metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.",
+         static_cast<long long>(hub->published()));
+  metric(out, "mcpfan_deliveries_total", "counter", "Notifications queued to streams.", deliveries);
+  metric(out, "mcpfan_coalesced_total", "counter", "Unwritten notifications replaced by a newer one for the same (method, uri).", coalesced);
+  metric(out, "mcpfan_slow_consumer_closes_total", "counter", "Streams closed for exceeding the pending-bytes bound.", slow);
+  metric(out, "mcpfan_stream_writes_total", "counter", "Batched writes handed to streams.", writes);
+  metric(out, "mcpfan_http_requests_total", "counter", "HTTP requests parsed.", requests);
+  metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", errors);
+  metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+  return out;
+}
+
+Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>()) {
+  if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
+  impl_->config = std::move(config);
+  impl_->hub = std::make_unique<Hub>(impl_->config.workers, impl_->config.shard);
+}
+
+Server::~Server() { stop(); }
+
+Hub& Server::hub() noexcept { return *impl_->hub; }
+const ServerConfig& Server::config() const noexcept { return impl_->config; }
+
+Result<std::uint16_t> Server::start() {
+  Impl& m = *impl_;
+  if (m.started) return Error{rpc_code::kInternalError, "server already started"};
+  sockaddr_storage addr{};
+  const std::string& host = m.config.host;
+  if (uv_ip4_addr(host.c_str(), m.config.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0 &&
+      uv_ip6_addr(host.c_str(), m.config.port, reinterpret_cast<sockaddr_in6*>(&addr)) != 0) {
+    return Error{rpc_code::kInvalidParams, "cannot parse listen address " + host + " (use an IPv4 or IPv6 literal)"};
+  }
+  std::vector<int> fds;
+  for (unsigned i = 0; i < m.config.workers; ++i) {
+    std::string err;
+    int fd = bind_reuseport(addr, err);
+    if (fd < 0) {
+      for (int f : fds) ::close(f);
+      return Error{rpc_code::kInternalError, "cannot bind " + host + ":" + std::to_string(port_of(addr)) + ": " + err};
+    }
+    if (i == 0) {  // an ephemeral port is chosen by the first bind; the rest share it
+      sockaddr_storage bound{};
+      socklen_t len = sizeof bound;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+      set_port(addr, port_of(bound));
+    }
+    fds.push_back(fd);
+  }
+  auto metrics = [impl = impl_.get()] { return impl->metrics_text(); };
+  for (unsigned i = 0; i < m.config.workers; ++i) {
+    m.workers.push_back(std::make_unique<Worker>(i, m.config, *m.hub, metrics));
+  }
+  std::vector<Worker*> peers;
+  for (auto& w : m.workers) peers.push_back(w.get());
+  for (auto& w : m.workers) w->set_peers(peers);
+  for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i]);
+  m.started = true;
+  return port_of(addr);
+}
+
+void Server::stop() {
+  Impl& m = *impl_;
+  if (!m.started || m.stopped) return;
+  m.stopped = true;
+  for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop, kDefaultTenant, {}, {}});
+  for (auto& w : m.workers) w->join();
+}
+
+}  // namespace mcpfan

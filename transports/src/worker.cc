@@ -1,0 +1,173 @@
+#include "worker.h"
+
+#include <unistd.h>
+
+#include "http_conn.h"
+
+namespace mcpfan::detail {
+
+namespace {
+template <class T>
+Worker* self(T* handle) {
+  return static_cast<Worker*>(handle->data);
+}
+}  // namespace
+
+Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, std::function<std::string()> metrics_text)
+    : index_(index),
+      config_(config),
+      hub_(hub),
+      shard_(hub.shard(index)),
+      metrics_text_(std::move(metrics_text)),
+      publish_decoder_(PublishLimits{config.max_uri_length}),
+      rpc_decoder_(RpcLimits{config.max_uri_length, config.max_uris_per_listen}),
+      read_buf_(64 * 1024, '\0') {
+  uv_loop_init(&loop_);
+  for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
+                  reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
+                  reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
+                  reinterpret_cast<uv_handle_t*>(&listener_)}) {
+    h->data = this;
+  }
+  // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
+  uv_async_init(&loop_, &inbox_async_, [](uv_async_t* a) {
+    Worker* w = self(a);
+    if (w->shard_.drain()) uv_async_send(a);
+  });
+  uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { self(a)->on_control(); });
+  uv_check_init(&loop_, &flush_check_);
+  uv_check_start(&flush_check_, [](uv_check_t* h) {
+    Worker* w = self(h);
+    w->shard_.flush(uv_now(&w->loop_));
+    if (!w->shard_.has_dirty()) uv_idle_stop(&w->flush_idle_);
+  });
+  uv_idle_init(&loop_, &flush_idle_);
+  uv_timer_init(&loop_, &keepalive_timer_);
+  uv_timer_init(&loop_, &grace_timer_);
+  shard_.set_waker([](void* a) { static_cast<Worker*>(a)->wake(&static_cast<Worker*>(a)->inbox_async_); }, this);
+  shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
+}
+
+Worker::~Worker() { join(); }
+
+void Worker::start(int listen_fd) {
+  thread_ = std::thread([this, listen_fd] { run(listen_fd); });
+}
+
+void Worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::post(ControlMsg msg) {
+  control_.enqueue(std::move(msg));
+  wake(&control_async_);
+}
+
+void Worker::wake(uv_async_t* handle) {
+  // Other threads may post after this loop has closed its handles (a publish racing a
+  // shutdown); the lock makes "closed" and "send" mutually exclusive.
+  std::lock_guard lock(wake_mu_);
+  if (!handles_closed_) uv_async_send(handle);
+}
+
+void Worker::run(int listen_fd) {
+  uv_tcp_init(&loop_, &listener_);
+  int rc = uv_tcp_open(&listener_, listen_fd);
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), SOMAXCONN, &Worker::on_connection);
+  if (rc != 0) {
+    fprintf(stderr, "mcpfan: worker %u cannot listen: %s\n", index_, uv_strerror(rc));
+    ::close(listen_fd);
+  }
+  // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
+  // between 1 and 1.25 intervals after its last write.
+  std::uint64_t period = std::max<std::uint64_t>(config_.keepalive_ms / 4, 10);
+  uv_timer_start(
+      &keepalive_timer_,
+      [](uv_timer_t* t) {
+        Worker* w = self(t);
+        w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms);
+      },
+      period, period);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+}
+
+void Worker::on_connection(uv_stream_t* server, int status) {
+  Worker* w = self(server);
+  if (status < 0) return;
+  auto* c = new HttpConn(*w);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(c->tcp())) == 0 && !w->stopping_) {
+    c->start();
+  } else {
+    c->close();
+  }
+}
+
+void Worker::link(HttpConn* c) noexcept {
+  c->next_ = conns_;
+  c->prev_ = nullptr;
+  if (conns_) conns_->prev_ = c;
+  conns_ = c;
+}
+
+void Worker::unlink(HttpConn* c) noexcept {
+  if (c->prev_) c->prev_->next_ = c->next_;
+  else conns_ = c->next_;
+  if (c->next_) c->next_->prev_ = c->prev_;
+  c->prev_ = c->next_ = nullptr;
+  if (stopping_) maybe_finish_stop();
+}
+
+void Worker::cancel_everywhere(TenantId tenant, std::string auth, std::string id) {
+  for (Worker* peer : peers_) peer->post(ControlMsg{ControlMsg::Type::Cancel, tenant, auth, id});
+}
+
+void Worker::on_control() {
+  ControlMsg msg;
+  for (int i = 0; i < 1024 && control_.try_dequeue(msg); ++i) {
+    if (msg.type == ControlMsg::Type::Stop) {
+      begin_stop();
+    } else {
+      for (HttpConn* c = conns_; c; c = c->next_) {
+        if (c->matches(msg.tenant, msg.auth, msg.id)) c->cancel_listen();
+      }
+    }
+  }
+  if (control_.size_approx() > 0) uv_async_send(&control_async_);
+}
+
+void Worker::begin_stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+  // Listens get their final result and end once it is written; the rest close now.
+  for (HttpConn* c = conns_; c;) {
+    HttpConn* next = c->next_;
+    if (c->is_listen()) c->end_listen();
+    else c->close();
+    c = next;
+  }
+  uv_timer_start(
+      &grace_timer_,
+      [](uv_timer_t* t) {
+        Worker* w = self(t);
+        for (HttpConn* c = w->conns_; c; c = c->next_) c->close();
+      },
+      config_.shutdown_grace_ms, 0);
+  maybe_finish_stop();
+}
+
+void Worker::maybe_finish_stop() {
+  if (conns_ || handles_closed_) return;
+  {
+    std::lock_guard lock(wake_mu_);
+    handles_closed_ = true;
+  }
+  for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
+                  reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
+                  reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_)}) {
+    uv_close(h, nullptr);
+  }
+}
+
+}  // namespace mcpfan::detail

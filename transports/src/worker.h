@@ -1,0 +1,105 @@
+#pragma once
+// One worker loop: a thread running a libuv loop that owns its listening socket, its
+// connections and its engine Shard. Other threads talk to it only through the shard's
+// inbox (publishes) and the control queue below (stop, cancel), each with a uv_async_t.
+#include <uv.h>
+
+#include <atomic>
+#include <concurrentqueue/concurrentqueue.h>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "mcpfan/hub.h"
+#include "mcpfan/publish_decoder.h"
+#include "mcpfan/rpc_decoder.h"
+#include "mcpfan/transport/server.h"
+
+namespace mcpfan::detail {
+
+class HttpConn;
+
+/** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
+struct WorkerStats {
+  std::atomic<std::int64_t> connections{0};
+  std::atomic<std::uint64_t> http_requests{0};
+  std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
+};
+
+/** A control message from another thread. */
+struct ControlMsg {
+  enum class Type { Stop, Cancel } type;
+  TenantId tenant = kDefaultTenant;
+  std::string auth;  // Authorization header of the canceller: scopes whose listens it may end
+  std::string id;    // requestId as JSON text
+};
+
+class Worker {
+ public:
+  Worker(unsigned index, const ServerConfig& config, Hub& hub, std::function<std::string()> metrics_text);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // ---- controlling thread ----
+  void start(int listen_fd);
+  void join();
+  // ---- any thread ----
+  void post(ControlMsg msg);
+  [[nodiscard]] const WorkerStats& stats() const noexcept { return stats_; }
+
+  // ---- loop-affine (connections call these) ----
+  [[nodiscard]] uv_loop_t* loop() noexcept { return &loop_; }
+  [[nodiscard]] Shard& shard() noexcept { return shard_; }
+  [[nodiscard]] Hub& hub() noexcept { return hub_; }
+  [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
+  [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
+  [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
+  [[nodiscard]] WorkerStats& stats() noexcept { return stats_; }
+  [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+  [[nodiscard]] std::string metrics_text() const { return metrics_text_(); }
+  /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
+  [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
+  void link(HttpConn* c) noexcept;
+  void unlink(HttpConn* c) noexcept;
+  /** Publishes to every worker (this one included). */
+  void cancel_everywhere(TenantId tenant, std::string auth, std::string id);
+  void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
+
+ private:
+  void run(int listen_fd);
+  void on_control();
+  void begin_stop();
+  void maybe_finish_stop();
+  void wake(uv_async_t* handle);
+  static void on_connection(uv_stream_t* server, int status);
+
+  unsigned index_;
+  const ServerConfig& config_;
+  Hub& hub_;
+  Shard& shard_;
+  std::function<std::string()> metrics_text_;
+  WorkerStats stats_;
+  PublishDecoder publish_decoder_;
+  RpcDecoder rpc_decoder_;
+  std::string read_buf_;
+  std::vector<Worker*> peers_;
+
+  uv_loop_t loop_{};
+  uv_tcp_t listener_{};
+  uv_async_t inbox_async_{};    // the shard's waker: payloads to drain
+  uv_async_t control_async_{};  // stop / cancel
+  uv_check_t flush_check_{};    // one flush per loop iteration, after I/O
+  uv_idle_t flush_idle_{};      // keeps the loop from blocking while streams are dirty
+  uv_timer_t keepalive_timer_{};
+  uv_timer_t grace_timer_{};
+  moodycamel::ConcurrentQueue<ControlMsg> control_;
+  std::thread thread_;
+  HttpConn* conns_ = nullptr;   // intrusive list of open connections
+  bool stopping_ = false;
+  bool handles_closed_ = false;  // guarded by wake_mu_ for cross-thread readers
+  std::mutex wake_mu_;
+};
+
+}  // namespace mcpfan::detail
