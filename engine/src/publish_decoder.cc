@@ -166,7 +166,6 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
       if (auto err = decode_one(v, i, true)) return std::move(*err);
       ++i;
     }
-    if (i == 0) return Error{rpc_code::kInvalidParams, "empty array: nothing to publish"};
   } else if (type == od::json_type::object) {
     od::value v;
     if (doc.get_value().get(v)) return Error{rpc_code::kParseError, "body is not valid JSON"};

@@ -38,17 +38,22 @@ Shard::~Shard() {
     if (streams_[i].live) close_stream(i);
   }
   detail::release(keepalive_chunk_);
-  PayloadRef p;
-  while (inbox_.try_dequeue(p)) p.reset();
+  InboxItem item;
+  while (inbox_.try_dequeue(item)) item.payload.reset();
 }
 
 void Shard::post(PayloadRef payload) {
-  inbox_.enqueue(std::move(payload));
+  std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
+  inbox_.enqueue(InboxItem{seq, std::move(payload)});
   if (wake_) wake_(wake_arg_);
 }
 
 void Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
-  inbox_.enqueue_bulk(std::make_move_iterator(payloads), n);
+  if (n == 0) return;
+  std::uint64_t seq = post_seq_.fetch_add(n, std::memory_order_relaxed);
+  std::vector<InboxItem> items(n);
+  for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i])};
+  inbox_.enqueue_bulk(std::make_move_iterator(items.begin()), n);
   if (wake_) wake_(wake_arg_);
 }
 
@@ -203,8 +208,19 @@ bool Shard::drain(std::size_t max_batches) {
     if (n == 0) return false;
     stats_.payloads.fetch_add(n, std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) {
-      deliver(drain_buf_[i]);
-      drain_buf_[i].reset();
+      InboxItem& item = drain_buf_[i];
+      if (item.seq != next_seq_) {  // a post that came earlier is still being enqueued
+        early_.push(std::move(item));
+        continue;
+      }
+      deliver(item.payload);
+      item.payload.reset();
+      ++next_seq_;
+      while (!early_.empty() && early_.top().seq == next_seq_) {
+        deliver(early_.top().payload);
+        early_.pop();
+        ++next_seq_;
+      }
     }
   }
   return inbox_.size_approx() > 0;

@@ -182,8 +182,13 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
   write_raw(std::move(out), !keep);
   if (!keep) {
     mode_ = Mode::Draining;  // stop parsing; the close follows the write
-    http_parser_pause(&parser_, 1);
+    pause_parser();
   }
+}
+
+void HttpConn::pause_parser() {
+  // http_parser asserts when paused after an error; a rejected request has stopped it anyway.
+  if (HTTP_PARSER_ERRNO(&parser_) == HPE_OK) http_parser_pause(&parser_, 1);
 }
 
 void HttpConn::write_raw(std::string data, bool then_close) {
@@ -203,7 +208,7 @@ void HttpConn::write_raw(std::string data, bool then_close) {
 
 void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth) {
   mode_ = Mode::Listen;
-  http_parser_pause(&parser_, 1);
+  pause_parser();
   write_raw(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
       "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -389,7 +394,7 @@ int HttpConn::on_message_complete(http_parser* p) {
     c->close_after_ = true;
     c->respond(500, "application/json", R"({"error":"internal error"})");
   }
-  if (c->mode_ == Mode::Requests) http_parser_pause(p, 1);  // resume in parse() for pipelined requests
+  if (c->mode_ == Mode::Requests) c->pause_parser();  // resume in parse() for pipelined requests
   return 0;
 }
 

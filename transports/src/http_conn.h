@@ -62,6 +62,7 @@ class HttpConn final : public StreamSink {
 
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void parse(const char* data, std::size_t len);
+  void pause_parser();
   void write_raw(std::string data, bool then_close);
   void finish_stream();
   void commit_header();

@@ -38,7 +38,9 @@ int bind_reuseport(const sockaddr_storage& addr, std::string& err) {
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+  // listen() here, not in the worker thread: once start() returns (and the port is
+  // announced) connections must queue, not be refused.
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     err = std::strerror(errno);
     ::close(fd);
     return -1;

@@ -12,6 +12,11 @@
  * notification for the same (subscription, method, uri) replaces the unwritten older one
  * (counted as coalesced); past `max_pending_bytes` the stream is closed (counted).
  *
+ * Order: moodycamel's queue is FIFO per producer only, and two publishes that follow one
+ * another (the second sent after the first was acknowledged) may come from different
+ * threads. So post() stamps each payload with this shard's sequence number, and drain()
+ * delivers strictly in that order: a publish that happened-before another is delivered first.
+ *
  * Thread affinity: post() and stats() are thread-safe; everything else is loop-affine.
  */
 #include <sys/uio.h>
@@ -19,6 +24,7 @@
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -154,6 +160,13 @@ class Shard {
     StreamId stream = 0;
     detail::Chunk* id = nullptr;
   };
+  struct InboxItem {
+    std::uint64_t seq = 0;
+    PayloadRef payload;
+  };
+  struct LaterSeq {
+    bool operator()(const InboxItem& a, const InboxItem& b) const noexcept { return a.seq > b.seq; }
+  };
 
   void enqueue(StreamId sid, Stream& s, detail::Chunk* chunk, detail::Chunk* id);
   void mark_dirty(StreamId sid, Stream& s);
@@ -162,7 +175,10 @@ class Shard {
 
   ShardOptions options_;
   ShardStats stats_;
-  moodycamel::ConcurrentQueue<PayloadRef> inbox_;
+  moodycamel::ConcurrentQueue<InboxItem> inbox_;
+  std::atomic<std::uint64_t> post_seq_{0};
+  std::uint64_t next_seq_ = 0;  // the next sequence number to deliver
+  std::priority_queue<InboxItem, std::vector<InboxItem>, LaterSeq> early_;  // arrived ahead of a gap
   void (*wake_)(void*) = nullptr;
   void* wake_arg_ = nullptr;
   void (*on_dirty_)(void*) = nullptr;
@@ -175,7 +191,7 @@ class Shard {
   std::vector<StreamId> dirty_;
   std::vector<StreamId> flushing_;
   std::vector<StreamId> slow_;
-  std::vector<PayloadRef> drain_buf_;
+  std::vector<InboxItem> drain_buf_;
   std::size_t live_streams_ = 0;
   detail::Chunk* keepalive_chunk_;
 };

@@ -12,7 +12,7 @@
 // can show exactly what went over the wire, and so the test can check the raw SSE bytes the
 // SDK itself does not expose (no `id:` lines, response headers).
 //
-// Exit 0 and one summary line on success; exit 1 with "interop_sdk_v2: FAIL: ..." otherwise.
+// Exit 0 and one summary line on success (SDKV2_VERBOSE=1 also prints the wire log); exit 1 with "interop_sdk_v2: FAIL: ..." otherwise.
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
@@ -93,6 +93,7 @@ function short(s, n = 600) {
 const sseRaw = new Map();
 // Response status/headers of every request, keyed by JSON-RPC id (or method for notifications).
 const exchanges = [];
+let exchangeCounter = 0;
 
 function recordingFetch(input, init = {}) {
     const method = init.method ?? 'GET';
@@ -105,7 +106,7 @@ function recordingFetch(input, init = {}) {
         parsed = undefined;
     }
     const key = parsed && 'id' in parsed ? parsed.id : (parsed?.method ?? `${method} ${input}`);
-    const n = wire.length;
+    const n = exchangeCounter++;
     wire.push(`#${n} → ${method} ${input} headers=${JSON.stringify(reqHeaders)} body=${short(body)}`);
     const entry = { key, method, reqHeaders, request: parsed, status: undefined, resHeaders: undefined };
     exchanges.push(entry);
@@ -399,6 +400,10 @@ async function main() {
 
     if (clientErrors.length > 0) fail(`the SDK reported ${clientErrors.length} error(s) through client.onerror`);
 
+    if (process.env.SDKV2_VERBOSE) {
+        console.error('--- SDK HTTP exchanges (SDKV2_VERBOSE):');
+        for (const line of wire) console.error(`  ${line}`);
+    }
     console.log(
         `interop_sdk_v2: PASS — @modelcontextprotocol/client negotiated ${negotiated} (auto), ` +
             `listen ${JSON.stringify(listenId)} acked ${JSON.stringify(sub.honoredFilter)}, ` +
