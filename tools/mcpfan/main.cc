@@ -83,16 +83,7 @@ int main(int argc, char** argv) {
   cfg.port = hp.port;
 
   std::signal(SIGPIPE, SIG_IGN);
-  mcpfan::Server server(cfg);
-  auto started = server.start();
-  if (!started) {
-    std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
-    return 1;
-  }
-  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
-               server.config().workers, static_cast<int>(getpid()));
-  std::fflush(stderr);
-
+  // Handlers go in before the port is announced: whoever reads the announcement may signal at once.
   uv_loop_t* loop = uv_default_loop();
   uv_signal_t sigint, sigterm;
   int caught = 0;
@@ -107,6 +98,16 @@ int main(int argc, char** argv) {
         },
         signo);
   }
+  mcpfan::Server server(cfg);
+  auto started = server.start();
+  if (!started) {
+    std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
+               server.config().workers, static_cast<int>(getpid()));
+  std::fflush(stderr);
+
   uv_run(loop, UV_RUN_DEFAULT);
   server.stop();
   std::fprintf(stderr, "mcpfan: stopped (signal=%s)\n", caught == SIGINT ? "SIGINT" : "SIGTERM");
