@@ -38,22 +38,45 @@ void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_v
   r.keys.push_back(KeyRef{it, pos});
 }
 
+void SubscriptionIndex::drop(SubId sub, std::uint32_t slot) {
+  Record& r = records_[sub];
+  KeyRef k = r.keys[slot];
+  auto& members = k.it->second;
+  // Swap-remove from the key's member list, then repoint the moved member's back-reference.
+  Member moved = members.back();
+  members[k.pos] = moved;
+  members.pop_back();
+  if (k.pos < members.size()) records_[moved.sub].keys[moved.slot].pos = k.pos;
+  if (members.empty()) {
+    if (k.it->first.prefix) --prefix_keys_;
+    map_.erase(k.it);
+  }
+  // Same for the subscription's key list.
+  KeyRef last = r.keys.back();
+  r.keys[slot] = last;
+  r.keys.pop_back();
+  if (slot < r.keys.size()) last.it->second[last.pos].slot = slot;
+}
+
+void SubscriptionIndex::remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
+  Record& r = records_[sub];
+  if (!r.live) return;
+  bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
+  if (kind != Kind::ResourceUpdated) uri = {};
+  auto it = map_.find(KeyView{tenant, kind, prefix, uri});
+  if (it == map_.end()) return;
+  for (std::uint32_t i = 0; i < r.keys.size(); ++i) {
+    if (r.keys[i].it == it) {
+      drop(sub, i);
+      return;
+    }
+  }
+}
+
 void SubscriptionIndex::remove(SubId sub) {
   Record& r = records_[sub];
   if (!r.live) return;
-  for (const KeyRef& k : r.keys) {
-    auto& members = k.it->second;
-    // Swap-remove, then repoint the moved member's back-reference.
-    Member moved = members.back();
-    members[k.pos] = moved;
-    members.pop_back();
-    if (k.pos < members.size()) records_[moved.sub].keys[moved.slot].pos = k.pos;
-    if (members.empty()) {
-      if (k.it->first.prefix) --prefix_keys_;
-      map_.erase(k.it);
-    }
-  }
-  r.keys.clear();
+  while (!r.keys.empty()) drop(sub, static_cast<std::uint32_t>(r.keys.size() - 1));
   r.keys.shrink_to_fit();
   r.live = false;
   free_.push_back(sub);

@@ -4,6 +4,31 @@
 
 namespace mcpfan {
 
+namespace {
+
+using Members = std::vector<std::pair<std::string_view, std::string_view>>;
+
+// Appends `"key":value` for each member, each preceded by a comma unless it is the very
+// first thing written into the enclosing object (`first` tracks that across calls).
+void append_members(std::string& out, const Members& members, bool& first) {
+  for (auto& [k, v] : members) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, k);
+    out.push_back(':');
+    out += v;
+  }
+}
+
+void append_method_head(std::string& out, Kind kind) {
+  out += Payload::kSsePrefix;
+  out += R"({"jsonrpc":"2.0","method":")";
+  out += method_name(kind);
+  out += R"(","params":{)";
+}
+
+}  // namespace
+
 PayloadRef encode_notification(const NotificationParts& parts) {
   auto* p = new Payload();
   PayloadRef ref(p);
@@ -14,30 +39,34 @@ PayloadRef encode_notification(const NotificationParts& parts) {
   std::size_t estimate = 160 + method_name(parts.kind).size();
   for (auto& [k, v] : parts.params) estimate += k.size() + v.size() + 8;
   for (auto& [k, v] : parts.meta) estimate += k.size() + v.size() + 8;
+
+  // With the id: {"_meta":{"<subscriptionId key>":<ID>[,meta...]}[,params...]}
   std::string& b = p->bytes_;
   b.reserve(estimate);
-
-  b += Payload::kSsePrefix;
-  b += R"({"jsonrpc":"2.0","method":")";
-  b += method_name(parts.kind);
-  b += R"(","params":{"_meta":{")";
+  append_method_head(b, parts.kind);
+  b += R"("_meta":{")";
   b += kSubscriptionIdKey;
   b += "\":";
   p->head_end_ = static_cast<std::uint32_t>(b.size());
-  for (auto& [k, v] : parts.meta) {
-    b.push_back(',');
-    append_json_string(b, k);
-    b.push_back(':');
-    b += v;
-  }
+  bool first = false;  // the id precedes the publisher's _meta members
+  append_members(b, parts.meta, first);
   b.push_back('}');
-  for (auto& [k, v] : parts.params) {
-    b.push_back(',');
-    append_json_string(b, k);
-    b.push_back(':');
-    b += v;
-  }
+  append_members(b, parts.params, first);
   b += "}}\n\n";
+
+  // Without: params as published.
+  std::string& q = p->plain_;
+  q.reserve(b.size());
+  append_method_head(q, parts.kind);
+  first = true;
+  if (!parts.meta.empty()) {
+    q += R"("_meta":{)";
+    append_members(q, parts.meta, first);
+    q.push_back('}');
+    first = false;
+  }
+  append_members(q, parts.params, first);
+  q += "}}\n\n";
   return ref;
 }
 

@@ -20,7 +20,8 @@ Chunk* own_bytes(std::string bytes) {
 }
 std::size_t chunk_size(const Chunk* c, const Chunk* id, Framing f) {
   if (!c->payload) return c->bytes.size();
-  return c->payload->frame_size(f) + (id ? id->bytes.size() : 0);
+  if (id->bytes.empty()) return c->payload->plain(f).size();
+  return c->payload->frame_size(f) + id->bytes.size();
 }
 // Same (method, uri) — the coalescing key within one subscription.
 bool same_event_key(const Chunk* a, const Chunk* b) {
@@ -44,7 +45,7 @@ Shard::~Shard() {
 
 void Shard::post(PayloadRef payload) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  inbox_.enqueue(InboxItem{seq, std::move(payload)});
+  inbox_.enqueue(InboxItem{seq, std::move(payload), nullptr});
   if (wake_) wake_(wake_arg_);
 }
 
@@ -52,8 +53,14 @@ void Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
   if (n == 0) return;
   std::uint64_t seq = post_seq_.fetch_add(n, std::memory_order_relaxed);
   std::vector<InboxItem> items(n);
-  for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i])};
+  for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i]), nullptr};
   inbox_.enqueue_bulk(std::make_move_iterator(items.begin()), n);
+  if (wake_) wake_(wake_arg_);
+}
+
+void Shard::post_task(std::function<void()> task) {
+  std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
+  inbox_.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))});
   if (wake_) wake_(wake_arg_);
 }
 
@@ -124,6 +131,14 @@ void Shard::unsubscribe(SubId sub) {
   detail::release(r.id);  // queued notifications keep their own reference to the token
   r.id = nullptr;
   stats_.subscriptions.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Shard::add_uri(SubId sub, TenantId tenant, std::string_view uri) {
+  if (subs_[sub].id) index_.add(sub, tenant, Kind::ResourceUpdated, uri);
+}
+
+void Shard::remove_uri(SubId sub, TenantId tenant, std::string_view uri) {
+  if (subs_[sub].id) index_.remove_key(sub, tenant, Kind::ResourceUpdated, uri);
 }
 
 void Shard::mark_dirty(StreamId sid, Stream& s) {
@@ -202,6 +217,16 @@ void Shard::deliver(const PayloadRef& p) {
   slow_.clear();
 }
 
+void Shard::run(InboxItem& item) {
+  if (item.task) {
+    (*item.task)();
+    item.task.reset();
+  } else {
+    deliver(item.payload);
+    item.payload.reset();
+  }
+}
+
 bool Shard::drain(std::size_t max_batches) {
   for (std::size_t b = 0; b < max_batches; ++b) {
     std::size_t n = inbox_.try_dequeue_bulk(drain_buf_.begin(), drain_buf_.size());
@@ -213,12 +238,13 @@ bool Shard::drain(std::size_t max_batches) {
         early_.push(std::move(item));
         continue;
       }
-      deliver(item.payload);
-      item.payload.reset();
+      run(item);
       ++next_seq_;
       while (!early_.empty() && early_.top().seq == next_seq_) {
-        deliver(early_.top().payload);
+        // priority_queue::top() is const; the item is popped right after, so moving is safe.
+        InboxItem next = std::move(const_cast<InboxItem&>(early_.top()));
         early_.pop();
+        run(next);
         ++next_seq_;
       }
     }
@@ -240,7 +266,10 @@ void Shard::flush(std::uint64_t now_ms) {
     for (const Pending& p : s.pending) {
       if (!p.chunk) continue;
       auto add = [&](std::string_view v) { batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()}); batch.bytes += v.size(); };
-      if (p.chunk->payload) {
+      if (p.chunk->payload && p.id->bytes.empty()) {
+        add(p.chunk->payload->plain(s.framing));
+        batch.refs_.push_back(p.id);
+      } else if (p.chunk->payload) {
         add(p.chunk->payload->head(s.framing));
         add(p.id->bytes);
         add(p.chunk->payload->tail(s.framing));

@@ -49,6 +49,7 @@ std::string display(const HostPort& hp, std::uint16_t port) {
 
 int main(int argc, char** argv) {
   CLI::App app{"mcpfan: fans MCP change notifications out to many subscribers"};
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not a silent default
   app.set_config("--config", "", "TOML config file; keys are the long flag names (listen = \"127.0.0.1:8080\")");
   mcpfan::ServerConfig cfg;
   std::string listen = "127.0.0.1:8080";

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "mcp_http.h"
+#include "mcp_messages.h"
 #include "worker.h"
 
 namespace mcpfan::detail {

@@ -5,18 +5,13 @@
 #include <array>
 
 #include "http_conn.h"
+#include "mcp_messages.h"
 #include "mcpfan/json_text.h"
-#include "mcpfan/payload.h"
 #include "worker.h"
 
 namespace mcpfan::detail {
 
 namespace {
-
-constexpr std::string_view kRev2026 = "2026-07-28";
-constexpr std::string_view kDraft2026 = "DRAFT-2026-v1";
-constexpr std::string_view kSupportedJson = R"(["2026-07-28","DRAFT-2026-v1"])";
-constexpr std::string_view kVersion = "0.1.0";
 
 bool ieq_prefix(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && strncasecmp(s.data(), prefix.data(), prefix.size()) == 0;
@@ -88,17 +83,10 @@ void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, 
 }
 
 void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version) {
-  std::string result = R"({"supportedVersions":)";
-  result += kSupportedJson;
-  result += R"(,"capabilities":{"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},)"
-            R"("prompts":{"listChanged":true}},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)"
-            R"({"name":"mcpfan","version":")";
-  result += kVersion;
-  result += R"("}}})";
   std::string headers = "MCP-Protocol-Version: ";
   headers += version;
   headers += "\r\n";
-  c.respond(200, "application/json", rpc_result_json(r.id, result), headers);
+  c.respond(200, "application/json", rpc_result_json(r.id, discover_result()), headers);
 }
 
 void start_listen(HttpConn& c, RpcRequest& r) {
@@ -106,40 +94,8 @@ void start_listen(HttpConn& c, RpcRequest& r) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
   }
-  Filter filter;
-  filter.tenant = kDefaultTenant;
-  const ListenSpec& l = r.listen;
-  // The acknowledgement lists only what will be delivered: true flags, non-empty lists.
-  std::string agreed;
-  auto flag = [&](bool on, Kind kind, std::string_view name) {
-    if (!on) return;
-    filter.kinds |= kind_bit(kind);
-    if (!agreed.empty()) agreed += ',';
-    agreed += '"';
-    agreed += name;
-    agreed += "\":true";
-  };
-  flag(l.tools_list_changed, Kind::ToolsListChanged, "toolsListChanged");
-  flag(l.prompts_list_changed, Kind::PromptsListChanged, "promptsListChanged");
-  flag(l.resources_list_changed, Kind::ResourcesListChanged, "resourcesListChanged");
-  if (!l.resource_uris.empty()) {
-    if (!agreed.empty()) agreed += ',';
-    agreed += R"("resourceSubscriptions":[)";
-    for (std::size_t i = 0; i < l.resource_uris.size(); ++i) {
-      if (i) agreed += ',';
-      append_json_string(agreed, l.resource_uris[i]);
-    }
-    agreed += ']';
-  }
-  filter.uris = std::move(r.listen.resource_uris);
-  std::string ack = R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{")";
-  ack += kSubscriptionIdKey;
-  ack += "\":";
-  ack += r.id;
-  ack += R"(},"notifications":{)";
-  ack += agreed;
-  ack += "}}}";
-  c.begin_listen(filter, std::move(r.id), sse_event(ack), {});
+  ListenPlan plan = plan_listen(std::move(r.listen), kDefaultTenant, r.id);
+  c.begin_listen(plan.filter, std::move(r.id), sse_event(plan.ack), {});
 }
 
 // design §2.1: the envelope's version decides; 2026-07-28 requests must mirror it (and the
@@ -153,24 +109,15 @@ bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std
                 "MCP-Protocol-Version header says " + head_v + " but params._meta has no io.modelcontextprotocol/protocolVersion");
       return false;
     }
-    std::string data = R"({"supported":)";
-    data += kSupportedJson;
-    data += R"(,"requested":)";
-    append_json_string(data, head_v);
-    data += '}';
     rpc_error(c, r.id, rpc_code::kUnsupportedVersion,
               head_v.empty() ? "missing protocol version: send params._meta io.modelcontextprotocol/protocolVersion"
                              : "unsupported protocol version " + head_v,
-              data);
+              unsupported_version_data(head_v));
     return false;
   }
-  if (body_v != kRev2026 && body_v != kDraft2026) {
-    std::string data = R"({"supported":)";
-    data += kSupportedJson;
-    data += R"(,"requested":)";
-    append_json_string(data, body_v);
-    data += '}';
-    rpc_error(c, r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + body_v, data);
+  if (!is_2026_version(body_v)) {
+    rpc_error(c, r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + body_v,
+              unsupported_version_data(body_v));
     return false;
   }
   bool strict = body_v == kRev2026;
@@ -243,24 +190,6 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
 }
 
 }  // namespace
-
-std::string sse_event(std::string_view json) {
-  std::string e;
-  e.reserve(json.size() + Payload::kSsePrefix.size() + 2);
-  e += Payload::kSsePrefix;
-  e += json;
-  e += "\n\n";
-  return e;
-}
-
-std::string listen_complete_result(std::string_view id) {
-  std::string result = R"({"resultType":"complete","_meta":{")";
-  result += kSubscriptionIdKey;
-  result += "\":";
-  result += id;
-  result += "}}";
-  return rpc_result_json(id, result);
-}
 
 void route_request(HttpConn& c, HttpRequest& req) {
   std::string_view url = req.url;

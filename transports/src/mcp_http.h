@@ -11,9 +11,4 @@ struct HttpRequest;
 
 void route_request(HttpConn& conn, HttpRequest& req);
 
-/** One SSE event carrying one JSON-RPC message. */
-[[nodiscard]] std::string sse_event(std::string_view json);
-/** The final result of a listen ended by the server. */
-[[nodiscard]] std::string listen_complete_result(std::string_view id);
-
 }  // namespace mcpfan::detail

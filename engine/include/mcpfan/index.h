@@ -34,6 +34,8 @@ class SubscriptionIndex {
   [[nodiscard]] SubId create();
   /** Adds a key (uri ignored for list_changed kinds). Adding a key twice is a no-op. */
   void add(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
+  /** Drops one key of a subscription (no-op if it does not hold it). */
+  void remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
   /** Drops the subscription and all its keys; empty keys are erased. */
   void remove(SubId sub);
 
@@ -92,6 +94,7 @@ class SubscriptionIndex {
 
   template <class F>
   void visit(const KeyView& key, F& f);
+  void drop(SubId sub, std::uint32_t slot);
 
   Map map_;
   std::vector<Record> records_;

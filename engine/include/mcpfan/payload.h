@@ -10,7 +10,8 @@
  *   [,<publisher _meta members>]}[,<other params members>]}}\n[\n]
  *
  * so an SSE write is the iovecs [head(Sse)][id][tail(Sse)] and a stdio line is
- * [head(Line)][id][tail(Line)], both views of the same bytes.
+ * [head(Line)][id][tail(Line)], both views of the same bytes. plain() is a second encoding
+ * without the id, for subscriptions that have none (2025-era sessions).
  *
  * Thread-safety: contents are immutable after encoding; the reference count is atomic.
  * Transports take one reference per worker loop and count locally from there on.
@@ -64,6 +65,14 @@ class Payload {
     std::string_view all(bytes_);
     return f == Framing::Sse ? all.substr(head_end_) : all.substr(head_end_, all.size() - head_end_ - 1);
   }
+  /**
+   * The whole frame without a subscriptionId (2025-era sessions, whose notifications carry
+   * none): params exactly as published. Valid while a reference is held.
+   */
+  [[nodiscard]] std::string_view plain(Framing f) const& noexcept {
+    std::string_view all(plain_);
+    return f == Framing::Sse ? all : all.substr(kSsePrefix.size(), all.size() - kSsePrefix.size() - 1);
+  }
   /** Wire size of one frame, excluding the id token. */
   [[nodiscard]] std::size_t frame_size(Framing f) const noexcept {
     return f == Framing::Sse ? bytes_.size() : bytes_.size() - kSsePrefix.size() - 1;
@@ -82,6 +91,7 @@ class Payload {
   std::uint32_t head_end_ = 0;
   std::string uri_;
   std::string bytes_;
+  std::string plain_;
 };
 
 /** Intrusive, thread-safe reference to a Payload. */

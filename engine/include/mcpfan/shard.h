@@ -24,6 +24,8 @@
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <queue>
 #include <string>
 #include <vector>
@@ -112,6 +114,12 @@ class Shard {
   void set_waker(void (*wake)(void*), void* arg) noexcept { wake_ = wake; wake_arg_ = arg; }
   void post(PayloadRef payload);
   void post_bulk(PayloadRef* payloads, std::size_t n);
+  /**
+   * Runs `task` on the owning loop, in order with payloads: a task posted before a publish
+   * runs before that publish is matched (e.g. a subscription change acknowledged to a
+   * client on another thread takes effect before any publish the client sends next).
+   */
+  void post_task(std::function<void()> task);
   [[nodiscard]] const ShardStats& stats() const noexcept { return stats_; }
 
   // ---- loop-affine ----
@@ -120,9 +128,15 @@ class Shard {
   [[nodiscard]] StreamId open_stream(StreamSink* sink, Framing framing);
   /** Drops the stream's subscriptions and unwritten output. The sink is not called again. */
   void close_stream(StreamId id);
-  /** Adds a subscription on a stream; `id_token` is the JSON text of its subscriptionId. */
+  /**
+   * Adds a subscription on a stream; `id_token` is the JSON text of its subscriptionId, or
+   * empty for a subscription whose notifications carry none (Payload::plain()).
+   */
   [[nodiscard]] SubId subscribe(StreamId stream, const Filter& filter, std::string id_token);
   void unsubscribe(SubId sub);
+  /** Adds or drops one resources/updated URI of a live subscription. */
+  void add_uri(SubId sub, TenantId tenant, std::string_view uri);
+  void remove_uri(SubId sub, TenantId tenant, std::string_view uri);
   /** Queues bytes for the stream, ordered with its notifications (acks, results). */
   void send(StreamId stream, std::string bytes);
   /** Queues an SSE keepalive comment on every SSE stream idle since `idle_since_ms`. */
@@ -163,6 +177,7 @@ class Shard {
   struct InboxItem {
     std::uint64_t seq = 0;
     PayloadRef payload;
+    std::unique_ptr<std::function<void()>> task;  // set instead of payload for post_task()
   };
   struct LaterSeq {
     bool operator()(const InboxItem& a, const InboxItem& b) const noexcept { return a.seq > b.seq; }
@@ -171,6 +186,7 @@ class Shard {
   void enqueue(StreamId sid, Stream& s, detail::Chunk* chunk, detail::Chunk* id);
   void mark_dirty(StreamId sid, Stream& s);
   void deliver(const PayloadRef& p);
+  void run(InboxItem& item);
   void close_slow(StreamId sid, Stream& s);
 
   ShardOptions options_;
