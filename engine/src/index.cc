@@ -23,39 +23,42 @@ void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_v
   Record& r = records_[sub];
   bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
   if (kind != Kind::ResourceUpdated) uri = {};
-  auto it = map_.find(KeyView{tenant, kind, prefix, uri});
-  if (it == map_.end()) {
-    it = map_.emplace(Key{tenant, kind, prefix, std::string(uri)}, std::vector<Member>{}).first;
+  auto found = map_.find(KeyView{tenant, kind, prefix, uri});
+  Entry* e;
+  if (found == map_.end()) {
+    e = &*map_.emplace(Key{tenant, kind, prefix, std::string(uri)}, std::vector<Member>{}).first;
     if (prefix) ++prefix_keys_;
   } else {
+    e = &*found;
     for (const KeyRef& k : r.keys) {
-      if (k.it == it) return;
+      if (k.entry == e) return;
     }
   }
   auto slot = static_cast<std::uint32_t>(r.keys.size());
-  auto pos = static_cast<std::uint32_t>(it->second.size());
-  it->second.push_back(Member{sub, slot});
-  r.keys.push_back(KeyRef{it, pos});
+  auto pos = static_cast<std::uint32_t>(e->second.size());
+  e->second.push_back(Member{sub, slot});
+  r.keys.push_back(KeyRef{e, pos});
 }
 
 void SubscriptionIndex::drop(SubId sub, std::uint32_t slot) {
   Record& r = records_[sub];
   KeyRef k = r.keys[slot];
-  auto& members = k.it->second;
+  auto& members = k.entry->second;
   // Swap-remove from the key's member list, then repoint the moved member's back-reference.
   Member moved = members.back();
   members[k.pos] = moved;
   members.pop_back();
   if (k.pos < members.size()) records_[moved.sub].keys[moved.slot].pos = k.pos;
   if (members.empty()) {
-    if (k.it->first.prefix) --prefix_keys_;
-    map_.erase(k.it);
+    const Key& key = k.entry->first;
+    if (key.prefix) --prefix_keys_;
+    map_.erase(map_.find(KeyView{key.tenant, key.kind, key.prefix, key.uri}));
   }
   // Same for the subscription's key list.
   KeyRef last = r.keys.back();
   r.keys[slot] = last;
   r.keys.pop_back();
-  if (slot < r.keys.size()) last.it->second[last.pos].slot = slot;
+  if (slot < r.keys.size()) last.entry->second[last.pos].slot = slot;
 }
 
 void SubscriptionIndex::remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
@@ -66,7 +69,7 @@ void SubscriptionIndex::remove_key(SubId sub, TenantId tenant, Kind kind, std::s
   auto it = map_.find(KeyView{tenant, kind, prefix, uri});
   if (it == map_.end()) return;
   for (std::uint32_t i = 0; i < r.keys.size(); ++i) {
-    if (r.keys[i].it == it) {
+    if (r.keys[i].entry == &*it) {
       drop(sub, i);
       return;
     }

@@ -130,6 +130,12 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
     if (!has_params || params["requestId"].get(rid) || !id_text(rid, r.cancel_id)) {
       return fail(rpc_code::kInvalidParams, "params.requestId must be a string or an integer");
     }
+  } else if (r.method == "initialize") {
+    std::string_view v;
+    if (!has_params || params["protocolVersion"].get_string().get(v)) {
+      return fail(rpc_code::kInvalidParams, "params.protocolVersion must be a string");
+    }
+    r.init_version.assign(v);
   } else if (r.method == "resources/subscribe" || r.method == "resources/unsubscribe") {
     std::string_view uri;
     if (!has_params || params["uri"].get_string().get(uri) || uri.empty()) {

@@ -1,6 +1,7 @@
 #include "mcpfan/shard.h"
 
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 namespace mcpfan {
 
@@ -11,6 +12,17 @@ void release(Chunk* c) noexcept {
 }  // namespace detail
 
 using detail::Chunk;
+
+namespace {
+// In-order delivery waits for every sequence number, so a post that was numbered but not
+// queued would stall the shard for good: failing loudly is the only honest option.
+void enqueued_or_die(bool ok) {
+  if (!ok) {
+    std::fprintf(stderr, "mcpfan: shard inbox allocation failed\n");
+    std::abort();
+  }
+}
+}  // namespace
 
 namespace {
 Chunk* own_bytes(std::string bytes) {
@@ -45,7 +57,7 @@ Shard::~Shard() {
 
 void Shard::post(PayloadRef payload) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  inbox_.enqueue(InboxItem{seq, std::move(payload), nullptr});
+  enqueued_or_die(inbox_.enqueue(InboxItem{seq, std::move(payload), nullptr}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -54,13 +66,13 @@ void Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
   std::uint64_t seq = post_seq_.fetch_add(n, std::memory_order_relaxed);
   std::vector<InboxItem> items(n);
   for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i]), nullptr};
-  inbox_.enqueue_bulk(std::make_move_iterator(items.begin()), n);
+  enqueued_or_die(inbox_.enqueue_bulk(std::make_move_iterator(items.begin()), n));
   if (wake_) wake_(wake_arg_);
 }
 
 void Shard::post_task(std::function<void()> task) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  inbox_.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))});
+  enqueued_or_die(inbox_.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -151,13 +163,15 @@ void Shard::mark_dirty(StreamId sid, Stream& s) {
 void Shard::enqueue(StreamId sid, Stream& s, Chunk* chunk, Chunk* id) {
   if (s.writing && chunk->payload) {
     // The stream is behind: an unwritten notification for the same (subscription, method,
-    // uri) says nothing the newer one does not, so drop it and keep publish order.
-    for (Pending& p : s.pending) {
-      if (p.chunk && p.id == id && same_event_key(p.chunk, chunk)) {
-        s.pending_bytes -= chunk_size(p.chunk, p.id, s.framing);
-        detail::release(p.chunk);
-        detail::release(p.id);
-        p.chunk = p.id = nullptr;
+    // uri) says nothing the newer one does not, so it goes, and the newer one is appended
+    // to keep publish order. The queue then holds one entry per distinct key, so a stuck
+    // stream's memory is bounded by what it subscribes to, not by how much is published.
+    for (auto it = s.pending.begin(); it != s.pending.end(); ++it) {
+      if (it->id == id && same_event_key(it->chunk, chunk)) {
+        s.pending_bytes -= chunk_size(it->chunk, it->id, s.framing);
+        detail::release(it->chunk);
+        detail::release(it->id);
+        s.pending.erase(it);
         stats_.coalesced.fetch_add(1, std::memory_order_relaxed);
         break;
       }
@@ -264,7 +278,6 @@ void Shard::flush(std::uint64_t now_ms) {
     batch.refs_.reserve(2 * s.pending.size());
     batch.bufs.push_back(iovec{nullptr, 0});
     for (const Pending& p : s.pending) {
-      if (!p.chunk) continue;
       auto add = [&](std::string_view v) { batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()}); batch.bytes += v.size(); };
       if (p.chunk->payload && p.id->bytes.empty()) {
         add(p.chunk->payload->plain(s.framing));

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   mcpfan::ServerConfig cfg;
   std::string listen = "127.0.0.1:8080";
   bool insecure = false;
+  bool stdio = false;
   app.add_option("--listen", listen, "HOST:PORT for /mcp, /v1/publish, /healthz, /metrics")->capture_default_str();
   app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
   app.add_option("--max-body", cfg.max_body, "largest request body in bytes (413 above)")->capture_default_str();
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--allow-origin", cfg.allow_origins,
                  "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
   app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
+  app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
+  app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
+  app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   HostPort hp;
@@ -99,6 +103,11 @@ int main(int argc, char** argv) {
         },
         signo);
   }
+  // A stdio client's end stops the server like a signal: MCP hosts expect a stdio server
+  // to exit when its stdin closes. The callback runs on a worker thread.
+  uv_async_t stdio_done;
+  uv_async_init(loop, &stdio_done, [](uv_async_t* a) { uv_stop(a->loop); });
+  cfg.on_stdio_eof = [&stdio_done] { uv_async_send(&stdio_done); };
   mcpfan::Server server(cfg);
   auto started = server.start();
   if (!started) {
@@ -108,12 +117,15 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
                server.config().workers, static_cast<int>(getpid()));
   std::fflush(stderr);
+  if (stdio) server.attach_stdio(STDIN_FILENO, STDOUT_FILENO, /*exit_on_eof=*/true);
 
   uv_run(loop, UV_RUN_DEFAULT);
   server.stop();
-  std::fprintf(stderr, "mcpfan: stopped (signal=%s)\n", caught == SIGINT ? "SIGINT" : "SIGTERM");
+  const char* why = caught == SIGINT ? "signal=SIGINT" : caught == SIGTERM ? "signal=SIGTERM" : "stdin closed";
+  std::fprintf(stderr, "mcpfan: stopped (%s)\n", why);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&stdio_done), nullptr);
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);
   return 0;

@@ -234,11 +234,14 @@ void HttpConn::end_listen() {
   w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_)));
 }
 
-void HttpConn::cancel_listen() {
-  if (!stream_open_) return;
-  stream_open_ = false;
-  w_.shard().close_stream(stream_);
-  write_raw("0\r\n\r\n", true);
+void HttpConn::begin_shutdown() {
+  if (stream_open_) end_listen();
+  else close();
+}
+
+void HttpConn::cancel(TenantId tenant, const std::string& auth, const std::string& id) {
+  // A cancelled request gets no response: the stream just ends.
+  if (stream_open_ && tenant == tenant_ && auth == auth_ && id == listen_id_) finish_stream();
 }
 
 void HttpConn::finish_stream() {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "conn.h"
 #include "mcpfan/shard.h"
 
 namespace mcpfan::detail {
@@ -22,7 +23,7 @@ struct HttpRequest {
   void clear();
 };
 
-class HttpConn final : public StreamSink {
+class HttpConn final : public Conn, public StreamSink {
  public:
   explicit HttpConn(Worker& w);
   HttpConn(const HttpConn&) = delete;
@@ -40,22 +41,14 @@ class HttpConn final : public StreamSink {
   /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
   void begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth);
 
-  // ---- shutdown / cancellation (loop-affine) ----
-  [[nodiscard]] bool is_listen() const noexcept { return stream_open_; }
-  /** Queues the listen's final `complete` result, then ends the stream once it is written. */
-  void end_listen();
-  [[nodiscard]] bool matches(TenantId tenant, const std::string& auth, const std::string& id) const noexcept {
-    return stream_open_ && tenant == tenant_ && auth == auth_ && id == listen_id_;
-  }
-  /** Ends the stream without a result (the client cancelled the request). */
-  void cancel_listen();
+  // Conn
+  void begin_shutdown() override;
+  void force_close() override { close(); }
+  void cancel(TenantId tenant, const std::string& auth, const std::string& id) override;
 
   // StreamSink
   void write_batch(OutBatch&& batch) override;
   void close_requested(CloseReason reason) override;
-
-  HttpConn* prev_ = nullptr;  // the worker's intrusive list
-  HttpConn* next_ = nullptr;
 
  private:
   enum class Mode : std::uint8_t { Requests, Listen, Draining, Closing };
@@ -65,6 +58,8 @@ class HttpConn final : public StreamSink {
   void pause_parser();
   void write_raw(std::string data, bool then_close);
   void finish_stream();
+  /** Queues the listen's final `complete` result, then ends the stream once it is written. */
+  void end_listen();
   void commit_header();
   void reject(int status, std::string_view message);
 

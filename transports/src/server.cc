@@ -2,6 +2,8 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -20,6 +22,7 @@ struct Server::Impl {
   std::vector<std::unique_ptr<Worker>> workers;
   bool started = false;
   bool stopped = false;
+  std::atomic<unsigned> next_worker{0};
 
   std::string metrics_text() const;
 };
@@ -43,6 +46,32 @@ int bind_reuseport(const sockaddr_storage& addr, std::string& err) {
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     err = std::strerror(errno);
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A stream socket at `path`; a stale socket file from an earlier run is replaced.
+int bind_unix(const std::string& path, std::string& err) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) {
+    err = "path longer than " + std::to_string(sizeof addr.sun_path - 1) + " bytes";
+    return -1;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      err = "exists and is not a socket";
+      return -1;
+    }
+    ::unlink(path.c_str());
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    err = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
     return -1;
   }
   return fd;
@@ -145,6 +174,15 @@ Result<std::uint16_t> Server::start() {
     }
     fds.push_back(fd);
   }
+  int unix_fd = -1;
+  if (!m.config.unix_path.empty()) {
+    std::string err;
+    unix_fd = bind_unix(m.config.unix_path, err);
+    if (unix_fd < 0) {
+      for (int f : fds) ::close(f);
+      return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.unix_path + ": " + err};
+    }
+  }
   auto metrics = [impl = impl_.get()] { return impl->metrics_text(); };
   for (unsigned i = 0; i < m.config.workers; ++i) {
     m.workers.push_back(std::make_unique<Worker>(i, m.config, *m.hub, metrics));
@@ -152,6 +190,7 @@ Result<std::uint16_t> Server::start() {
   std::vector<Worker*> peers;
   for (auto& w : m.workers) peers.push_back(w.get());
   for (auto& w : m.workers) w->set_peers(peers);
+  if (unix_fd >= 0) m.workers[0]->set_unix_listener(unix_fd);
   for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i]);
   m.started = true;
   return port_of(addr);
@@ -163,6 +202,13 @@ void Server::stop() {
   m.stopped = true;
   for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop, kDefaultTenant, {}, {}});
   for (auto& w : m.workers) w->join();
+  if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
+}
+
+void Server::attach_stdio(int in_fd, int out_fd, bool exit_on_eof) {
+  Impl& m = *impl_;
+  unsigned i = m.next_worker.fetch_add(1, std::memory_order_relaxed) % m.workers.size();
+  m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, kDefaultTenant, {}, {}, in_fd, out_fd, exit_on_eof});
 }
 
 }  // namespace mcpfan

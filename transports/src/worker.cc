@@ -1,8 +1,10 @@
 #include "worker.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "http_conn.h"
+#include "stdio_conn.h"
 
 namespace mcpfan::detail {
 
@@ -26,7 +28,7 @@ Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, std::functi
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
-                  reinterpret_cast<uv_handle_t*>(&listener_)}) {
+                  reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&unix_poll_)}) {
     h->data = this;
   }
   // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
@@ -78,6 +80,12 @@ void Worker::run(int listen_fd) {
     fprintf(stderr, "mcpfan: worker %u cannot listen: %s\n", index_, uv_strerror(rc));
     ::close(listen_fd);
   }
+  if (unix_fd_ >= 0) {
+    uv_poll_init(&loop_, &unix_poll_, unix_fd_);
+    uv_poll_start(&unix_poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
+      if (status == 0) self(p)->accept_unix();
+    });
+  }
   // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
   // between 1 and 1.25 intervals after its last write.
   std::uint64_t period = std::max<std::uint64_t>(config_.keepalive_ms / 4, 10);
@@ -103,14 +111,24 @@ void Worker::on_connection(uv_stream_t* server, int status) {
   }
 }
 
-void Worker::link(HttpConn* c) noexcept {
+void Worker::accept_unix() {
+  // Each connection is one stdio-framed client, dealt round-robin to the worker loops.
+  for (int i = 0; i < 256; ++i) {
+    int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or an error the next readiness will show again
+    Worker* to = peers_[next_peer_++ % peers_.size()];
+    to->post(ControlMsg{ControlMsg::Type::Adopt, kDefaultTenant, {}, {}, fd, fd, false});
+  }
+}
+
+void Worker::link(Conn* c) noexcept {
   c->next_ = conns_;
   c->prev_ = nullptr;
   if (conns_) conns_->prev_ = c;
   conns_ = c;
 }
 
-void Worker::unlink(HttpConn* c) noexcept {
+void Worker::unlink(Conn* c) noexcept {
   if (c->prev_) c->prev_->next_ = c->next_;
   else conns_ = c->next_;
   if (c->next_) c->next_->prev_ = c->prev_;
@@ -127,9 +145,19 @@ void Worker::on_control() {
   for (int i = 0; i < 1024 && control_.try_dequeue(msg); ++i) {
     if (msg.type == ControlMsg::Type::Stop) {
       begin_stop();
+    } else if (msg.type == ControlMsg::Type::Adopt) {
+      std::string err;
+      if (stopping_) {
+        ::close(msg.in_fd);
+        if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
+      } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, err)) {
+        fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
+      }
     } else {
-      for (HttpConn* c = conns_; c; c = c->next_) {
-        if (c->matches(msg.tenant, msg.auth, msg.id)) c->cancel_listen();
+      for (Conn* c = conns_; c;) {
+        Conn* next = c->next_;  // cancel() may unlink c (never free it: that waits for uv_close)
+        c->cancel(msg.tenant, msg.auth, msg.id);
+        c = next;
       }
     }
   }
@@ -140,18 +168,21 @@ void Worker::begin_stop() {
   if (stopping_) return;
   stopping_ = true;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+  if (unix_fd_ >= 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&unix_poll_), nullptr);
+    ::close(unix_fd_);
+  }
   // Listens get their final result and end once it is written; the rest close now.
-  for (HttpConn* c = conns_; c;) {
-    HttpConn* next = c->next_;
-    if (c->is_listen()) c->end_listen();
-    else c->close();
+  for (Conn* c = conns_; c;) {
+    Conn* next = c->next_;
+    c->begin_shutdown();
     c = next;
   }
   uv_timer_start(
       &grace_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        for (HttpConn* c = w->conns_; c; c = c->next_) c->close();
+        for (Conn* c = w->conns_; c; c = c->next_) c->force_close();
       },
       config_.shutdown_grace_ms, 0);
   maybe_finish_stop();

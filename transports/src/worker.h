@@ -18,7 +18,7 @@
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Conn;
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
 struct WorkerStats {
@@ -29,10 +29,13 @@ struct WorkerStats {
 
 /** A control message from another thread. */
 struct ControlMsg {
-  enum class Type { Stop, Cancel } type;
+  enum class Type { Stop, Cancel, Adopt } type;
   TenantId tenant = kDefaultTenant;
   std::string auth;  // Authorization header of the canceller: scopes whose listens it may end
   std::string id;    // requestId as JSON text
+  int in_fd = -1;    // Adopt: a stdio-framed client's fds (equal for a socket)
+  int out_fd = -1;
+  bool exit_on_eof = false;
 };
 
 class Worker {
@@ -61,11 +64,13 @@ class Worker {
   [[nodiscard]] std::string metrics_text() const { return metrics_text_(); }
   /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
   [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
-  void link(HttpConn* c) noexcept;
-  void unlink(HttpConn* c) noexcept;
+  void link(Conn* c) noexcept;
+  void unlink(Conn* c) noexcept;
   /** Publishes to every worker (this one included). */
   void cancel_everywhere(TenantId tenant, std::string auth, std::string id);
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
+  /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
+  void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
 
  private:
   void run(int listen_fd);
@@ -74,6 +79,7 @@ class Worker {
   void maybe_finish_stop();
   void wake(uv_async_t* handle);
   static void on_connection(uv_stream_t* server, int status);
+  void accept_unix();
 
   unsigned index_;
   const ServerConfig& config_;
@@ -94,9 +100,12 @@ class Worker {
   uv_idle_t flush_idle_{};      // keeps the loop from blocking while streams are dirty
   uv_timer_t keepalive_timer_{};
   uv_timer_t grace_timer_{};
+  uv_poll_t unix_poll_{};       // the Unix listener (worker 0 only)
+  int unix_fd_ = -1;
+  unsigned next_peer_ = 0;
   moodycamel::ConcurrentQueue<ControlMsg> control_;
   std::thread thread_;
-  HttpConn* conns_ = nullptr;   // intrusive list of open connections
+  Conn* conns_ = nullptr;   // intrusive list of open connections
   bool stopping_ = false;
   bool handles_closed_ = false;  // guarded by wake_mu_ for cross-thread readers
   std::mutex wake_mu_;

@@ -82,9 +82,12 @@ class SubscriptionIndex {
     std::uint32_t slot;  // index into that subscription's keys_
   };
   using Map = std::unordered_map<Key, std::vector<Member>, KeyHash, KeyEq>;
+  using Entry = Map::value_type;
   struct KeyRef {
-    Map::iterator it;   // unordered_map iterators stay valid until their element is erased
-    std::uint32_t pos;  // index of this subscription in it->second
+    // A pointer to the element, not an iterator: a rehash invalidates iterators but never
+    // moves elements.
+    Entry* entry;
+    std::uint32_t pos;  // index of this subscription in entry->second
   };
   struct Record {
     std::uint64_t stamp = 0;  // last match() that reported this subscription

@@ -32,6 +32,7 @@ struct RpcRequest {
   ListenSpec listen;          // subscriptions/listen
   std::string cancel_id;      // notifications/cancelled params.requestId as JSON text
   std::string uri;            // resources/subscribe, resources/unsubscribe
+  std::string init_version;   // initialize: params.protocolVersion
 };
 
 struct RpcLimits {

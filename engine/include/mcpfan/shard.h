@@ -156,7 +156,7 @@ class Shard {
 
  private:
   struct Pending {
-    detail::Chunk* chunk;  // nullptr once coalesced away
+    detail::Chunk* chunk;
     detail::Chunk* id;     // subscription id token; nullptr for plain bytes
   };
   struct Stream {

@@ -8,6 +8,7 @@
  * thread-safe to publish on (see mcpfan/hub.h).
  */
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct ServerConfig {
   std::uint64_t keepalive_ms = 15000; // SSE keepalive comment interval
   std::uint64_t shutdown_grace_ms = 1500;
   std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
+  std::size_t max_line_bytes = 1u << 20;  // longest stdio-framed message
+  std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
+  /** Called (on a worker thread) when a stdio client attached with exit_on_eof ends. */
+  std::function<void()> on_stdio_eof;
   ShardOptions shard;
 };
 
@@ -43,6 +48,13 @@ class Server {
   [[nodiscard]] Result<std::uint16_t> start();
   /** Ends every listen with its final result, closes every connection, joins the workers. */
   void stop();
+
+  /**
+   * Serves one stdio-framed client on these fds (equal for a socket), on the next worker
+   * in turn; the server takes ownership of them. Thread-safe; call after start().
+   * With `exit_on_eof`, config.on_stdio_eof runs when that client ends.
+   */
+  void attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
 
   [[nodiscard]] Hub& hub() noexcept;
   [[nodiscard]] const ServerConfig& config() const noexcept;

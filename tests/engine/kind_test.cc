@@ -1,0 +1,46 @@
+// Tests for engine/src/kind.cc: the four MCP change notifications and their method names.
+#include "mcpfan/kind.h"
+
+#include <gtest/gtest.h>
+
+namespace mcpfan {
+namespace {
+
+TEST(Kind, MethodNamesAreTheMcpNotifications) {
+  EXPECT_EQ(method_name(Kind::ResourceUpdated), "notifications/resources/updated");
+  EXPECT_EQ(method_name(Kind::ResourcesListChanged), "notifications/resources/list_changed");
+  EXPECT_EQ(method_name(Kind::ToolsListChanged), "notifications/tools/list_changed");
+  EXPECT_EQ(method_name(Kind::PromptsListChanged), "notifications/prompts/list_changed");
+}
+
+TEST(Kind, MethodLookupRoundTripsEveryKind) {
+  for (int i = 0; i < kKindCount; ++i) {
+    auto k = static_cast<Kind>(i);
+    auto back = kind_from_method(method_name(k));
+    ASSERT_TRUE(back.has_value()) << i;
+    EXPECT_EQ(*back, k);
+  }
+}
+
+TEST(Kind, OtherMethodsAreNotKinds) {
+  for (const char* m : {"", "notifications/resources/updated ", "notifications/resources/Updated",
+                        "notifications/resources", "notifications/tools/list_changed/x", "resources/updated",
+                        "notifications/message", "notifications/cancelled", "tools/list_changed"}) {
+    EXPECT_FALSE(kind_from_method(m).has_value()) << '"' << m << '"';
+  }
+}
+
+TEST(Kind, BitsAreDistinctSingleBits) {
+  unsigned seen = 0;
+  for (int i = 0; i < kKindCount; ++i) {
+    unsigned b = kind_bit(static_cast<Kind>(i));
+    EXPECT_EQ(b & (b - 1), 0u) << "not a single bit: " << b;
+    EXPECT_NE(b, 0u);
+    EXPECT_EQ(seen & b, 0u) << "bit reused";
+    seen |= b;
+  }
+  static_assert(kind_bit(Kind::ToolsListChanged) != kind_bit(Kind::PromptsListChanged));
+}
+
+}  // namespace
+}  // namespace mcpfan

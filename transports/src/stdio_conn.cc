@@ -1,0 +1,318 @@
+#include "stdio_conn.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "mcp_messages.h"
+#include "worker.h"
+
+namespace mcpfan::detail {
+
+namespace {
+struct LineWrite {
+  uv_write_t req;  // first member: the callback casts back
+  OutBatch batch;
+  StdioConn* conn;
+};
+}  // namespace
+
+StdioConn::StdioConn(Worker& w, bool exit_on_eof) : w_(w), exit_on_eof_(exit_on_eof) {}
+
+int StdioConn::init_handle(Handle& h, int fd, bool readable) {
+  // Once a handle is initialised only uv_close may end it, so it is counted at once; the
+  // fd becomes libuv's only when the open call succeeds.
+  int rc;
+  h.handle.data = this;
+  switch (uv_guess_handle(fd)) {
+    case UV_NAMED_PIPE:  // pipes and Unix-domain sockets
+      if ((rc = uv_pipe_init(w_.loop(), &h.pipe, 0)) != 0) return rc;
+      ++open_handles_;
+      return uv_pipe_open(&h.pipe, fd);
+    case UV_TTY:
+      if ((rc = uv_tty_init(w_.loop(), &h.tty, fd, readable ? 1 : 0)) != 0) return rc;
+      ++open_handles_;
+      return 0;
+    case UV_TCP:
+      if ((rc = uv_tcp_init(w_.loop(), &h.tcp)) != 0) return rc;
+      ++open_handles_;
+      return uv_tcp_open(&h.tcp, fd);
+    default:
+      return UV_EINVAL;  // a regular file cannot carry a stream of JSON-RPC messages
+  }
+}
+
+StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, std::string& err) {
+  auto* c = new StdioConn(w, exit_on_eof);
+  c->separate_out_ = in_fd != out_fd;
+  w.link(c);
+  int rc = c->init_handle(c->in_, in_fd, true);
+  bool in_owned = rc == 0;
+  bool out_owned = !c->separate_out_;
+  if (rc == 0 && c->separate_out_) {
+    if (uv_guess_handle(out_fd) == UV_FILE) {  // `mcpfan --stdio > log.jsonl`: no poll on files
+      c->out_file_fd_ = out_fd;
+      out_owned = true;
+    } else {
+      out_owned = (rc = c->init_handle(c->out_, out_fd, false)) == 0;
+    }
+  }
+  if (rc == 0) {
+    c->stream_ = w.shard().open_stream(c, Framing::Line);
+    c->stream_open_ = true;
+    rc = uv_read_start(
+        &c->in_.stream,
+        [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<StdioConn*>(h->data)->w_.read_buffer(); },
+        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) { static_cast<StdioConn*>(s->data)->on_read(nread, buf); });
+    if (rc == 0) return c;
+  }
+  err = std::string("cannot serve this fd as a stdio stream: ") + uv_strerror(rc);
+  if (!in_owned) ::close(in_fd);
+  if (!out_owned) ::close(out_fd);
+  c->exit_on_eof_ = false;
+  if (c->open_handles_ == 0) {
+    w.unlink(c);
+    delete c;
+  } else {
+    c->close();
+  }
+  return nullptr;
+}
+
+void StdioConn::close() {
+  if (closing_) return;
+  closing_ = true;
+  if (stream_open_) {
+    stream_open_ = false;
+    w_.shard().close_stream(stream_);  // frees every listen and the session subscription
+  }
+  listens_.clear();
+  auto on_closed = [](uv_handle_t* h) {
+    auto* c = static_cast<StdioConn*>(h->data);
+    if (--c->open_handles_ > 0) return;
+    c->w_.unlink(c);
+    bool notify = c->exit_on_eof_;
+    Worker& w = c->w_;
+    delete c;
+    if (notify && w.config().on_stdio_eof) w.config().on_stdio_eof();
+  };
+  // Only initialised handles are closed: open() may fail before the second one exists.
+  if (out_file_fd_ >= 0) {
+    ::close(out_file_fd_);
+    out_file_fd_ = -1;
+  }
+  int initialised = open_handles_;
+  if (initialised >= 1) uv_close(&in_.handle, on_closed);
+  if (initialised >= 2) uv_close(&out_.handle, on_closed);
+}
+
+void StdioConn::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread < 0) {  // EOF ends every subscription of this client (design §2.3)
+    close();
+    return;
+  }
+  std::string_view data(buf->base, static_cast<std::size_t>(nread));
+  const std::size_t cap = w_.config().max_line_bytes;
+  while (!data.empty() && !closing_ && !ending_) {
+    auto nl = data.find('\n');
+    std::string_view piece = data.substr(0, nl);
+    data = nl == std::string_view::npos ? std::string_view{} : data.substr(nl + 1);
+    if (skipping_) {
+      if (nl != std::string_view::npos) skipping_ = false;
+      continue;
+    }
+    if (line_.size() + piece.size() > cap) {
+      // No id can be read from a line we will not hold: answer with a null id and drop it.
+      fprintf(stderr, "mcpfan: stdio line longer than %zu bytes dropped\n", cap);
+      reply_error({}, rpc_code::kInvalidRequest, "message longer than " + std::to_string(cap) + " bytes dropped");
+      line_.clear();
+      skipping_ = nl == std::string_view::npos;
+      continue;
+    }
+    if (nl == std::string_view::npos) {
+      line_.append(piece);  // partial line: wait for the rest
+      break;
+    }
+    if (line_.empty()) {
+      handle_line(piece);
+    } else {
+      line_.append(piece);
+      std::string whole = std::move(line_);
+      line_.clear();
+      handle_line(whole);
+    }
+  }
+  if (line_.capacity() > 64 * 1024 && line_.empty()) line_.shrink_to_fit();
+}
+
+void StdioConn::handle_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are not messages
+  RpcRequest r = w_.rpc_decoder().decode(line);
+  if (r.error) {
+    if (r.has_id || r.error->code == rpc_code::kParseError || r.error->code == rpc_code::kInvalidRequest) {
+      reply_error(r.id, r.error->code, r.error->message);
+    } else {
+      fprintf(stderr, "mcpfan: stdio notification %s dropped: %s\n", r.method.c_str(), r.error->message.c_str());
+    }
+    return;
+  }
+  handle_request(r);
+}
+
+void StdioConn::handle_request(RpcRequest& r) {
+  Shard& shard = w_.shard();
+  const std::string& m = r.method;
+  if (!r.meta_version.empty() && !is_2026_version(r.meta_version)) {
+    if (r.has_id) {
+      reply_error(r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + r.meta_version,
+                  unsupported_version_data(r.meta_version));
+    }
+    return;
+  }
+  if (!r.has_id) {
+    if (m == "notifications/cancelled") {
+      for (std::size_t i = 0; i < listens_.size(); ++i) {
+        if (listens_[i].first == r.cancel_id) {
+          shard.unsubscribe(listens_[i].second);
+          listens_.erase(listens_.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    }
+    return;  // notifications/initialized and any other notification need nothing
+  }
+  if (m == "subscriptions/listen") {
+    start_listen(r);
+  } else if (m == "server/discover") {
+    reply(rpc_result_json(r.id, discover_result()));
+  } else if (m == "initialize") {
+    if (!session_) {
+      Filter f;
+      f.tenant = tenant_;
+      f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
+      session_sub_ = shard.subscribe(stream_, f, {});
+      session_ = true;
+    }
+    reply(rpc_result_json(r.id, initialize_result(negotiate_2025(r.init_version))));
+  } else if (m == "ping" || m == "logging/setLevel") {
+    reply(rpc_result_json(r.id, "{}"));
+  } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
+    if (!session_) {
+      reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
+      return;
+    }
+    if (m == "resources/subscribe") shard.add_uri(session_sub_, tenant_, r.uri);
+    else shard.remove_uri(session_sub_, tenant_, r.uri);
+    reply(rpc_result_json(r.id, "{}"));
+  } else {
+    reply_error(r.id, rpc_code::kMethodNotFound,
+                "method not found: " + m +
+                    " (mcpfan serves initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe, "
+                    "server/discover and subscriptions/listen)");
+  }
+}
+
+void StdioConn::start_listen(RpcRequest& r) {
+  if (r.meta_version.empty()) {
+    reply_error(r.id, rpc_code::kInvalidParams,
+                "subscriptions/listen needs params._meta io.modelcontextprotocol/protocolVersion (2026-07-28)");
+    return;
+  }
+  for (auto& [id, sub] : listens_) {
+    if (id == r.id) {
+      reply_error(r.id, rpc_code::kInvalidRequest, "a listen with id " + r.id + " is already open on this connection");
+      return;
+    }
+  }
+  ListenPlan plan = plan_listen(std::move(r.listen), tenant_, r.id);
+  plan.ack += '\n';
+  Shard& shard = w_.shard();
+  shard.send(stream_, std::move(plan.ack));  // first: nothing is matched before it
+  listens_.emplace_back(r.id, shard.subscribe(stream_, plan.filter, r.id));
+}
+
+void StdioConn::reply(std::string json) {
+  if (!stream_open_) return;
+  json += '\n';
+  w_.shard().send(stream_, std::move(json));
+}
+
+void StdioConn::reply_error(std::string_view id, int code, std::string message, std::string_view data) {
+  reply(rpc_error_json(id, Error{code, std::move(message)}, data));
+}
+
+void StdioConn::begin_shutdown() {
+  if (closing_) return;
+  ending_ = true;
+  for (auto& [id, sub] : listens_) {
+    w_.shard().unsubscribe(sub);
+    reply(listen_complete_result(id));
+  }
+  listens_.clear();
+  maybe_finish();
+}
+
+void StdioConn::maybe_finish() {
+  if (ending_ && stream_open_ && writes_in_flight_ == 0 && w_.shard().pending_bytes(stream_) == 0) close();
+}
+
+void StdioConn::write_batch(OutBatch&& batch) {
+  if (out_file_fd_ >= 0) {
+    // A regular file never blocks for long: write it all now.
+    std::size_t i = 1;
+    auto& bufs = batch.bufs;
+    while (i < bufs.size()) {
+      int n = static_cast<int>(std::min<std::size_t>(bufs.size() - i, IOV_MAX));
+      ssize_t w = ::writev(out_file_fd_, &bufs[i], n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        w_.shard().write_done(stream_);
+        close();
+        return;
+      }
+      auto left = static_cast<std::size_t>(w);
+      while (i < bufs.size() && left >= bufs[i].iov_len) left -= bufs[i++].iov_len;
+      if (left > 0) {
+        bufs[i].iov_base = static_cast<char*>(bufs[i].iov_base) + left;
+        bufs[i].iov_len -= left;
+      }
+    }
+    w_.shard().write_done(stream_);
+    maybe_finish();
+    return;
+  }
+  // bufs[0] is the framing slot: stdio lines need none.
+  auto* wr = new LineWrite{{}, std::move(batch), this};
+  auto* bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data()) + 1;
+  auto nbufs = static_cast<unsigned>(wr->batch.bufs.size() - 1);
+  ++writes_in_flight_;
+  int rc = uv_write(&wr->req, out(), bufs, nbufs, [](uv_write_t* req, int status) {
+    auto* wr = reinterpret_cast<LineWrite*>(req);
+    StdioConn* c = wr->conn;
+    delete wr;
+    --c->writes_in_flight_;
+    if (status < 0) {
+      c->close();
+      return;
+    }
+    if (!c->stream_open_) return;
+    c->w_.shard().write_done(c->stream_);
+    c->maybe_finish();
+  });
+  if (rc != 0) {
+    delete wr;
+    --writes_in_flight_;
+    w_.shard().write_done(stream_);
+    close();
+  }
+}
+
+void StdioConn::close_requested(CloseReason) {
+  stream_open_ = false;  // the shard already closed the stream
+  close();
+}
+
+}  // namespace mcpfan::detail

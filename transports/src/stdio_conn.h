@@ -1,0 +1,78 @@
+#pragma once
+// One stdio-framed MCP client (design §2.3): newline-delimited JSON-RPC in both directions
+// on a pipe pair (the process's own stdin/stdout) or one socket (a --unix connection, or
+// any fd an embedding host attaches). The connection is its own 2025-era session
+// (initialize, resources/subscribe) and may hold many 2026 listens, demultiplexed by
+// subscriptionId. Loop-affine; freed once libuv has closed its handles.
+#include <uv.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conn.h"
+#include "mcpfan/rpc_decoder.h"
+#include "mcpfan/shard.h"
+
+namespace mcpfan::detail {
+
+class Worker;
+
+class StdioConn final : public Conn, public StreamSink {
+ public:
+  /**
+   * Adopts the fds (in_fd == out_fd for a socket) and starts reading. On failure returns
+   * nullptr with `err` set, and the fds are closed.
+   */
+  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, std::string& err);
+
+  // Conn
+  void begin_shutdown() override;
+  void force_close() override { close(); }
+
+  // StreamSink
+  void write_batch(OutBatch&& batch) override;
+  void close_requested(CloseReason reason) override;
+
+ private:
+  union Handle {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+    uv_tcp_t tcp;
+  };
+
+  StdioConn(Worker& w, bool exit_on_eof);
+  int init_handle(Handle& h, int fd, bool readable);
+  uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void handle_line(std::string_view line);
+  void handle_request(RpcRequest& r);
+  void start_listen(RpcRequest& r);
+  void reply(std::string json);
+  void reply_error(std::string_view id, int code, std::string message, std::string_view data = {});
+  void close();
+  void maybe_finish();
+
+  Worker& w_;
+  Handle in_{};
+  Handle out_{};
+  bool separate_out_ = false;
+  int out_file_fd_ = -1;    // stdout redirected to a regular file: written synchronously
+  bool exit_on_eof_ = false;
+  bool closing_ = false;
+  bool ending_ = false;     // shutdown: closes once the final results are written
+  bool skipping_ = false;   // discarding the rest of an over-long line
+  int open_handles_ = 0;
+  int writes_in_flight_ = 0;
+  std::string line_;        // a partial line carried between reads
+  StreamId stream_ = 0;
+  bool stream_open_ = false;
+  bool session_ = false;    // a 2025-era initialize created the session subscription
+  SubId session_sub_ = 0;
+  TenantId tenant_ = kDefaultTenant;
+  std::vector<std::pair<std::string, SubId>> listens_;  // (id JSON text, subscription)
+};
+
+}  // namespace mcpfan::detail
