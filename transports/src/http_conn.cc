@@ -6,6 +6,7 @@
 
 #include "mcp_http.h"
 #include "mcp_messages.h"
+#include "sessions.h"
 #include "worker.h"
 
 namespace mcpfan::detail {
@@ -39,6 +40,7 @@ const char* reason_phrase(int status) {
     case 405: return "Method Not Allowed";
     case 406: return "Not Acceptable";
     case 408: return "Request Timeout";
+    case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
@@ -69,6 +71,7 @@ void HttpRequest::clear() {
   mcp_method.clear();
   authorization.clear();
   expect.clear();
+  session_id.clear();
   body.clear();
   header_bytes = 0;
 }
@@ -110,6 +113,7 @@ void HttpConn::close() {
     stream_open_ = false;
     w_.shard().close_stream(stream_);
   }
+  release_session();
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
     auto* c = static_cast<HttpConn*>(h->data);
@@ -207,25 +211,54 @@ void HttpConn::write_raw(std::string data, bool then_close) {
   }
 }
 
-void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth) {
+void HttpConn::start_sse() {
   mode_ = Mode::Listen;
   pause_parser();
   write_raw(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
       "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
       false);
-  tenant_ = filter.tenant;
-  listen_id_ = std::move(id);
-  auth_ = std::move(auth);
-  Shard& shard = w_.shard();
-  stream_ = shard.open_stream(this, Framing::Sse);
+  stream_ = w_.shard().open_stream(this, Framing::Sse);
   stream_open_ = true;
-  shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
-  (void)shard.subscribe(stream_, filter, listen_id_);
+  // A stream reads no more requests: drop what parsing them needed.
   req_.clear();
   req_.body.shrink_to_fit();
   field_.shrink_to_fit();
   value_.shrink_to_fit();
+}
+
+void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth) {
+  start_sse();
+  tenant_ = filter.tenant;
+  listen_id_ = std::move(id);
+  auth_ = std::move(auth);
+  Shard& shard = w_.shard();
+  shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
+  (void)shard.subscribe(stream_, filter, listen_id_);
+}
+
+void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
+  start_sse();
+  tenant_ = session->tenant;
+  Filter f;
+  f.tenant = session->tenant;
+  f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
+  f.uris = session->uris;
+  session->sub = w_.shard().subscribe(stream_, f, {});  // no id: 2025 notifications carry none
+  session->owner = static_cast<int>(w_.index());
+  session->conn = this;
+  session_ = std::move(session);
+}
+
+void HttpConn::release_session() {
+  if (!session_) return;
+  std::lock_guard lock(w_.sessions().mutex());
+  if (session_->conn == this) {
+    session_->conn = nullptr;
+    session_->owner = -1;
+    session_->idle_since_ms = uv_now(w_.loop());
+  }
+  session_.reset();
 }
 
 void HttpConn::end_listen() {
@@ -235,18 +268,21 @@ void HttpConn::end_listen() {
 }
 
 void HttpConn::begin_shutdown() {
-  if (stream_open_) end_listen();
+  if (stream_open_ && !listen_id_.empty()) end_listen();
+  else if (stream_open_) finish_stream();
   else close();
 }
 
 void HttpConn::cancel(TenantId tenant, const std::string& auth, const std::string& id) {
   // A cancelled request gets no response: the stream just ends.
-  if (stream_open_ && tenant == tenant_ && auth == auth_ && id == listen_id_) finish_stream();
+  if (stream_open_ && !listen_id_.empty() && tenant == tenant_ && auth == auth_ && id == listen_id_) finish_stream();
 }
 
 void HttpConn::finish_stream() {
+  if (!stream_open_) return;
   stream_open_ = false;
   w_.shard().close_stream(stream_);
+  release_session();
   write_raw("0\r\n\r\n", true);
 }
 
@@ -317,6 +353,7 @@ void HttpConn::commit_header() {
   else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
   else if (ieq(f, "authorization")) dst = &req_.authorization;
   else if (ieq(f, "expect")) dst = &req_.expect;
+  else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
   if (dst) {
     if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
     *dst += value_;

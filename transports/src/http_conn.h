@@ -5,6 +5,7 @@
 #include <http_parser.h>
 #include <uv.h>
 
+#include <memory>
 #include <string>
 
 #include "conn.h"
@@ -13,11 +14,12 @@
 namespace mcpfan::detail {
 
 class Worker;
+struct Session;
 
 struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, authorization, expect;
+  std::string content_type, accept, origin, host, protocol_version, mcp_method, authorization, expect, session_id;
   std::string body;
   std::size_t header_bytes = 0;
   void clear();
@@ -40,6 +42,13 @@ class HttpConn final : public Conn, public StreamSink {
   void respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers = {});
   /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
   void begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth);
+  /**
+   * Turns this connection into the GET stream of a 2025-era session. Call with the session
+   * registry locked; records itself as the session's stream.
+   */
+  void begin_session_stream(std::shared_ptr<Session> session);
+  /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
+  void finish_stream();
 
   // Conn
   void begin_shutdown() override;
@@ -57,9 +66,10 @@ class HttpConn final : public Conn, public StreamSink {
   void parse(const char* data, std::size_t len);
   void pause_parser();
   void write_raw(std::string data, bool then_close);
-  void finish_stream();
   /** Queues the listen's final `complete` result, then ends the stream once it is written. */
   void end_listen();
+  void start_sse();
+  void release_session();
   void commit_header();
   void reject(int status, std::string_view message);
 
@@ -84,7 +94,8 @@ class HttpConn final : public Conn, public StreamSink {
   std::string reject_message_;
   StreamId stream_ = 0;
   TenantId tenant_ = kDefaultTenant;
-  std::string listen_id_;
+  std::string listen_id_;             // empty for a session stream
+  std::shared_ptr<Session> session_;  // the session whose GET stream this is
   std::string auth_;
   std::string field_, value_;
   HttpRequest req_;

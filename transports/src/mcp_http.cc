@@ -2,11 +2,13 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <array>
 
 #include "http_conn.h"
 #include "mcp_messages.h"
 #include "mcpfan/json_text.h"
+#include "sessions.h"
 #include "worker.h"
 
 namespace mcpfan::detail {
@@ -65,6 +67,33 @@ bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
   if (cfg.allow_origins.empty()) return default_origin_ok(origin);
   for (const std::string& o : cfg.allow_origins) {
     if (o == "*" || (o.size() == origin.size() && strncasecmp(o.data(), origin.data(), o.size()) == 0)) return true;
+  }
+  return false;
+}
+
+// The host part of a Host header: "127.0.0.1:8080" -> "127.0.0.1", "[::1]:80" -> "[::1]".
+std::string_view host_part(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    auto close = host.find(']');
+    return close == std::string_view::npos ? host : host.substr(0, close + 1);
+  }
+  return host.substr(0, host.find(':'));
+}
+
+bool host_allowed(const ServerConfig& cfg, std::string_view host_header) {
+  if (host_header.empty()) return true;  // HTTP/1.0: nothing a rebinding page could set
+  std::string_view h = host_part(host_header);
+  auto eq = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+  };
+  if (cfg.allow_hosts.empty()) {
+    bool loopback_listener = cfg.host.rfind("127.", 0) == 0 || cfg.host == "::1";
+    if (!loopback_listener) return true;  // --insecure without --allow-host: the operator chose an open listener
+    return eq(h, "localhost") || eq(h, "127.0.0.1") || eq(h, "[::1]") || eq(h, cfg.host) ||
+           (cfg.host == "::1" && eq(h, "[::1]"));
+  }
+  for (const std::string& a : cfg.allow_hosts) {
+    if (a == "*" || eq(a, h) || eq(a, host_header)) return true;
   }
   return false;
 }
@@ -137,6 +166,130 @@ bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std
   return true;
 }
 
+// ---- 2025-era sessions (design §2.2) ----
+
+void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers = {}) {
+  c.respond(200, "application/json", rpc_result_json(r.id, result), headers);
+}
+
+void session_not_found(HttpConn& c, std::string_view id) {
+  c.respond(404, "application/json",
+            rpc_error_json(id, Error{-32001, "session not found: it ended or expired; send initialize for a new one"}));
+}
+
+// Changes a session's URI set, and the subscription of its GET stream if one is open. The
+// change reaches the stream's worker through its shard inbox, in order with publishes, so
+// a publish sent after the client saw `{}` is matched against the new set.
+void change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+  int owner;
+  {
+    std::lock_guard lock(w.sessions().mutex());
+    auto& uris = s->uris;
+    auto it = std::find(uris.begin(), uris.end(), uri);
+    if (add && it == uris.end()) uris.push_back(uri);
+    if (!add && it != uris.end()) uris.erase(it);
+    owner = s->owner;
+  }
+  if (owner < 0) return;  // applied when a GET stream opens
+  Shard& shard = w.hub().shard(static_cast<std::size_t>(owner));
+  SessionRegistry* reg = &w.sessions();
+  shard.post_task([reg, s, owner, uri, add, &shard] {
+    SubId sub;
+    {
+      std::lock_guard lock(reg->mutex());
+      if (s->owner != owner || !s->conn) return;  // the stream closed meanwhile
+      sub = s->sub;
+    }
+    if (add) shard.add_uri(sub, s->tenant, uri);
+    else shard.remove_uri(sub, s->tenant, uri);
+  });
+}
+
+void handle_initialize(HttpConn& c, const RpcRequest& r) {
+  if (!r.has_id) {
+    rpc_error(c, {}, rpc_code::kInvalidRequest, "initialize must be a request with an id");
+    return;
+  }
+  Worker& w = c.worker();
+  std::string_view version = negotiate_2025(r.init_version);
+  auto s = w.sessions().create(kDefaultTenant, std::string(version), uv_now(w.loop()));
+  respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + s->id + "\r\n");
+}
+
+void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
+  Worker& w = c.worker();
+  if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
+    rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
+    return;
+  }
+  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  if (!s) return session_not_found(c, r.id);
+  const std::string& m = r.method;
+  if (!r.has_id) {
+    c.respond(202, {}, {});  // notifications/initialized and the like
+  } else if (m == "ping" || m == "logging/setLevel") {
+    respond_result(c, r, "{}");
+  } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
+    change_session_uri(w, s, r.uri, m == "resources/subscribe");
+    respond_result(c, r, "{}");
+  } else if (m == "initialize") {
+    rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");
+  } else {
+    rpc_error(c, r.id, rpc_code::kMethodNotFound,
+              "method not found: " + m + " (a notification tier: mcpfan serves ping, logging/setLevel, "
+              "resources/subscribe and resources/unsubscribe in a session)");
+  }
+}
+
+void handle_mcp_get(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  if (req.session_id.empty()) {
+    c.respond(400, "application/json",
+              json_error_body("GET /mcp needs an Mcp-Session-Id header (send initialize first); "
+                              "2026-07-28 clients use POST subscriptions/listen"));
+    return;
+  }
+  if (!req.accept.empty() && req.accept.find("text/event-stream") == std::string::npos && req.accept.find("*/*") == std::string::npos) {
+    c.respond(406, "application/json", json_error_body("Accept must allow text/event-stream"));
+    return;
+  }
+  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  if (!s) return session_not_found(c, {});
+  std::lock_guard lock(w.sessions().mutex());
+  if (s->ended) return session_not_found(c, {});
+  if (s->owner >= 0) {
+    c.respond(409, "application/json", json_error_body("this session already has an open stream"));
+    return;
+  }
+  c.begin_session_stream(s);
+}
+
+void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  auto s = req.session_id.empty() ? nullptr : w.sessions().erase(req.session_id);
+  if (!s) {
+    c.respond(404, "application/json", json_error_body("no such session"));
+    return;
+  }
+  int owner;
+  {
+    std::lock_guard lock(w.sessions().mutex());
+    owner = s->owner;
+  }
+  if (owner >= 0) {
+    SessionRegistry* reg = &w.sessions();
+    w.hub().shard(static_cast<std::size_t>(owner)).post_task([reg, s, owner] {
+      HttpConn* conn;
+      {
+        std::lock_guard lock(reg->mutex());
+        conn = s->owner == owner ? s->conn : nullptr;
+      }
+      if (conn) conn->finish_stream();  // only this worker closes its connections: still alive
+    });
+  }
+  c.respond(200, {}, {});
+}
+
 void handle_mcp_post(HttpConn& c, HttpRequest& req) {
   Worker& w = c.worker();
   if (!accepts_mcp(req.accept)) {
@@ -152,6 +305,10 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
     rpc_error(c, r.id, r.error->code, r.error->message);
     return;
   }
+  // Which era: a 2026 envelope (or header) wins; else a session; else a new session.
+  bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
+  if (!era_2026 && !req.session_id.empty()) return handle_session_post(c, req, r);
+  if (!era_2026 && r.method == "initialize") return handle_initialize(c, r);
   std::string version;
   if (!check_version(c, req, r, version)) return;
 
@@ -195,6 +352,10 @@ void route_request(HttpConn& c, HttpRequest& req) {
   std::string_view url = req.url;
   std::string_view path = url.substr(0, url.find('?'));
   auto method = static_cast<http_method>(req.method);
+  if (!host_allowed(c.worker().config(), req.host)) {
+    c.respond(403, "application/json", json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
+    return;
+  }
   if (!origin_allowed(c.worker().config(), req.origin)) {
     c.respond(403, "application/json", json_error_body("Origin " + req.origin + " is not allowed"));
     return;
@@ -206,7 +367,10 @@ void route_request(HttpConn& c, HttpRequest& req) {
     return false;
   };
   if (path == "/mcp") {
-    if (only(HTTP_POST, "POST")) handle_mcp_post(c, req);
+    if (method == HTTP_POST) handle_mcp_post(c, req);
+    else if (method == HTTP_GET) handle_mcp_get(c, req);
+    else if (method == HTTP_DELETE) handle_mcp_delete(c, req);
+    else only(HTTP_POST, "POST, GET, DELETE");
   } else if (path == "/v1/publish") {
     if (only(HTTP_POST, "POST")) handle_publish(c, req);
   } else if (path == "/healthz") {

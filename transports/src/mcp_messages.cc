@@ -49,8 +49,9 @@ std::string discover_result() {
 std::string initialize_result(std::string_view version) {
   std::string r = R"({"protocolVersion":)";
   append_json_string(r, version);
-  r += R"(,"capabilities":)";
-  r += kCapabilities;
+  // 2025 sessions also accept logging/setLevel (as a no-op: mcpfan has no logs for clients).
+  r += R"(,"capabilities":{"logging":{},"resources":{"subscribe":true,"listChanged":true},)"
+       R"("tools":{"listChanged":true},"prompts":{"listChanged":true}})";
   r += R"(,"serverInfo":{"name":"mcpfan","version":")";
   r += kServerVersion;
   r += R"("}})";

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "sessions.h"
 #include "worker.h"
 
 namespace mcpfan {
@@ -19,12 +20,13 @@ using detail::Worker;
 struct Server::Impl {
   ServerConfig config;
   std::unique_ptr<Hub> hub;
+  detail::SessionRegistry sessions;
   std::vector<std::unique_ptr<Worker>> workers;
   bool started = false;
   bool stopped = false;
   std::atomic<unsigned> next_worker{0};
 
-  std::string metrics_text() const;
+  std::string metrics_text();
 };
 
 namespace {
@@ -105,7 +107,7 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 }  // namespace
 
-std::string Server::Impl::metrics_text() const {
+std::string Server::Impl::metrics_text() {
   long long conns = 0, requests = 0, errors = 0;
   long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0;
   for (const auto& w : workers) {
@@ -134,6 +136,8 @@ std::string Server::Impl::metrics_text() const {
   metric(out, "mcpfan_stream_writes_total", "counter", "Batched writes handed to streams.", writes);
   metric(out, "mcpfan_http_requests_total", "counter", "HTTP requests parsed.", requests);
   metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", errors);
+  metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).",
+         static_cast<long long>(sessions.size()));
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
   return out;
 }
@@ -185,7 +189,7 @@ Result<std::uint16_t> Server::start() {
   }
   auto metrics = [impl = impl_.get()] { return impl->metrics_text(); };
   for (unsigned i = 0; i < m.config.workers; ++i) {
-    m.workers.push_back(std::make_unique<Worker>(i, m.config, *m.hub, metrics));
+    m.workers.push_back(std::make_unique<Worker>(i, m.config, *m.hub, m.sessions, metrics));
   }
   std::vector<Worker*> peers;
   for (auto& w : m.workers) peers.push_back(w.get());

@@ -3,7 +3,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "http_conn.h"
+#include "sessions.h"
 #include "stdio_conn.h"
 
 namespace mcpfan::detail {
@@ -15,11 +18,13 @@ Worker* self(T* handle) {
 }
 }  // namespace
 
-Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, std::function<std::string()> metrics_text)
+Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, SessionRegistry& sessions,
+               std::function<std::string()> metrics_text)
     : index_(index),
       config_(config),
       hub_(hub),
       shard_(hub.shard(index)),
+      sessions_(sessions),
       metrics_text_(std::move(metrics_text)),
       publish_decoder_(PublishLimits{config.max_uri_length}),
       rpc_decoder_(RpcLimits{config.max_uri_length, config.max_uris_per_listen}),
@@ -28,7 +33,8 @@ Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, std::functi
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
-                  reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&unix_poll_)}) {
+                  reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&unix_poll_),
+                  reinterpret_cast<uv_handle_t*>(&session_timer_)}) {
     h->data = this;
   }
   // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
@@ -46,6 +52,7 @@ Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, std::functi
   uv_idle_init(&loop_, &flush_idle_);
   uv_timer_init(&loop_, &keepalive_timer_);
   uv_timer_init(&loop_, &grace_timer_);
+  uv_timer_init(&loop_, &session_timer_);
   shard_.set_waker([](void* a) { static_cast<Worker*>(a)->wake(&static_cast<Worker*>(a)->inbox_async_); }, this);
   shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
 }
@@ -96,6 +103,16 @@ void Worker::run(int listen_fd) {
         w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms);
       },
       period, period);
+  if (index_ == 0) {
+    std::uint64_t every = std::clamp<std::uint64_t>(config_.session_idle_ms / 4, 10, 5000);
+    uv_timer_start(
+        &session_timer_,
+        [](uv_timer_t* t) {
+          Worker* w = self(t);
+          w->sessions_.expire(uv_now(&w->loop_), w->config_.session_idle_ms);
+        },
+        every, every);
+  }
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
 }
@@ -196,7 +213,8 @@ void Worker::maybe_finish_stop() {
   }
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
-                  reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_)}) {
+                  reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
+                  reinterpret_cast<uv_handle_t*>(&session_timer_)}) {
     uv_close(h, nullptr);
   }
 }

@@ -19,6 +19,7 @@
 namespace mcpfan::detail {
 
 class Conn;
+class SessionRegistry;
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
 struct WorkerStats {
@@ -40,7 +41,8 @@ struct ControlMsg {
 
 class Worker {
  public:
-  Worker(unsigned index, const ServerConfig& config, Hub& hub, std::function<std::string()> metrics_text);
+  Worker(unsigned index, const ServerConfig& config, Hub& hub, SessionRegistry& sessions,
+         std::function<std::string()> metrics_text);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -54,6 +56,9 @@ class Worker {
 
   // ---- loop-affine (connections call these) ----
   [[nodiscard]] uv_loop_t* loop() noexcept { return &loop_; }
+  [[nodiscard]] unsigned index() const noexcept { return index_; }
+  [[nodiscard]] SessionRegistry& sessions() noexcept { return sessions_; }
+  [[nodiscard]] Worker& peer(unsigned i) noexcept { return *peers_[i]; }
   [[nodiscard]] Shard& shard() noexcept { return shard_; }
   [[nodiscard]] Hub& hub() noexcept { return hub_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
@@ -85,6 +90,7 @@ class Worker {
   const ServerConfig& config_;
   Hub& hub_;
   Shard& shard_;
+  SessionRegistry& sessions_;
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;
@@ -100,6 +106,7 @@ class Worker {
   uv_idle_t flush_idle_{};      // keeps the loop from blocking while streams are dirty
   uv_timer_t keepalive_timer_{};
   uv_timer_t grace_timer_{};
+  uv_timer_t session_timer_{};  // idle-session expiry (worker 0 only)
   uv_poll_t unix_poll_{};       // the Unix listener (worker 0 only)
   int unix_fd_ = -1;
   unsigned next_peer_ = 0;

@@ -1,0 +1,73 @@
+#include "sessions.h"
+
+#include <sys/random.h>
+
+#include <cstdio>
+
+namespace mcpfan::detail {
+
+namespace {
+std::string random_id() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  char hex[33];
+  for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return std::string(hex, 32);
+}
+}  // namespace
+
+std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms) {
+  auto s = std::make_shared<Session>();
+  s->id = random_id();
+  s->tenant = tenant;
+  s->version = std::move(version);
+  s->idle_since_ms = now_ms;
+  std::lock_guard lock(mu_);
+  sessions_.emplace(s->id, s);
+  return s;
+}
+
+std::shared_ptr<Session> SessionRegistry::find(const std::string& id, std::uint64_t now_ms) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return nullptr;
+  it->second->idle_since_ms = now_ms;
+  return it->second;
+}
+
+std::shared_ptr<Session> SessionRegistry::erase(const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return nullptr;
+  auto s = std::move(it->second);
+  sessions_.erase(it);
+  s->ended = true;
+  return s;
+}
+
+std::size_t SessionRegistry::expire(std::uint64_t now_ms, std::uint64_t idle_ms) {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    Session& s = *it->second;
+    if (s.owner < 0 && now_ms - s.idle_since_ms >= idle_ms) {
+      s.ended = true;
+      it = sessions_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+std::size_t SessionRegistry::size() {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+}  // namespace mcpfan::detail

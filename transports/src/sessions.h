@@ -1,0 +1,53 @@
+#pragma once
+// MCP 2025-era Streamable HTTP sessions (design §2.2): created by `initialize`, named by
+// the Mcp-Session-Id header, with a set of subscribed URIs and at most one open GET stream.
+// Any worker may receive a session's requests; the GET stream lives on the worker that
+// accepted it, and only that worker touches the stream (`conn`, `sub`).
+//
+// Thread-safety: SessionRegistry is thread-safe (one mutex: sessions are control-path);
+// a Session's fields are guarded by the registry's mutex.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mcpfan/index.h"
+#include "mcpfan/tenants.h"
+
+namespace mcpfan::detail {
+
+class HttpConn;
+
+struct Session {
+  std::string id;
+  TenantId tenant = kDefaultTenant;
+  std::string version;             // negotiated at initialize
+  std::vector<std::string> uris;   // resources/subscribe, in order, no duplicates
+  int owner = -1;                  // worker holding the GET stream, or -1
+  HttpConn* conn = nullptr;        // that stream; only worker `owner` may use it
+  SubId sub = 0;                   // its subscription in that worker's shard
+  std::uint64_t idle_since_ms = 0; // last request, or when the stream closed
+  bool ended = false;              // DELETEd or expired
+};
+
+class SessionRegistry {
+ public:
+  /** A new session with a random 128-bit id. */
+  [[nodiscard]] std::shared_ptr<Session> create(TenantId tenant, std::string version, std::uint64_t now_ms);
+  /** The session, or null; refreshes its idle clock. */
+  [[nodiscard]] std::shared_ptr<Session> find(const std::string& id, std::uint64_t now_ms);
+  /** Removes it; the caller ends its stream. */
+  [[nodiscard]] std::shared_ptr<Session> erase(const std::string& id);
+  /** Removes sessions with no stream idle for `idle_ms`; returns how many. */
+  std::size_t expire(std::uint64_t now_ms, std::uint64_t idle_ms);
+  [[nodiscard]] std::size_t size();
+  [[nodiscard]] std::mutex& mutex() noexcept { return mu_; }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
+};
+
+}  // namespace mcpfan::detail
