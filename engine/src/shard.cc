@@ -274,7 +274,7 @@ void Shard::flush(std::uint64_t now_ms) {
     s.dirty = false;
     if (!s.live || s.writing || s.pending.empty()) continue;
     OutBatch batch;
-    batch.bufs.reserve(1 + 3 * s.pending.size());
+    batch.bufs.reserve(2 + 3 * s.pending.size());  // + the transport's framing slot and trailer
     batch.refs_.reserve(2 * s.pending.size());
     batch.bufs.push_back(iovec{nullptr, 0});
     for (const Pending& p : s.pending) {

