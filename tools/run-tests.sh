@@ -15,6 +15,12 @@ run_suite() {  # build dir, extra cmake args...
 
 echo "== tests: RelWithDebInfo =="
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The official conformance suite's per-scenario summary, from ctest's log, for the CI record.
+log="$root/build/Testing/Temporary/LastTest.log"
+if [ -f "$log" ]; then
+  echo "== MCP conformance suite (@modelcontextprotocol/conformance) =="
+  sed -n '/=== SUMMARY (interop_conformance/,/^[0-9]* passed, [0-9]* failed/p' "$log" | sed 's/^/    conformance | /'
+fi
 if [ "${MCPFAN_SANITIZE_TESTS:-1}" != "0" ]; then
   echo "== tests: ASan + UBSan =="
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
