@@ -42,6 +42,27 @@ bool same_event_key(const Chunk* a, const Chunk* b) {
 }
 }  // namespace
 
+OutBatch::~OutBatch() {
+  for (auto* c : refs_) detail::release(c);
+  if (pool_) pool_->recycle(std::move(bufs), std::move(refs_));
+}
+
+void Shard::recycle(std::vector<iovec>&& bufs, std::vector<Chunk*>&& refs) noexcept {
+  constexpr std::size_t kKeep = 1024;       // vectors kept for reuse
+  constexpr std::size_t kMaxCapacity = 4096; // a huge one-off batch is not kept
+  try {
+    if (free_bufs_.size() < kKeep && bufs.capacity() <= kMaxCapacity) {
+      bufs.clear();
+      free_bufs_.push_back(std::move(bufs));
+    }
+    if (free_refs_.size() < kKeep && refs.capacity() <= kMaxCapacity) {
+      refs.clear();
+      free_refs_.push_back(std::move(refs));
+    }
+  } catch (...) {  // out of memory: the vectors are simply freed
+  }
+}
+
 Shard::Shard(ShardOptions options) : options_(options), keepalive_chunk_(own_bytes(": keepalive\n\n")) {
   drain_buf_.resize(options_.drain_batch);
 }
@@ -274,6 +295,15 @@ void Shard::flush(std::uint64_t now_ms) {
     s.dirty = false;
     if (!s.live || s.writing || s.pending.empty()) continue;
     OutBatch batch;
+    batch.pool_ = this;
+    if (!free_bufs_.empty()) {
+      batch.bufs = std::move(free_bufs_.back());
+      free_bufs_.pop_back();
+    }
+    if (!free_refs_.empty()) {
+      batch.refs_ = std::move(free_refs_.back());
+      free_refs_.pop_back();
+    }
     batch.bufs.reserve(2 + 3 * s.pending.size());  // + the transport's framing slot and trailer
     batch.refs_.reserve(2 * s.pending.size());
     batch.bufs.push_back(iovec{nullptr, 0});

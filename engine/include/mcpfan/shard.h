@@ -28,6 +28,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mcpfan/index.h"
@@ -48,14 +49,23 @@ struct Chunk {
 void release(Chunk* c) noexcept;
 }  // namespace detail
 
-/** A batch of iovecs for one stream. bufs[0] is left empty for the transport's framing. */
+class Shard;
+
+/**
+ * A batch of iovecs for one stream. bufs[0] is left empty for the transport's framing.
+ * Destroy it on the shard's loop: it releases loop-local references and hands its vectors
+ * back to the shard for the next flush.
+ */
 class OutBatch {
  public:
   OutBatch() = default;
-  OutBatch(OutBatch&& o) noexcept : bufs(std::move(o.bufs)), bytes(o.bytes), refs_(std::move(o.refs_)) { o.bytes = 0; }
+  OutBatch(OutBatch&& o) noexcept
+      : bufs(std::move(o.bufs)), bytes(o.bytes), refs_(std::move(o.refs_)), pool_(std::exchange(o.pool_, nullptr)) {
+    o.bytes = 0;
+  }
   OutBatch& operator=(OutBatch&&) = delete;
   OutBatch(const OutBatch&) = delete;
-  ~OutBatch() { for (auto* c : refs_) detail::release(c); }
+  ~OutBatch();
 
   std::vector<iovec> bufs;
   std::size_t bytes = 0;  // payload bytes in bufs (framing excluded)
@@ -63,6 +73,7 @@ class OutBatch {
  private:
   friend class Shard;
   std::vector<detail::Chunk*> refs_;
+  Shard* pool_ = nullptr;
 };
 
 enum class CloseReason : std::uint8_t { SlowConsumer };
@@ -155,6 +166,8 @@ class Shard {
   [[nodiscard]] std::size_t pending_bytes(StreamId id) const noexcept { return streams_[id].pending_bytes; }
 
  private:
+  friend class OutBatch;
+  void recycle(std::vector<iovec>&& bufs, std::vector<detail::Chunk*>&& refs) noexcept;
   struct Pending {
     detail::Chunk* chunk;
     detail::Chunk* id;     // subscription id token; nullptr for plain bytes
@@ -208,6 +221,9 @@ class Shard {
   std::vector<StreamId> flushing_;
   std::vector<StreamId> slow_;
   std::vector<InboxItem> drain_buf_;
+  // Vectors of finished batches, reused so a flush allocates nothing per stream.
+  std::vector<std::vector<iovec>> free_bufs_;
+  std::vector<std::vector<detail::Chunk*>> free_refs_;
   std::size_t live_streams_ = 0;
   detail::Chunk* keepalive_chunk_;
 };
