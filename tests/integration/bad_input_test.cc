@@ -169,6 +169,24 @@ TEST(BadInputOrigin, AllowOriginFlagAllowsThatOrigin) {
   EXPECT_EQ(r->status, 403) << r->body;
 }
 
+// Absurd request heads are refused (any 4xx, or a close) without harm.
+TEST_F(BadInput, OversizedHeadIsRefused) {
+  for (size_t n : {size_t(64 * 1024), size_t(1024 * 1024)}) {
+    Conn c;
+    std::string err;
+    ASSERT_TRUE(c.Connect(port(), kIo, &err)) << err;
+    std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(n, 'b') + "\r\n\r\n";
+    c.Send(req, kIo, &err);  // the server may close before taking it all
+    auto r = c.ReadResponse(kIo, &err);
+    if (r) {
+      EXPECT_GE(r->status, 400) << n << "-byte header";
+      EXPECT_LT(r->status, 500) << n << "-byte header";
+    } else {
+      EXPECT_TRUE(c.eof()) << n << "-byte header: neither a response nor a close: " << err;
+    }
+  }
+}
+
 TEST_F(BadInput, ClientDisconnectsMidRequest) {
   std::string full = McpPost(RpcBody("30", "server/discover"), McpHeaders(kV2026, "server/discover"));
   for (size_t cut : {size_t(5), full.find("\r\n\r\n") - 3, full.find("\r\n\r\n") + 10}) {

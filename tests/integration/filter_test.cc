@@ -81,6 +81,20 @@ TEST(Filter, SubResourcePrefixMatch) {
   EXPECT_TRUE(NextIs(slash, "notifications/resources/updated", R"("slash")", R"({"uri":"file:///dir/z"})"));
 }
 
+// At most once per (subscription, event), even when several of a listen's
+// URIs match the same update.
+TEST(Filter, OverlappingSubscriptionsDeliverOnce) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, srv.port(), R"("ov")",
+                         R"({"resourceSubscriptions":["file:///d/","file:///d/x","file:///d/x","file:///"]})"));
+  ASSERT_TRUE(PublishOk(srv.port(), Updated("file:///d/x")));
+  ASSERT_TRUE(PublishOk(srv.port(), Updated("file:///d/y")));
+  EXPECT_TRUE(NextIs(s, "notifications/resources/updated", R"("ov")", R"({"uri":"file:///d/x"})"));
+  EXPECT_TRUE(NextIs(s, "notifications/resources/updated", R"("ov")", R"({"uri":"file:///d/y"})"));
+}
+
 TEST(Filter, TenantIsolation) {
   ServerProcess srv({"--workers", "2"});
   ASSERT_TRUE(srv.ok()) << srv.error();

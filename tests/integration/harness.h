@@ -135,6 +135,9 @@ class Conn {
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
+  // SO_RCVBUF for the next Connect() (0 = kernel default). A small buffer makes
+  // a client that stops reading look slow to the server sooner.
+  void set_rcvbuf(int bytes) { rcvbuf_ = bytes; }
   bool Connect(int port, Ms timeout = kIo, std::string* err = nullptr);
   bool Send(std::string_view data, Ms timeout = kIo, std::string* err = nullptr);
   // One byte per TCP segment (TCP_NODELAY, `gap` between bytes). `data` is
@@ -163,6 +166,7 @@ class Conn {
 
  private:
   int fd_ = -1;
+  int rcvbuf_ = 0;
   bool eof_ = false;
   std::string in_;
 };
@@ -229,7 +233,8 @@ class SseStream {
 
   // Next event (comments are collected, not returned). nullopt on timeout/end.
   std::optional<SseEvent> Next(Ms timeout = kIo);
-  // Next event, which must be `event: message` with JSON data.
+  // Next event, which must be `event: message` with JSON data; fails (nullopt)
+  // once any SSE `id:` field has appeared on the stream.
   std::optional<Json> NextMessage(Ms timeout = kIo, std::string* err = nullptr);
   // Waits until the chunked terminator arrived and the socket closed.
   bool WaitEnd(Ms timeout);

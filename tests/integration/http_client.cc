@@ -175,12 +175,13 @@ void ChunkDecoder::Feed(std::string& in, std::string& out) {
 
 Conn::~Conn() { Close(); }
 
-Conn::Conn(Conn&& o) noexcept : fd_(o.fd_), eof_(o.eof_), in_(std::move(o.in_)) { o.fd_ = -1; }
+Conn::Conn(Conn&& o) noexcept : fd_(o.fd_), rcvbuf_(o.rcvbuf_), eof_(o.eof_), in_(std::move(o.in_)) { o.fd_ = -1; }
 
 Conn& Conn::operator=(Conn&& o) noexcept {
   if (this != &o) {
     Close();
     fd_ = o.fd_;
+    rcvbuf_ = o.rcvbuf_;
     eof_ = o.eof_;
     in_ = std::move(o.in_);
     o.fd_ = -1;
@@ -197,6 +198,7 @@ bool Conn::Connect(int port, Ms timeout, std::string* err) {
     SetErr(err, std::string("socket: ") + std::strerror(errno));
     return false;
   }
+  if (rcvbuf_ > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf_, sizeof rcvbuf_);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(uint16_t(port));

@@ -160,6 +160,44 @@ TEST(Http, OneByteSegments) {
   EXPECT_TRUE(IsNotification(*m, "notifications/resources/updated", R"("slow")", R"({"uri":"file:///slow"})"));
 }
 
+TEST(Http, HeaderNamesAreCaseInsensitive) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::vector<Header> h = {{"content-type", "application/json"},
+                           {"ACCEPT", "application/json, text/event-stream"},
+                           {"mcp-protocol-version", std::string(kV2026)},
+                           {"MCP-METHOD", "subscriptions/listen"}};
+  SseStream s;
+  std::string err;
+  ASSERT_TRUE(s.Open(srv.port(), McpPost(RpcBody("40", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h),
+                     kIo, &err))
+      << err;
+  ASSERT_TRUE(s.is_sse()) << s.head().status << " " << s.head().body;
+  auto ack = s.NextMessage(kIo, &err);
+  ASSERT_TRUE(ack) << err;
+  EXPECT_EQ(ack->GetString({"method"}), "notifications/subscriptions/acknowledged");
+  auto p = Roundtrip(srv.port(), BuildRequest("POST", "/v1/publish", {{"CONTENT-TYPE", "application/json"}},
+                                              R"({"method":"notifications/tools/list_changed"})"));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 202) << p->body;
+  auto m = s.NextMessage(kIo, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_TRUE(IsNotification(*m, "notifications/tools/list_changed", "40"));
+}
+
+TEST(Http, ConnectionCloseIsHonoured) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Conn c;
+  std::string err;
+  ASSERT_TRUE(c.Connect(srv.port(), kIo, &err)) << err;
+  ASSERT_TRUE(c.Send(BuildRequest("GET", "/healthz", {{"Connection", "close"}}), kIo, &err)) << err;
+  auto r = c.ReadResponse(kIo, &err);
+  ASSERT_TRUE(r) << err;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(c.WaitClosed(kIo)) << "server kept a Connection: close connection open";
+}
+
 TEST(Http, GarbageGets400AndCloseOthersUnaffected) {
   ServerProcess srv({"--workers", "2"});
   ASSERT_TRUE(srv.ok()) << srv.error();

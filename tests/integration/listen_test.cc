@@ -1,5 +1,7 @@
 // subscriptions/listen: stream headers, acknowledgement, delivery of each kind,
 // subscription ids, per-stream order (design.md 2.1, 3, 4).
+#include <ostream>
+
 #include "harness.h"
 
 namespace itest {
@@ -69,6 +71,27 @@ TEST(Listen, NumericRequestIdKeepsType) {
   EXPECT_TRUE(sid->is_int64() || sid->is_uint64()) << "id 7 must stay a JSON number: " << m->text();
 }
 
+// String ids that need JSON escaping, and numbers at the edges, come back
+// exactly (the server splices the id into a pre-encoded payload).
+TEST(Listen, UnusualIdsRoundTripExactly) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  const std::vector<std::string> ids = {R"("q\"uo\\te/\u00e9\u2028\n")", R"("")", "0", "-5",
+                                        "9007199254740993", R"("listen:0")"};
+  std::vector<std::unique_ptr<SseStream>> streams;
+  for (const auto& id : ids) {
+    streams.push_back(std::make_unique<SseStream>());
+    ASSERT_TRUE(OpenListen(*streams.back(), srv.port(), id, R"({"toolsListChanged":true})")) << id;
+  }
+  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string err;
+    auto m = streams[i]->NextMessage(kIo, &err);
+    ASSERT_TRUE(m) << ids[i] << ": " << err;
+    EXPECT_TRUE(IsNotification(*m, "notifications/tools/list_changed", ids[i])) << ids[i];
+  }
+}
+
 // ---- one test per kind: publisher params and _meta pass through verbatim.
 struct Kind {
   const char* name;
@@ -76,6 +99,8 @@ struct Kind {
   const char* method;
   const char* params;  // what the publisher sends (and the client must see)
 };
+
+void PrintTo(const Kind& k, std::ostream* os) { *os << k.name; }
 
 class ListenKinds : public ::testing::TestWithParam<Kind> {};
 

@@ -61,6 +61,14 @@ std::string ListenRequest(std::string_view id_json, std::string_view notificatio
                                          << s.head().Get("content-type").value_or("") << ": "
                                          << s.head().body.substr(0, 500);
   }
+  const HttpResponse& h = s.head();
+  if (h.Get("cache-control") != "no-cache" || h.Get("x-accel-buffering") != "no" || !h.chunked) {
+    return ::testing::AssertionFailure() << "listen " << id_json
+                                         << ": want Cache-Control: no-cache, X-Accel-Buffering: no and chunked; got "
+                                         << h.Get("cache-control").value_or("<none>") << ", "
+                                         << h.Get("x-accel-buffering").value_or("<none>") << ", "
+                                         << h.Get("transfer-encoding").value_or("<none>");
+  }
   auto ack = s.NextMessage(kIo, &err);
   if (!ack) return ::testing::AssertionFailure() << "listen " << id_json << ": no acknowledgement: " << err;
   if (ack->GetString({"method"}) != "notifications/subscriptions/acknowledged") {

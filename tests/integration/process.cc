@@ -5,11 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <regex>
 
 #include "harness.h"
 
@@ -25,16 +25,39 @@ std::string BinaryPath() {
   return env && *env ? env : MCPFAN_BIN;
 }
 
-// First line matching the contract's log line; returns the port or 0.
+// Port from a line matching `listening on ([0-9.]+|\[[0-9a-f:]+\]):([0-9]+)`, or 0.
+// (Hand-rolled: std::regex trips -Wmaybe-uninitialized under GCC 12 sanitizers.)
+int PortInLine(std::string_view line) {
+  constexpr std::string_view kKey = "listening on ";
+  for (size_t at = line.find(kKey); at != std::string_view::npos; at = line.find(kKey, at + 1)) {
+    std::string_view rest = line.substr(at + kKey.size());
+    size_t i = 0;
+    if (!rest.empty() && rest[0] == '[') {
+      i = 1;
+      while (i < rest.size() && (std::isxdigit(static_cast<unsigned char>(rest[i])) || rest[i] == ':')) ++i;
+      if (i == 1 || i >= rest.size() || rest[i] != ']') continue;
+      ++i;
+    } else {
+      while (i < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[i])) || rest[i] == '.')) ++i;
+      if (i == 0) continue;
+    }
+    if (i >= rest.size() || rest[i] != ':') continue;
+    size_t d = ++i;
+    int port = 0;
+    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && i - d < 6) {
+      port = port * 10 + (rest[i] - '0');
+      ++i;
+    }
+    if (i > d && port > 0 && port < 65536) return port;
+  }
+  return 0;
+}
+
+// The port from the first complete stderr line that names one, or 0.
 int FindPort(const std::string& text) {
-  static const std::regex re(R"(listening on ([0-9.]+|\[[0-9a-f:]+\]):([0-9]+))");
   size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) return 0;  // only complete lines
-    std::string line = text.substr(start, nl - start);
-    std::smatch m;
-    if (std::regex_search(line, m, re)) return std::atoi(m[2].str().c_str());
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    if (int port = PortInLine(std::string_view(text).substr(start, nl - start))) return port;
     start = nl + 1;
   }
   return 0;

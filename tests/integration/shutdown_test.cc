@@ -59,6 +59,62 @@ TEST(Shutdown, SigtermCompletesOpenListensAndExitsZero) {
   }
 }
 
+// SIGTERM right after a burst: whatever notifications made it out come first,
+// in order, and the final result is still the last event.
+TEST(Shutdown, SigtermDuringBurstFinalResultStillLast) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::vector<std::unique_ptr<SseStream>> streams;
+  for (int i = 0; i < 8; ++i) {
+    streams.push_back(std::make_unique<SseStream>());
+    ASSERT_TRUE(OpenListen(*streams.back(), srv.port(), std::to_string(i), R"({"resourceSubscriptions":["file:///b/"]})"));
+  }
+  std::string body = "[";
+  for (int i = 0; i < 500; ++i) {
+    body += std::string(i ? "," : "") + R"({"method":"notifications/resources/updated","params":{"uri":"file:///b/)" +
+            std::to_string(i) + R"("}})";
+  }
+  body += "]";
+  ASSERT_TRUE(PublishOk(srv.port(), body, 500));
+  ASSERT_TRUE(srv.Signal(SIGTERM));
+  for (int i = 0; i < 8; ++i) {
+    ExpectCompletedStream(*streams[i], std::to_string(i));
+    auto& evs = streams[i]->events();
+    for (size_t k = 0; k + 1 < evs.size(); ++k) {
+      Json e(evs[k].data);
+      ASSERT_EQ(e.GetString({"params", "uri"}), "file:///b/" + std::to_string(k)) << "stream " << i;
+    }
+  }
+  ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+}
+
+// A client that never reads cannot hold the process up past a bound.
+TEST(Shutdown, SigtermWithStalledClientStillExits) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream stalled, healthy;
+  stalled.conn().set_rcvbuf(4096);
+  ASSERT_TRUE(OpenListen(stalled, srv.port(), R"("stalled")", R"({"resourceSubscriptions":["file:///s/"]})"));
+  ASSERT_TRUE(OpenListen(healthy, srv.port(), R"("healthy")", R"({"toolsListChanged":true})"));
+  for (int p = 0; p < 4; ++p) {  // a few MB the stalled client will not read
+    std::string body = "[";
+    for (int i = 0; i < 200; ++i) {
+      body += std::string(i ? "," : "") + R"({"method":"notifications/resources/updated","params":{"uri":"file:///s/)" +
+              std::to_string(p * 200 + i) + R"(","pad":")" + std::string(4000, 'x') + R"("}})";
+    }
+    body += "]";
+    ASSERT_TRUE(PublishOk(srv.port(), body, 200));
+  }
+  auto t0 = Clock::now();
+  ASSERT_TRUE(srv.Signal(SIGTERM));
+  ExpectCompletedStream(healthy, R"("healthy")");
+  ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGTERM with a stalled client";
+  RecordProperty("sigterm_to_exit_ms",
+                 std::to_string(std::chrono::duration_cast<Ms>(Clock::now() - t0).count()));
+  EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+}
+
 TEST(Shutdown, SigintExitsZeroAndCompletesListen) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();

@@ -136,6 +136,10 @@ std::optional<SseEvent> SseStream::Next(Ms timeout) {
 
 std::optional<Json> SseStream::NextMessage(Ms timeout, std::string* err) {
   auto ev = Next(timeout);
+  if (!sse_.id_lines.empty()) {  // these streams must never carry ids (no resumption)
+    if (err) *err = "SSE id field on the stream: '" + sse_.id_lines.front() + "'";
+    return std::nullopt;
+  }
   if (!ev) {
     if (err) {
       *err = !protocol_error_.empty() ? "stream framing error: " + protocol_error_

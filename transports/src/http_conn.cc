@@ -227,11 +227,10 @@ void HttpConn::start_sse() {
   value_.shrink_to_fit();
 }
 
-void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth) {
+void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
   start_sse();
   tenant_ = filter.tenant;
   listen_id_ = std::move(id);
-  auth_ = std::move(auth);
   Shard& shard = w_.shard();
   shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
   (void)shard.subscribe(stream_, filter, listen_id_);
@@ -271,11 +270,6 @@ void HttpConn::begin_shutdown() {
   if (stream_open_ && !listen_id_.empty()) end_listen();
   else if (stream_open_) finish_stream();
   else close();
-}
-
-void HttpConn::cancel(TenantId tenant, const std::string& auth, const std::string& id) {
-  // A cancelled request gets no response: the stream just ends.
-  if (stream_open_ && !listen_id_.empty() && tenant == tenant_ && auth == auth_ && id == listen_id_) finish_stream();
 }
 
 void HttpConn::finish_stream() {

@@ -41,7 +41,7 @@ class HttpConn final : public Conn, public StreamSink {
   /** Writes a complete response; the connection closes after it unless keep-alive holds. */
   void respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers = {});
   /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
-  void begin_listen(const Filter& filter, std::string id, std::string ack_event, std::string auth);
+  void begin_listen(const Filter& filter, std::string id, std::string ack_event);
   /**
    * Turns this connection into the GET stream of a 2025-era session. Call with the session
    * registry locked; records itself as the session's stream.
@@ -53,7 +53,6 @@ class HttpConn final : public Conn, public StreamSink {
   // Conn
   void begin_shutdown() override;
   void force_close() override { close(); }
-  void cancel(TenantId tenant, const std::string& auth, const std::string& id) override;
 
   // StreamSink
   void write_batch(OutBatch&& batch) override;
@@ -96,7 +95,6 @@ class HttpConn final : public Conn, public StreamSink {
   TenantId tenant_ = kDefaultTenant;
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
-  std::string auth_;
   std::string field_, value_;
   HttpRequest req_;
 };

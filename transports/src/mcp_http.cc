@@ -106,8 +106,10 @@ std::string json_error_body(std::string_view message) {
 }
 
 void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {}) {
-  // Malformed requests are HTTP errors; well-formed but refused ones are JSON-RPC answers.
-  int status = (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams) ? 200 : 400;
+  // Malformed requests are HTTP errors; well-formed but refused requests are JSON-RPC
+  // answers. A notification (no id) gets no JSON-RPC answer, so a refused one is a 400.
+  bool answerable = !id.empty() && (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams);
+  int status = answerable ? 200 : 400;
   c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
 }
 
@@ -124,7 +126,7 @@ void start_listen(HttpConn& c, RpcRequest& r) {
     return;
   }
   ListenPlan plan = plan_listen(std::move(r.listen), kDefaultTenant, r.id);
-  c.begin_listen(plan.filter, std::move(r.id), sse_event(plan.ack), {});
+  c.begin_listen(plan.filter, std::move(r.id), sse_event(plan.ack));
 }
 
 // design §2.1: the envelope's version decides; 2026-07-28 requests must mirror it (and the
@@ -320,9 +322,10 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
   } else if (r.method == "ping") {
     c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
   } else if (!r.has_id) {
-    // Notifications are answered 202. A cancel usually names a listen whose stream the
-    // client already closed; if one is still open on some worker, it ends there.
-    if (r.method == "notifications/cancelled") w.cancel_everywhere(kDefaultTenant, req.authorization, r.cancel_id);
+    // Notifications are answered 202. Over HTTP a listen is cancelled by closing its stream
+    // (the SDK POSTs notifications/cancelled only after that). The POST ends nothing:
+    // requests carry no client identity, and every SDK client names its first listen
+    // "listen:0", so acting on it would end other clients' listens.
     c.respond(202, {}, {});
   } else {
     rpc_error(c, r.id, rpc_code::kMethodNotFound,

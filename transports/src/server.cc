@@ -204,7 +204,7 @@ void Server::stop() {
   Impl& m = *impl_;
   if (!m.started || m.stopped) return;
   m.stopped = true;
-  for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop, kDefaultTenant, {}, {}});
+  for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
   for (auto& w : m.workers) w->join();
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
 }
@@ -212,7 +212,7 @@ void Server::stop() {
 void Server::attach_stdio(int in_fd, int out_fd, bool exit_on_eof) {
   Impl& m = *impl_;
   unsigned i = m.next_worker.fetch_add(1, std::memory_order_relaxed) % m.workers.size();
-  m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, kDefaultTenant, {}, {}, in_fd, out_fd, exit_on_eof});
+  m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, in_fd, out_fd, exit_on_eof});
 }
 
 }  // namespace mcpfan

@@ -134,7 +134,7 @@ void Worker::accept_unix() {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or an error the next readiness will show again
     Worker* to = peers_[next_peer_++ % peers_.size()];
-    to->post(ControlMsg{ControlMsg::Type::Adopt, kDefaultTenant, {}, {}, fd, fd, false});
+    to->post(ControlMsg{ControlMsg::Type::Adopt, fd, fd, false});
   }
 }
 
@@ -153,28 +153,18 @@ void Worker::unlink(Conn* c) noexcept {
   if (stopping_) maybe_finish_stop();
 }
 
-void Worker::cancel_everywhere(TenantId tenant, std::string auth, std::string id) {
-  for (Worker* peer : peers_) peer->post(ControlMsg{ControlMsg::Type::Cancel, tenant, auth, id});
-}
-
 void Worker::on_control() {
   ControlMsg msg;
   for (int i = 0; i < 1024 && control_.try_dequeue(msg); ++i) {
     if (msg.type == ControlMsg::Type::Stop) {
       begin_stop();
-    } else if (msg.type == ControlMsg::Type::Adopt) {
+    } else {
       std::string err;
       if (stopping_) {
         ::close(msg.in_fd);
         if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
       } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, err)) {
         fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
-      }
-    } else {
-      for (Conn* c = conns_; c;) {
-        Conn* next = c->next_;  // cancel() may unlink c (never free it: that waits for uv_close)
-        c->cancel(msg.tenant, msg.auth, msg.id);
-        c = next;
       }
     }
   }

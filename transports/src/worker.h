@@ -30,10 +30,7 @@ struct WorkerStats {
 
 /** A control message from another thread. */
 struct ControlMsg {
-  enum class Type { Stop, Cancel, Adopt } type;
-  TenantId tenant = kDefaultTenant;
-  std::string auth;  // Authorization header of the canceller: scopes whose listens it may end
-  std::string id;    // requestId as JSON text
+  enum class Type { Stop, Adopt } type;
   int in_fd = -1;    // Adopt: a stdio-framed client's fds (equal for a socket)
   int out_fd = -1;
   bool exit_on_eof = false;
@@ -71,8 +68,6 @@ class Worker {
   [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
   void link(Conn* c) noexcept;
   void unlink(Conn* c) noexcept;
-  /** Publishes to every worker (this one included). */
-  void cancel_everywhere(TenantId tenant, std::string auth, std::string id);
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
   /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
   void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
@@ -101,7 +96,7 @@ class Worker {
   uv_loop_t loop_{};
   uv_tcp_t listener_{};
   uv_async_t inbox_async_{};    // the shard's waker: payloads to drain
-  uv_async_t control_async_{};  // stop / cancel
+  uv_async_t control_async_{};  // stop / adopt
   uv_check_t flush_check_{};    // one flush per loop iteration, after I/O
   uv_idle_t flush_idle_{};      // keeps the loop from blocking while streams are dirty
   uv_timer_t keepalive_timer_{};
