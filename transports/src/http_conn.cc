@@ -229,7 +229,6 @@ void HttpConn::start_sse() {
 
 void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
   start_sse();
-  tenant_ = filter.tenant;
   listen_id_ = std::move(id);
   Shard& shard = w_.shard();
   shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
@@ -238,7 +237,6 @@ void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ac
 
 void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
   start_sse();
-  tenant_ = session->tenant;
   Filter f;
   f.tenant = session->tenant;
   f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);

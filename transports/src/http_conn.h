@@ -92,7 +92,6 @@ class HttpConn final : public Conn, public StreamSink {
   int reject_status_ = 0;
   std::string reject_message_;
   StreamId stream_ = 0;
-  TenantId tenant_ = kDefaultTenant;
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
   std::string field_, value_;
