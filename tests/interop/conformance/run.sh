@@ -11,6 +11,7 @@
 #    "mcpfan: listening on HOST:PORT ..." stderr line (bounded wait).
 # 3. Runs each scenario below with the suite's CLI (each bounded), prints the suite's output and
 #    a summary, and always stops the server by PID.
+# Steps 1 and 2 and the cleanup are the shared helpers in ../lib/common.sh.
 # A scenario passes iff it has no FAILURE check and at least one SUCCESS check (the suite's own
 # tier-check rule; see FINDINGS.md §1). Exit 0 iff all scenarios pass.
 #
@@ -19,8 +20,6 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BIN="${1:-}"
-PORT_WAIT_S=10
 SCENARIO_TIMEOUT_S=90
 SCENARIOS=(
   server-initialize
@@ -32,89 +31,20 @@ SCENARIOS=(
   dns-rebinding-protection
 )
 NAME=interop_conformance
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$HERE/../lib/common.sh"
 
-die() { echo "$NAME: FAIL: $*" >&2; exit 1; }
-
-[ -n "$BIN" ] || die "usage: bash run.sh /path/to/mcpfan"
-[ -f "$BIN" ] && [ -x "$BIN" ] || die "mcpfan binary '$BIN' is not an executable file"
-command -v node >/dev/null || die "node not found (Node >= 20 required)"
-command -v npm >/dev/null || die "npm not found"
-command -v timeout >/dev/null || die "coreutils 'timeout' not found"
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
-  || die "Node >= 20 required, found $(node --version)"
+interop_check_prereqs "${1:-}"
 
 # --- 1. pinned dependencies ----------------------------------------------------------------
-# The installed tree matches the lock file when every locked package is present at its locked
-# version. Reads only local files.
-deps_ok() {
-  (cd "$HERE" && node -e '
-    const fs = require("fs");
-    const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
-    for (const [p, meta] of Object.entries(lock.packages || {})) {
-      if (p === "" || meta.dev || meta.optional) continue;
-      let v;
-      try { v = JSON.parse(fs.readFileSync(p + "/package.json", "utf8")).version; } catch { process.exit(1); }
-      if (v !== meta.version) process.exit(1);
-    }
-  ') 2>/dev/null
-}
-if ! deps_ok; then
-  echo "$NAME: installing pinned packages (npm ci) in $HERE" >&2
-  # The suite declares engines.node >= 22 only because of fs.globSync, which compat/ supplies.
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false) >&2 \
-    || die "npm ci failed (needs the npm registry once; later runs are offline)"
-  deps_ok || die "node_modules still does not match package-lock.json after npm ci"
-fi
+# The suite declares engines.node >= 22 only because of fs.globSync, which compat/ supplies.
+interop_install_pinned_deps --engine-strict=false
 CLI="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [ -f "$CLI" ] || die "$CLI missing after install"
 
 # --- 2. start the server -------------------------------------------------------------------
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpfan-conformance.XXXXXX")"
-LOG="$WORK/mcpfan.stderr"
-SRV_PID=""
-RESULT=1
-
-cleanup() {
-  local rc=$?
-  if [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null; then
-    kill -TERM "$SRV_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do                       # up to 5 s for a graceful stop
-      kill -0 "$SRV_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$SRV_PID" 2>/dev/null; then
-      echo "$NAME: mcpfan (pid $SRV_PID) ignored SIGTERM for 5 s; sending SIGKILL" >&2
-      kill -KILL "$SRV_PID" 2>/dev/null || true
-    fi
-    wait "$SRV_PID" 2>/dev/null || true
-  fi
-  if [ "$RESULT" -ne 0 ] && [ -s "$LOG" ]; then
-    echo "--- mcpfan stderr (last 40 lines):" >&2
-    tail -n 40 "$LOG" >&2 || true
-  fi
-  rm -rf "$WORK"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-"$BIN" --listen 127.0.0.1:0 --workers 2 >"$WORK/mcpfan.stdout" 2>"$LOG" &
-SRV_PID=$!
-
-HOSTPORT=""
-deadline=$(( $(date +%s) + PORT_WAIT_S ))
-while :; do
-  HOSTPORT="$(grep -m1 -oE 'listening on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$LOG" 2>/dev/null | sed 's/^listening on //' || true)"
-  [ -n "$HOSTPORT" ] && break
-  if ! kill -0 "$SRV_PID" 2>/dev/null; then
-    ec=0; wait "$SRV_PID" 2>/dev/null || ec=$?
-    SRV_PID=""
-    die "mcpfan exited (status $ec) before logging its listening line"
-  fi
-  [ "$(date +%s)" -lt "$deadline" ] || die "no 'mcpfan: listening on HOST:PORT' line on stderr within ${PORT_WAIT_S} s"
-  sleep 0.05
-done
+interop_workdir conformance
+interop_start_mcpfan --workers 2
 URL="http://$HOSTPORT/mcp"
 echo "$NAME: mcpfan pid $SRV_PID at $URL; running ${#SCENARIOS[@]} server scenarios of @modelcontextprotocol/conformance"
 
@@ -177,7 +107,7 @@ for s in "${SCENARIOS[@]}"; do
     fi
     rm -f "$checks"
   fi
-  kill -0 "$SRV_PID" 2>/dev/null || { SUMMARY+=("✗ mcpfan died during scenario $s"); N_BAD=$((N_BAD + 1)); break; }
+  interop_server_alive || { SUMMARY+=("✗ mcpfan died during scenario $s"); N_BAD=$((N_BAD + 1)); break; }
 done
 
 echo
@@ -185,7 +115,6 @@ echo "=== SUMMARY ($NAME, @modelcontextprotocol/conformance server scenarios aga
 for line in "${SUMMARY[@]}"; do echo "$line"; done
 echo "$N_OK passed, $N_BAD failed"
 if [ "$N_BAD" -eq 0 ]; then
-  RESULT=0
-  exit 0
+  interop_finish 0
 fi
-exit 1
+interop_finish 1

@@ -24,9 +24,10 @@ import {
     ResourceUpdatedNotificationSchema,
     ToolListChangedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
+import { QUIET_MS, STEP_TIMEOUT_MS, SUB_ID_KEY, TestFailure, createRecorder, createTest, fail, loopbackBaseArg, short, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
+import { canon, checkEventLines, collectNotifications, gauges, publish } from '../lib/common.mjs';
 
 const NAME = 'interop_sdk_v1';
-const SUB_ID_KEY = 'io.modelcontextprotocol/subscriptionId';
 const OFFERED_VERSION = '2025-11-25'; // LATEST_PROTOCOL_VERSION of sdk 1.32.2 (FINDINGS.md §1)
 const URI_A = 'file:///interop/v1/a.txt';
 const URI_OTHER = 'file:///interop/v1/b.txt';
@@ -35,175 +36,13 @@ const URI_PREFIX_TRAP = 'file:///interop/v1/a.txt.bak';
 const URI_DIR = 'file:///interop/v1/dir/'; // ends with '/': sub-resources match (design §4)
 const URI_IN_DIR = 'file:///interop/v1/dir/c.txt';
 
-const STEP_TIMEOUT_MS = 10_000; // any single wait
-const OVERALL_TIMEOUT_MS = 90_000; // the whole program
-const QUIET_MS = 500; // grace period for "must not arrive"
-
-// ---------------------------------------------------------------------------------------
-// plumbing: failure, bounded waits, wire log
-
-const wire = []; // human-readable log of every HTTP exchange the SDK made
-const clientErrors = []; // everything reported through client.onerror, with the stage
-let stage = 'start';
-
-class TestFailure extends Error {}
-
-function fail(message) {
-    throw new TestFailure(message);
-}
-
-function dumpAndExit(err) {
-    const msg = err instanceof TestFailure ? err.message : `unexpected exception: ${err?.stack ?? err}`;
-    console.error(`${NAME}: FAIL at stage '${stage}': ${msg}`);
-    if (clientErrors.length > 0) {
-        console.error('--- client.onerror reports:');
-        for (const e of clientErrors) console.error(`  [${e.stage}] ${e.text}`);
-    }
-    console.error('--- SDK HTTP exchanges (as seen by the recording fetch):');
-    for (const line of wire) console.error(`  ${line}`);
-    process.exit(1);
-}
-
-const overall = setTimeout(() => dumpAndExit(new TestFailure(`overall timeout ${OVERALL_TIMEOUT_MS} ms`)), OVERALL_TIMEOUT_MS);
-overall.unref();
-
-async function withTimeout(promise, ms, what) {
-    let timer;
-    const timeout = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new TestFailure(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    });
-    try {
-        return await Promise.race([promise, timeout]);
-    } finally {
-        clearTimeout(timer);
-    }
-}
-
-async function waitUntil(predicate, ms, what, intervalMs = 25) {
-    const deadline = Date.now() + ms;
-    for (;;) {
-        if (await predicate()) return;
-        if (Date.now() >= deadline) fail(`timed out after ${ms} ms waiting for ${what}`);
-        await new Promise(r => setTimeout(r, intervalMs));
-    }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-function headersOf(h) {
-    const out = {};
-    for (const [k, v] of h.entries()) out[k] = v;
-    return out;
-}
-
-function short(s, n = 600) {
-    return s.length > n ? `${s.slice(0, n)}…(${s.length} bytes)` : s;
-}
-
-// Every HTTP exchange the SDK made, in order.
-const exchanges = [];
-let exchangeCounter = 0;
-
-function recordingFetch(input, init = {}) {
-    const method = init.method ?? 'GET';
-    const reqHeaders = headersOf(new Headers(init.headers));
-    const body = typeof init.body === 'string' ? init.body : '';
-    let parsed;
-    try {
-        parsed = body ? JSON.parse(body) : undefined;
-    } catch {
-        parsed = undefined;
-    }
-    const n = exchangeCounter++;
-    wire.push(`#${n} → ${method} ${input} headers=${JSON.stringify(reqHeaders)} body=${short(body)}`);
-    const entry = { n, method, reqHeaders, request: parsed, status: undefined, resHeaders: undefined, resBody: undefined, sse: undefined, sseEnded: false };
-    exchanges.push(entry);
-    return fetch(input, init).then(
-        response => {
-            entry.status = response.status;
-            entry.resHeaders = headersOf(response.headers);
-            wire.push(`#${n} ← ${response.status} headers=${JSON.stringify(entry.resHeaders)}`);
-            const ct = response.headers.get('content-type') ?? '';
-            if (response.body && ct.toLowerCase().startsWith('text/event-stream')) {
-                const [forSdk, forLog] = response.body.tee();
-                entry.sse = '';
-                (async () => {
-                    const decoder = new TextDecoder();
-                    const reader = forLog.getReader();
-                    try {
-                        for (;;) {
-                            const { value, done } = await reader.read();
-                            if (done) break;
-                            entry.sse += decoder.decode(value, { stream: true });
-                        }
-                        entry.sseEnded = 'by the server';
-                        wire.push(`#${n} ← (event stream ended by the server) ${JSON.stringify(short(entry.sse, 2000))}`);
-                    } catch (e) {
-                        entry.sseEnded = `aborted (${e?.name ?? e})`;
-                        wire.push(`#${n} ← (event stream aborted: ${e?.name ?? e}) ${JSON.stringify(short(entry.sse, 2000))}`);
-                    }
-                })();
-                return new Response(forSdk, { status: response.status, statusText: response.statusText, headers: response.headers });
-            }
-            if (response.body) {
-                // Read the body for the log, hand the SDK an identical copy.
-                return response.text().then(text => {
-                    entry.resBody = text;
-                    wire.push(`#${n} ← body ${JSON.stringify(short(text))}`);
-                    const nullBody = response.status === 204 || response.status === 205 || response.status === 304;
-                    return new Response(nullBody ? null : text, { status: response.status, statusText: response.statusText, headers: response.headers });
-                });
-            }
-            return response;
-        },
-        err => {
-            wire.push(`#${n} ✗ ${err?.name ?? 'Error'}: ${err?.message ?? err}`);
-            throw err;
-        }
-    );
-}
-
-const findExchange = pred => exchanges.find(pred);
-const rpcExchange = method => findExchange(x => x.method === 'POST' && x.request?.method === method);
-
-// ---------------------------------------------------------------------------------------
-// publisher and operator side (plain fetch)
-
-async function publish(base, notification) {
-    const res = await withTimeout(
-        fetch(`${base}/v1/publish`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(notification)
-        }),
-        STEP_TIMEOUT_MS,
-        'POST /v1/publish'
-    );
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'POST /v1/publish body');
-    if (res.status !== 202) fail(`POST /v1/publish ${JSON.stringify(notification)} answered ${res.status} ${text} (design §3: 202 {"accepted": N})`);
-    let body;
-    try {
-        body = JSON.parse(text);
-    } catch {
-        fail(`POST /v1/publish answered non-JSON body: ${text}`);
-    }
-    if (body?.accepted !== 1) fail(`POST /v1/publish answered ${text}, expected {"accepted":1}`);
-}
-
-// All samples of every metric whose # TYPE is gauge: {name: value} (label sets summed).
-async function gauges(base) {
-    const res = await withTimeout(fetch(`${base}/metrics`), STEP_TIMEOUT_MS, 'GET /metrics');
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'GET /metrics body');
-    if (res.status !== 200) fail(`GET /metrics answered ${res.status}: ${short(text)}`);
-    const types = new Map();
-    for (const m of text.matchAll(/^# TYPE (\S+) (\S+)/gm)) types.set(m[1], m[2]);
-    const out = {};
-    for (const line of text.split('\n')) {
-        const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+(\S+)/.exec(line);
-        if (m && types.get(m[1]) === 'gauge') out[m[1]] = (out[m[1]] ?? 0) + Number(m[2]);
-    }
-    return out;
-}
+// Failure reporting, bounded waits, the recording fetch and the publish/metrics helpers are in
+// ../lib/common.mjs; a failure prints the stage, the client.onerror reports and the wire log.
+const rec = createRecorder();
+const t = createTest(NAME, { report: () => rec.dump() });
+const exchanges = rec.exchanges;
+const findExchange = rec.find;
+const rpcExchange = rec.rpc;
 
 // Gauges that count per-client state (by name: sessions, streams, subscriptions, listens,
 // clients, "open"/"active"/"pending" things); they must return to their pre-test value once
@@ -237,58 +76,37 @@ function checkVerbatim(got, published, what) {
         delete g._meta[SUB_ID_KEY];
         if (Object.keys(g._meta).length === 0 && !published?._meta) delete g._meta;
     }
-    const canon = v => JSON.stringify(v, Object.keys(flatKeys(v)).sort());
     if (canon(g) !== canon(published ?? {}))
         fail(`${what}: params on the wire ${JSON.stringify(got)} != published ${JSON.stringify(published ?? {})} (design §3: params verbatim)`);
-}
-
-// Every key at every depth, for a key-order-independent JSON comparison.
-function flatKeys(v, acc = {}) {
-    if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) {
-            acc[k] = true;
-            flatKeys(x, acc);
-        }
-    }
-    return acc;
 }
 
 // ---------------------------------------------------------------------------------------
 // the test
 
 async function main() {
-    const base = process.argv[2];
-    if (!base || !/^http:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost):\d+$/.test(base)) {
-        console.error('usage: node client.mjs http://127.0.0.1:PORT   (loopback only)');
-        process.exit(2);
-    }
+    const base = loopbackBaseArg('client.mjs');
     const mcpUrl = new URL('/mcp', base);
     const notes = [];
 
     const before = await gauges(base);
 
     // -- connect: initialize, notifications/initialized, GET stream ---------------------------
-    stage = 'connect';
+    t.stage = 'connect';
     const client = new Client({ name: 'mcpfan-interop-sdk-v1', version: '1.0.0' }, { capabilities: {} });
-    client.onerror = e => clientErrors.push({ stage, text: `${e?.name ?? 'Error'}: ${e?.message ?? e}` });
+    client.onerror = t.onClientError;
 
-    const received = [];
-    for (const schema of [
+    const received = collectNotifications(client, [
         ResourceUpdatedNotificationSchema,
         ToolListChangedNotificationSchema,
         PromptListChangedNotificationSchema,
         ResourceListChangedNotificationSchema
-    ]) {
-        client.setNotificationHandler(schema, n => {
-            received.push(n);
-        });
-    }
+    ]);
 
     // A long first reconnection delay: if mcpfan drops the GET stream, the SDK would otherwise
     // reconnect after 1 s (FINDINGS.md §4) and hide the drop; this way the drop shows in the
     // wire log and the missing notifications fail the test. close() cancels the timer.
     const transport = new StreamableHTTPClientTransport(mcpUrl, {
-        fetch: recordingFetch,
+        fetch: rec.fetch,
         reconnectionOptions: { initialReconnectionDelay: 60_000, maxReconnectionDelay: 60_000, reconnectionDelayGrowFactor: 1, maxRetries: 2 }
     });
     try {
@@ -326,7 +144,7 @@ async function main() {
         fail(`notifications/initialized answered ${initialized.status} ${initialized.resBody ?? ''}; the SDK opens the GET stream only after a 202 (FINDINGS.md §3)`);
 
     // The GET stream is opened fire-and-forget after the 202; wait until its headers are in.
-    stage = 'GET stream';
+    t.stage = 'GET stream';
     await waitUntil(() => findExchange(x => x.method === 'GET')?.status !== undefined, STEP_TIMEOUT_MS, 'the answer to the SDK\'s GET /mcp');
     const get = findExchange(x => x.method === 'GET');
     if (get.reqHeaders['mcp-session-id'] !== sessionId || get.reqHeaders.accept !== 'text/event-stream')
@@ -338,7 +156,7 @@ async function main() {
     if ((get.resHeaders?.['cache-control'] ?? '').toLowerCase() !== 'no-cache') notes.push(`GET stream Cache-Control is '${get.resHeaders?.['cache-control']}'`);
 
     // -- requests on the session -------------------------------------------------------------
-    stage = 'requests';
+    t.stage = 'requests';
     const pong = await withTimeout(client.ping({ timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'ping');
     if (Object.keys(pong ?? {}).length !== 0) fail(`ping returned ${JSON.stringify(pong)}, expected {}`);
     for (const uri of [URI_A, URI_DIR]) {
@@ -355,7 +173,7 @@ async function main() {
     // Per-stream order is publish order (design §4): when the last one (tools/list_changed)
     // is in, anything wrongly delivered from the earlier publishes is in too; then a quiet
     // period catches stragglers.
-    stage = 'publish';
+    t.stage = 'publish';
     const pubA = { uri: URI_A, _meta: { 'test/seq': 1, 'origin/rev': 'r1' } };
     const pubInDir = { uri: URI_IN_DIR, _meta: { 'test/seq': 4 } };
     await publish(base, { method: 'notifications/resources/updated', params: pubA });
@@ -364,7 +182,7 @@ async function main() {
     await publish(base, { method: 'notifications/resources/updated', params: pubInDir });
     await publish(base, { method: 'notifications/tools/list_changed' });
 
-    stage = 'receive';
+    t.stage = 'receive';
     const rawGet = () => get.sse ?? '';
     await waitUntil(
         () => received.some(n => n.method === 'notifications/tools/list_changed'),
@@ -396,13 +214,11 @@ async function main() {
     checkVerbatim(rawMsgs1[1].params, pubInDir, 'resources/updated (dir/c.txt)');
     checkVerbatim(rawMsgs1[2].params, undefined, 'tools/list_changed');
     const subIdSeen = rawMsgs1.some(m => m.params?._meta?.[SUB_ID_KEY] !== undefined);
-    for (const l of rawGet().split(/\r?\n/)) {
-        if (l.startsWith('event:') && l.trim() !== 'event: message') fail(`unexpected SSE event type line '${l}' (the SDK ignores such events)`);
-    }
+    checkEventLines(rawGet(), ' (the SDK ignores such events)');
     const idLines = /^id:/m.test(rawGet());
 
     // -- unsubscribe, then publish: only the marker and the still-subscribed dir may arrive ---
-    stage = 'unsubscribe';
+    t.stage = 'unsubscribe';
     const un = await withTimeout(client.unsubscribeResource({ uri: URI_A }, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, `resources/unsubscribe ${URI_A}`);
     if (Object.keys(un ?? {}).length !== 0) fail(`resources/unsubscribe returned ${JSON.stringify(un)}, expected {}`);
     await publish(base, { method: 'notifications/resources/updated', params: { uri: URI_A, _meta: { 'test/seq': 5 } } });
@@ -427,8 +243,8 @@ async function main() {
     if (after[0].params._meta?.['test/seq'] !== 6) fail(`wrong dir update after unsubscribe: ${JSON.stringify(after[0])}`);
 
     // -- close: DELETE, then client.close() -------------------------------------------------
-    stage = 'close';
-    const errorsBeforeClose = clientErrors.length;
+    t.stage = 'close';
+    const errorsBeforeClose = t.clientErrors.length;
     await withTimeout(transport.terminateSession(), STEP_TIMEOUT_MS, 'transport.terminateSession() (DELETE /mcp)');
     const del = findExchange(x => x.method === 'DELETE');
     if (!del) fail('no DELETE was recorded');
@@ -442,7 +258,7 @@ async function main() {
     await withTimeout(client.close(), STEP_TIMEOUT_MS, 'client.close()');
 
     // The deleted session id is unknown now: 404 (MCP 2025-11-25 transports; design §2.2).
-    stage = 'stale session';
+    t.stage = 'stale session';
     for (const [method, body, accept] of [
         ['POST', JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'ping' }), 'application/json, text/event-stream'],
         ['GET', undefined, 'text/event-stream']
@@ -469,7 +285,7 @@ async function main() {
     }
 
     // -- gauges back to their starting values ---------------------------------------------
-    stage = 'metrics';
+    t.stage = 'metrics';
     let last;
     const settled = async () => {
         last = await gauges(base);
@@ -485,13 +301,12 @@ async function main() {
     const rose = Object.keys(during).filter(k => !NOT_CLIENT_STATE.has(k) && during[k] > (before[k] ?? 0));
     if (rose.length === 0) notes.push('no /metrics gauge counted the open session (e.g. a sessions gauge) — the return-to-zero check proves little');
 
-    if (clientErrors.length > errorsBeforeClose)
-        notes.push(`client.onerror after DELETE/close (expected: the aborted GET stream): ${clientErrors.slice(errorsBeforeClose).map(e => e.text).join(' | ')}`);
+    if (t.clientErrors.length > errorsBeforeClose)
+        notes.push(`client.onerror after DELETE/close (expected: the aborted GET stream): ${t.clientErrors.slice(errorsBeforeClose).map(e => e.text).join(' | ')}`);
     if (errorsBeforeClose > 0) fail(`the SDK reported ${errorsBeforeClose} error(s) through client.onerror before the close`);
 
     if (process.env.SDKV1_VERBOSE) {
-        console.error('--- SDK HTTP exchanges (SDKV1_VERBOSE):');
-        for (const line of wire) console.error(`  ${line}`);
+        rec.dump('SDK HTTP exchanges (SDKV1_VERBOSE)');
     }
     for (const n of [
         `GET stream ${idLines ? 'carries' : 'has no'} SSE id: lines${idLines ? ' (the SDK will reconnect with Last-Event-ID after a drop)' : ''}`,
@@ -506,10 +321,4 @@ async function main() {
     );
 }
 
-main().then(
-    () => {
-        clearTimeout(overall);
-        process.exit(0);
-    },
-    err => dumpAndExit(err)
-);
+t.run(main);

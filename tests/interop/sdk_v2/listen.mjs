@@ -15,201 +15,20 @@
 // Exit 0 and one summary line on success (SDKV2_VERBOSE=1 also prints the wire log); exit 1 with "interop_sdk_v2: FAIL: ..." otherwise.
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { QUIET_MS, STEP_TIMEOUT_MS, SUB_ID_KEY, createRecorder, createTest, fail, loopbackBaseArg, short, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
+import { canon, checkDiscover, checkEventLines, collectNotifications, publish, waitForGauge } from '../lib/common.mjs';
 
-const SUB_ID_KEY = 'io.modelcontextprotocol/subscriptionId';
-const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
+const NAME = 'interop_sdk_v2';
 const EXPECTED_VERSION = '2026-07-28';
 const URI_A = 'file:///interop/a.txt';
 const URI_OTHER = 'file:///interop/b.txt';
 // Starts with URI_A, but URI_A does not end with '/', so it is not a sub-resource (design §4).
 const URI_PREFIX_TRAP = 'file:///interop/a.txt.bak';
 
-const STEP_TIMEOUT_MS = 10_000; // any single wait
-const OVERALL_TIMEOUT_MS = 90_000; // the whole program
-const QUIET_MS = 500; // grace period for "must not arrive"
-
-// ---------------------------------------------------------------------------------------
-// plumbing: failure, bounded waits, wire log
-
-const wire = []; // human-readable log of every HTTP exchange the SDK made
-const clientErrors = []; // everything reported through client.onerror
-let stage = 'start';
-
-class TestFailure extends Error {}
-
-function fail(message) {
-    throw new TestFailure(message);
-}
-
-function dumpAndExit(err) {
-    const msg = err instanceof TestFailure ? err.message : `unexpected exception: ${err?.stack ?? err}`;
-    console.error(`interop_sdk_v2: FAIL at stage '${stage}': ${msg}`);
-    if (clientErrors.length > 0) {
-        console.error('--- client.onerror reports:');
-        for (const e of clientErrors) console.error(`  ${e}`);
-    }
-    console.error('--- SDK HTTP exchanges (as seen by the recording fetch):');
-    for (const line of wire) console.error(`  ${line}`);
-    process.exit(1);
-}
-
-const overall = setTimeout(() => dumpAndExit(new TestFailure(`overall timeout ${OVERALL_TIMEOUT_MS} ms`)), OVERALL_TIMEOUT_MS);
-overall.unref();
-
-async function withTimeout(promise, ms, what) {
-    let timer;
-    const timeout = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new TestFailure(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    });
-    try {
-        return await Promise.race([promise, timeout]);
-    } finally {
-        clearTimeout(timer);
-    }
-}
-
-async function waitUntil(predicate, ms, what, intervalMs = 25) {
-    const deadline = Date.now() + ms;
-    for (;;) {
-        if (await predicate()) return;
-        if (Date.now() >= deadline) fail(`timed out after ${ms} ms waiting for ${what}`);
-        await new Promise(r => setTimeout(r, intervalMs));
-    }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-function headersOf(h) {
-    const out = {};
-    for (const [k, v] of h.entries()) out[k] = v;
-    return out;
-}
-
-function short(s, n = 600) {
-    return s.length > n ? `${s.slice(0, n)}…(${s.length} bytes)` : s;
-}
-
-// Raw SSE text of every event-stream response, keyed by the JSON-RPC id of the request.
-const sseRaw = new Map();
-// Response status/headers of every request, keyed by JSON-RPC id (or method for notifications).
-const exchanges = [];
-let exchangeCounter = 0;
-
-function recordingFetch(input, init = {}) {
-    const method = init.method ?? 'GET';
-    const reqHeaders = headersOf(new Headers(init.headers));
-    const body = typeof init.body === 'string' ? init.body : '';
-    let parsed;
-    try {
-        parsed = body ? JSON.parse(body) : undefined;
-    } catch {
-        parsed = undefined;
-    }
-    const key = parsed && 'id' in parsed ? parsed.id : (parsed?.method ?? `${method} ${input}`);
-    const n = exchangeCounter++;
-    wire.push(`#${n} → ${method} ${input} headers=${JSON.stringify(reqHeaders)} body=${short(body)}`);
-    const entry = { key, method, reqHeaders, request: parsed, status: undefined, resHeaders: undefined };
-    exchanges.push(entry);
-    return fetch(input, init).then(
-        response => {
-            entry.status = response.status;
-            entry.resHeaders = headersOf(response.headers);
-            wire.push(`#${n} ← ${response.status} headers=${JSON.stringify(entry.resHeaders)}`);
-            const ct = response.headers.get('content-type') ?? '';
-            if (response.body && ct.toLowerCase().startsWith('text/event-stream')) {
-                const [forSdk, forLog] = response.body.tee();
-                let text = '';
-                sseRaw.set(key, () => text);
-                (async () => {
-                    const decoder = new TextDecoder();
-                    const reader = forLog.getReader();
-                    try {
-                        for (;;) {
-                            const { value, done } = await reader.read();
-                            if (done) break;
-                            text += decoder.decode(value, { stream: true });
-                        }
-                        wire.push(`#${n} ← (event stream ended) ${JSON.stringify(short(text, 2000))}`);
-                    } catch (e) {
-                        wire.push(`#${n} ← (event stream aborted: ${e?.name ?? e}) ${JSON.stringify(short(text, 2000))}`);
-                    }
-                })();
-                return new Response(forSdk, { status: response.status, statusText: response.statusText, headers: response.headers });
-            }
-            if (response.body) {
-                response
-                    .clone()
-                    .text()
-                    .then(
-                        t => wire.push(`#${n} ← body=${short(t)}`),
-                        () => {}
-                    );
-            }
-            return response;
-        },
-        error => {
-            wire.push(`#${n} ✗ ${error?.name ?? ''} ${error?.message ?? error}`);
-            throw error;
-        }
-    );
-}
-
-// ---------------------------------------------------------------------------------------
-// publisher and operator helpers (plain HTTP, not the SDK)
-
-async function publish(base, notification) {
-    const res = await withTimeout(
-        fetch(`${base}/v1/publish`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(notification)
-        }),
-        STEP_TIMEOUT_MS,
-        'POST /v1/publish'
-    );
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'POST /v1/publish body');
-    if (res.status !== 202) fail(`POST /v1/publish ${JSON.stringify(notification)} answered ${res.status} ${text} (design §3: 202 {"accepted": N})`);
-    let body;
-    try {
-        body = JSON.parse(text);
-    } catch {
-        fail(`POST /v1/publish answered non-JSON body: ${text}`);
-    }
-    if (body?.accepted !== 1) fail(`POST /v1/publish answered ${text}, expected {"accepted":1}`);
-}
-
-async function metric(base, name) {
-    const res = await withTimeout(fetch(`${base}/metrics`), STEP_TIMEOUT_MS, 'GET /metrics');
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'GET /metrics body');
-    if (res.status !== 200) fail(`GET /metrics answered ${res.status}: ${short(text)}`);
-    let found = false;
-    let sum = 0;
-    const re = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`);
-    for (const line of text.split('\n')) {
-        const m = re.exec(line);
-        if (m) {
-            found = true;
-            sum += Number(m[1]);
-        }
-    }
-    if (!found) fail(`GET /metrics has no ${name} sample:\n${short(text, 3000)}`);
-    return sum;
-}
-
-async function waitForGauge(base, name, want) {
-    let last;
-    try {
-        await waitUntil(
-            async () => (last = await metric(base, name)) === want,
-            STEP_TIMEOUT_MS,
-            `${name} == ${want}`,
-            50
-        );
-    } catch (e) {
-        if (e instanceof TestFailure) fail(`${e.message} (last value ${last})`);
-        throw e;
-    }
-}
+// Failure reporting, bounded waits, the recording fetch and the publish/metrics helpers are in
+// ../lib/common.mjs; a failure prints the stage, the client.onerror reports and the wire log.
+const rec = createRecorder();
+const t = createTest(NAME, { report: () => rec.dump() });
 
 // ---------------------------------------------------------------------------------------
 // checks
@@ -224,52 +43,24 @@ function sameFilter(a, b) {
     return norm(a) === norm(b);
 }
 
-function checkDiscover(d, where) {
-    if (!d || typeof d !== 'object') fail(`${where}: no discover result`);
-    if (!Array.isArray(d.supportedVersions) || !d.supportedVersions.includes(EXPECTED_VERSION))
-        fail(`${where}: supportedVersions ${JSON.stringify(d.supportedVersions)} lacks ${EXPECTED_VERSION}`);
-    if (!d.supportedVersions.includes('DRAFT-2026-v1'))
-        fail(`${where}: supportedVersions ${JSON.stringify(d.supportedVersions)} lacks DRAFT-2026-v1 (design §2.1: list both)`);
-    const c = d.capabilities ?? {};
-    if (c.resources?.subscribe !== true || c.resources?.listChanged !== true || c.tools?.listChanged !== true || c.prompts?.listChanged !== true)
-        fail(`${where}: capabilities ${JSON.stringify(c)} differ from design §2.1`);
-    const info = d._meta?.[SERVER_INFO_KEY];
-    if (info?.name !== 'mcpfan' || typeof info?.version !== 'string')
-        fail(`${where}: _meta["${SERVER_INFO_KEY}"] is ${JSON.stringify(info)}, expected {name: "mcpfan", version: "..."}`);
-}
-
 // ---------------------------------------------------------------------------------------
 // the test
 
 async function main() {
-    const base = process.argv[2];
-    if (!base || !/^http:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost):\d+$/.test(base)) {
-        console.error('usage: node listen.mjs http://127.0.0.1:PORT   (loopback only)');
-        process.exit(2);
-    }
+    const base = loopbackBaseArg('listen.mjs');
     const mcpUrl = new URL('/mcp', base);
 
     // -- connect with version negotiation 'auto' ------------------------------------------
-    stage = 'connect';
+    t.stage = 'connect';
     const client = new Client(
         { name: 'mcpfan-interop-sdk-v2', version: '1.0.0' },
         { versionNegotiation: { mode: 'auto', probe: { timeoutMs: STEP_TIMEOUT_MS } } }
     );
-    client.onerror = e => clientErrors.push(`${e?.name ?? 'Error'}: ${e?.message ?? e}`);
+    client.onerror = t.onClientError;
 
-    const received = [];
-    for (const method of [
-        'notifications/resources/updated',
-        'notifications/tools/list_changed',
-        'notifications/prompts/list_changed',
-        'notifications/resources/list_changed'
-    ]) {
-        client.setNotificationHandler(method, n => {
-            received.push(n);
-        });
-    }
+    const received = collectNotifications(client);
 
-    const transport = new StreamableHTTPClientTransport(mcpUrl, { fetch: recordingFetch });
+    const transport = new StreamableHTTPClientTransport(mcpUrl, { fetch: rec.fetch });
     await withTimeout(client.connect(transport, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'client.connect()');
 
     const negotiated = client.getNegotiatedProtocolVersion();
@@ -279,21 +70,21 @@ async function main() {
                 `The SDK falls back to a 2025 'initialize' when the server/discover probe gets a result it cannot validate ` +
                 `or an error other than -32022 (see FINDINGS.md §2)`
         );
-    const probe = exchanges.find(x => x.request?.method === 'server/discover');
+    const probe = rec.find(x => x.request?.method === 'server/discover');
     if (!probe) fail('no server/discover probe was sent');
     if (probe.reqHeaders['mcp-protocol-version'] !== EXPECTED_VERSION || probe.reqHeaders['mcp-method'] !== 'server/discover')
         fail(`probe headers unexpected: ${JSON.stringify(probe.reqHeaders)}`);
-    checkDiscover(client.getDiscoverResult(), 'probe discover result');
+    checkDiscover(client.getDiscoverResult(), 'probe discover result', [EXPECTED_VERSION, 'DRAFT-2026-v1']);
     const serverVersion = client.getServerVersion();
     if (serverVersion?.name !== 'mcpfan') fail(`client.getServerVersion() is ${JSON.stringify(serverVersion)}`);
 
     // -- explicit server/discover (numeric id; the SDK requires resultType here) -------------
-    stage = 'discover';
+    t.stage = 'discover';
     const discovered = await withTimeout(client.discover({ timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'client.discover()');
-    checkDiscover(discovered, 'client.discover()');
+    checkDiscover(discovered, 'client.discover()', [EXPECTED_VERSION, 'DRAFT-2026-v1']);
 
     // -- open the listen -------------------------------------------------------------------
-    stage = 'listen';
+    t.stage = 'listen';
     const filter = { resourceSubscriptions: [URI_A], toolsListChanged: true };
     const sub = await withTimeout(client.listen(filter, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'client.listen() acknowledgement');
     let closedCause;
@@ -301,7 +92,7 @@ async function main() {
         closedCause = c;
     });
 
-    const listenEx = exchanges.find(x => x.request?.method === 'subscriptions/listen');
+    const listenEx = rec.find(x => x.request?.method === 'subscriptions/listen');
     if (!listenEx) fail('no subscriptions/listen request was recorded');
     const listenId = listenEx.request.id;
     if (typeof listenId !== 'string') fail(`SDK sent a non-string listen id ${JSON.stringify(listenId)} (SDK changed?)`);
@@ -326,20 +117,20 @@ async function main() {
     // Order matters: per-stream order is publish order (design §4), so when the last expected
     // notification (tools/list_changed) has arrived, anything wrongly delivered from the
     // earlier publishes has arrived too. A quiet period after that catches stragglers.
-    stage = 'publish';
+    t.stage = 'publish';
     await publish(base, { method: 'notifications/resources/updated', params: { uri: URI_A, _meta: { 'test/seq': 1 } } });
     await publish(base, { method: 'notifications/prompts/list_changed' });
     await publish(base, { method: 'notifications/resources/updated', params: { uri: URI_OTHER, _meta: { 'test/seq': 2 } } });
     await publish(base, { method: 'notifications/resources/updated', params: { uri: URI_PREFIX_TRAP, _meta: { 'test/seq': 3 } } });
     await publish(base, { method: 'notifications/tools/list_changed' });
 
-    stage = 'receive';
+    t.stage = 'receive';
     await waitUntil(
         () => received.some(n => n.method === 'notifications/tools/list_changed'),
         STEP_TIMEOUT_MS,
         `notifications/tools/list_changed on the listen stream (received so far: ${JSON.stringify(received)})`
     ).catch(e => {
-        fail(`${e.message}; received so far: ${JSON.stringify(received)}; raw stream: ${JSON.stringify(sseRaw.get(listenId)?.() ?? '')}`);
+        fail(`${e.message}; received so far: ${JSON.stringify(received)}; raw stream: ${JSON.stringify(listenEx.sse ?? '')}`);
     });
     await sleep(QUIET_MS);
 
@@ -350,14 +141,13 @@ async function main() {
     const [first, second] = received;
     if (first.method !== 'notifications/resources/updated' || second.method !== 'notifications/tools/list_changed')
         fail(`wrong notifications or order: ${got}`);
-    const canon = v => JSON.stringify(v, Object.keys(flatKeys(v)).sort());
     if (canon(first.params) !== canon(expectedUpdated))
         fail(`resources/updated params ${JSON.stringify(first.params)} != expected ${JSON.stringify(expectedUpdated)} (params verbatim + subscriptionId, design §3)`);
     if (canon(second.params ?? {}) !== canon(expectedTools))
         fail(`tools/list_changed params ${JSON.stringify(second.params)} != expected ${JSON.stringify(expectedTools)}`);
 
     // Raw stream checks the SDK does not make itself.
-    const raw = sseRaw.get(listenId)?.() ?? '';
+    const raw = listenEx.sse ?? '';
     if (/^id:/m.test(raw)) fail(`listen stream carries 'id:' lines (design §2.1 forbids them; this SDK then reconnects with GET + Last-Event-ID): ${JSON.stringify(short(raw, 2000))}`);
     const dataLines = raw.split('\n').filter(l => l.startsWith('data:'));
     const firstMsg = dataLines.length > 0 ? JSON.parse(dataLines[0].slice(5)) : undefined;
@@ -365,13 +155,11 @@ async function main() {
         fail(`first event on the listen stream is not the acknowledgement: ${JSON.stringify(short(raw, 2000))}`);
     if (firstMsg.params?._meta?.[SUB_ID_KEY] !== listenId)
         fail(`ack subscriptionId ${JSON.stringify(firstMsg.params?._meta?.[SUB_ID_KEY])} != listen id ${JSON.stringify(listenId)}`);
-    for (const l of raw.split('\n')) {
-        if (l.startsWith('event:') && l.trim() !== 'event: message') fail(`unexpected SSE event type line '${l}'`);
-    }
+    checkEventLines(raw);
     if (dataLines.length !== 3) fail(`expected 3 data events on the stream (ack + 2), saw ${dataLines.length}: ${JSON.stringify(short(raw, 2000))}`);
 
     // -- close the listen ------------------------------------------------------------------
-    stage = 'close';
+    t.stage = 'close';
     await withTimeout(sub.close(), STEP_TIMEOUT_MS, 'subscription.close()');
     const cause = await withTimeout(sub.closed, STEP_TIMEOUT_MS, 'subscription.closed');
     if (cause !== 'local') fail(`subscription closed with cause '${cause}', expected 'local'`);
@@ -382,11 +170,11 @@ async function main() {
 
     // The SDK always POSTs notifications/cancelled after aborting the stream; design §2.1 says 202.
     await waitUntil(
-        () => exchanges.some(x => x.request?.method === 'notifications/cancelled' && x.status !== undefined),
+        () => rec.exchanges.some(x => x.request?.method === 'notifications/cancelled' && x.status !== undefined),
         STEP_TIMEOUT_MS,
         'the answer to the SDK\'s notifications/cancelled POST'
     );
-    const cancelled = exchanges.find(x => x.request?.method === 'notifications/cancelled');
+    const cancelled = rec.find(x => x.request?.method === 'notifications/cancelled');
     if (cancelled.request.params?.requestId !== listenId) fail(`notifications/cancelled named ${JSON.stringify(cancelled.request.params)}`);
     if (cancelled.status !== 202) fail(`notifications/cancelled {requestId: ${JSON.stringify(listenId)}} answered ${cancelled.status}, expected 202 (design §2.1)`);
 
@@ -395,14 +183,13 @@ async function main() {
     await sleep(QUIET_MS / 2);
     if (received.length !== 2) fail(`notifications arrived after close: ${JSON.stringify(received.slice(2))}`);
 
-    stage = 'shutdown';
+    t.stage = 'shutdown';
     await withTimeout(client.close(), STEP_TIMEOUT_MS, 'client.close()');
 
-    if (clientErrors.length > 0) fail(`the SDK reported ${clientErrors.length} error(s) through client.onerror`);
+    if (t.clientErrors.length > 0) fail(`the SDK reported ${t.clientErrors.length} error(s) through client.onerror`);
 
     if (process.env.SDKV2_VERBOSE) {
-        console.error('--- SDK HTTP exchanges (SDKV2_VERBOSE):');
-        for (const line of wire) console.error(`  ${line}`);
+        rec.dump('SDK HTTP exchanges (SDKV2_VERBOSE)');
     }
     console.log(
         `interop_sdk_v2: PASS — @modelcontextprotocol/client negotiated ${negotiated} (auto), ` +
@@ -411,21 +198,4 @@ async function main() {
     );
 }
 
-// Every key at every depth, for a key-order-independent JSON comparison.
-function flatKeys(v, acc = {}) {
-    if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) {
-            acc[k] = true;
-            flatKeys(x, acc);
-        }
-    }
-    return acc;
-}
-
-main().then(
-    () => {
-        clearTimeout(overall);
-        process.exit(0);
-    },
-    err => dumpAndExit(err)
-);
+t.run(main);

@@ -20,34 +20,23 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { appendFileSync } from 'node:fs';
+import { LISTENING_RE, QUIET_MS, STEP_TIMEOUT_MS, SUB_ID_KEY, TestFailure, createTest, fail, short, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
+import { canon, checkDiscover, collectNotifications, publish, waitForGauge } from '../lib/common.mjs';
 
 const NAME = 'interop_sdk_v2_stdio';
-const SUB_ID_KEY = 'io.modelcontextprotocol/subscriptionId';
-const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
 const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 const EXPECTED_VERSION = '2026-07-28';
 const URI_A = 'file:///interop/stdio/a.txt';
 const URI_OTHER = 'file:///interop/stdio/b.txt';
 
-const STEP_TIMEOUT_MS = 10_000; // any single wait
-const OVERALL_TIMEOUT_MS = 90_000; // the whole program
-const QUIET_MS = 500; // grace period for "must not arrive"
 const SDK_CLOSE_GRACE_MS = 2000; // StdioClientTransport.close(): stdin.end(), then SIGTERM after 2 s
 
 // ---------------------------------------------------------------------------------------
-// plumbing: failure, bounded waits, pipe log
+// plumbing: pipe log and children (failure reporting and bounded waits: ../lib/common.mjs)
 
 const pipeLog = []; // human-readable log of every line on every child's stdin/stdout
-const clientErrors = [];
 const children = new Map(); // pid -> {role, proc, in: [lines], out: [lines], exit, signalsSent: []}
 let sessionStderr = '';
-let stage = 'start';
-
-class TestFailure extends Error {}
-
-function fail(message) {
-    throw new TestFailure(message);
-}
 
 function killLeftovers() {
     for (const [pid, c] of children) {
@@ -59,50 +48,14 @@ function killLeftovers() {
     }
 }
 
-function dumpAndExit(err) {
-    const msg = err instanceof TestFailure ? err.message : `unexpected exception: ${err?.stack ?? err}`;
-    console.error(`${NAME}: FAIL at stage '${stage}': ${msg}`);
-    if (clientErrors.length > 0) {
-        console.error('--- client.onerror reports:');
-        for (const e of clientErrors) console.error(`  [${e.stage}] ${e.text}`);
-    }
+function dumpPipes() {
     console.error('--- stdio lines (→ written to the child\'s stdin, ← read from its stdout):');
     for (const line of pipeLog) console.error(`  ${line}`);
     for (const [pid, c] of children) console.error(`--- child ${pid} (${c.role}): exit ${JSON.stringify(c.exit)}, signals sent by the SDK ${JSON.stringify(c.signalsSent)}`);
     if (sessionStderr) console.error(`--- session child's stderr:\n${short(sessionStderr, 4000)}`);
-    killLeftovers();
-    process.exit(1);
 }
 
-const overall = setTimeout(() => dumpAndExit(new TestFailure(`overall timeout ${OVERALL_TIMEOUT_MS} ms`)), OVERALL_TIMEOUT_MS);
-overall.unref();
-
-async function withTimeout(promise, ms, what) {
-    let timer;
-    const timeout = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new TestFailure(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    });
-    try {
-        return await Promise.race([promise, timeout]);
-    } finally {
-        clearTimeout(timer);
-    }
-}
-
-async function waitUntil(predicate, ms, what, intervalMs = 25) {
-    const deadline = Date.now() + ms;
-    for (;;) {
-        if (await predicate()) return;
-        if (Date.now() >= deadline) fail(`timed out after ${ms} ms waiting for ${what}`);
-        await new Promise(r => setTimeout(r, intervalMs));
-    }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-function short(s, n = 600) {
-    return s.length > n ? `${s.slice(0, n)}…(${s.length} bytes)` : s;
-}
+const t = createTest(NAME, { report: dumpPipes, cleanup: killLeftovers });
 
 // --- the pipe recorder (wraps StdioClientTransport.prototype.start / send) -------------------
 // The probe sibling is built from the same class with stderr 'ignore' (FINDINGS.md §2), so
@@ -157,61 +110,7 @@ StdioClientTransport.prototype.send = function (message, ...rest) {
 };
 
 // ---------------------------------------------------------------------------------------
-// publisher and operator side (plain fetch, HTTP listener of the same process)
-
-async function publish(base, notification) {
-    const res = await withTimeout(
-        fetch(`${base}/v1/publish`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(notification) }),
-        STEP_TIMEOUT_MS,
-        'POST /v1/publish'
-    );
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'POST /v1/publish body');
-    if (res.status !== 202) fail(`POST /v1/publish ${JSON.stringify(notification)} answered ${res.status} ${text} (design §3: 202 {"accepted": N})`);
-    if (JSON.parse(text)?.accepted !== 1) fail(`POST /v1/publish answered ${text}, expected {"accepted":1}`);
-}
-
-async function metric(base, name) {
-    const res = await withTimeout(fetch(`${base}/metrics`), STEP_TIMEOUT_MS, 'GET /metrics');
-    const text = await withTimeout(res.text(), STEP_TIMEOUT_MS, 'GET /metrics body');
-    if (res.status !== 200) fail(`GET /metrics answered ${res.status}: ${short(text)}`);
-    let found = false;
-    let sum = 0;
-    const re = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`);
-    for (const line of text.split('\n')) {
-        const m = re.exec(line);
-        if (m) {
-            found = true;
-            sum += Number(m[1]);
-        }
-    }
-    if (!found) fail(`GET /metrics has no ${name} sample:\n${short(text, 3000)}`);
-    return sum;
-}
-
-async function waitForGauge(base, name, want) {
-    let last;
-    try {
-        await waitUntil(async () => (last = await metric(base, name)) === want, STEP_TIMEOUT_MS, `${name} == ${want}`, 50);
-    } catch (e) {
-        if (e instanceof TestFailure) fail(`${e.message} (last value ${last})`);
-        throw e;
-    }
-}
-
-// ---------------------------------------------------------------------------------------
 // checks
-
-function checkDiscover(d, where) {
-    if (!d || typeof d !== 'object') fail(`${where}: no discover result`);
-    if (!Array.isArray(d.supportedVersions) || !d.supportedVersions.includes(EXPECTED_VERSION))
-        fail(`${where}: supportedVersions ${JSON.stringify(d.supportedVersions)} lacks ${EXPECTED_VERSION}`);
-    const c = d.capabilities ?? {};
-    if (c.resources?.subscribe !== true || c.resources?.listChanged !== true || c.tools?.listChanged !== true || c.prompts?.listChanged !== true)
-        fail(`${where}: capabilities ${JSON.stringify(c)} differ from design §2.1`);
-    const info = d._meta?.[SERVER_INFO_KEY];
-    if (info?.name !== 'mcpfan' || typeof info?.version !== 'string')
-        fail(`${where}: _meta["${SERVER_INFO_KEY}"] is ${JSON.stringify(info)}, expected {name: "mcpfan", version: "..."}`);
-}
 
 function parseLine(line, where) {
     try {
@@ -219,15 +118,6 @@ function parseLine(line, where) {
     } catch {
         fail(`${where}: a line on stdout is not JSON (design §2.3: one JSON-RPC message per line): ${JSON.stringify(short(line))}`);
     }
-}
-
-function canon(v) {
-    const keys = {};
-    const walk = x => {
-        if (x && typeof x === 'object') for (const [k, y] of Object.entries(x)) ((keys[k] = true), walk(y));
-    };
-    walk(v);
-    return JSON.stringify(v, Object.keys(keys).sort());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -241,7 +131,7 @@ async function main() {
     }
 
     // -- connect: probe on a sibling, then the session child ---------------------------------
-    stage = 'connect';
+    t.stage = 'connect';
     const transport = new StdioClientTransport({
         command: bin,
         args: ['--stdio', '--listen', '127.0.0.1:0', '--workers', '1'],
@@ -254,13 +144,8 @@ async function main() {
         { name: 'mcpfan-interop-sdk-v2-stdio', version: '1.0.0' },
         { versionNegotiation: { mode: 'auto', probe: { timeoutMs: STEP_TIMEOUT_MS } } }
     );
-    client.onerror = e => clientErrors.push({ stage, text: `${e?.name ?? 'Error'}: ${e?.message ?? e}` });
-    const received = [];
-    for (const method of ['notifications/resources/updated', 'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed']) {
-        client.setNotificationHandler(method, n => {
-            received.push(n);
-        });
-    }
+    client.onerror = t.onClientError;
+    const received = collectNotifications(client);
 
     try {
         await withTimeout(client.connect(transport, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS * 2, 'client.connect() (probe sibling + session child)');
@@ -277,18 +162,18 @@ async function main() {
                 `'initialize' when the probe sibling's server/discover gets no valid result, times out, or the sibling exits (FINDINGS.md §2). ` +
                 `Probe sibling's lines: in ${JSON.stringify(sibling?.in)} out ${JSON.stringify(sibling?.out)}, exit ${JSON.stringify(sibling?.exit)}`
         );
-    checkDiscover(client.getDiscoverResult(), 'probe discover result');
+    checkDiscover(client.getDiscoverResult(), 'probe discover result', [EXPECTED_VERSION]);
     if (!sibling) fail('no probe sibling was spawned (SDK changed? FINDINGS.md §2)');
     if (!session) fail('no session child was spawned');
     if (sibling.in.length !== 1 || parseLine(sibling.in[0], 'sibling stdin').method !== 'server/discover')
         fail(`probe sibling got ${JSON.stringify(sibling.in)}, expected exactly one server/discover line`);
 
     // The HTTP port of the session child (the sibling's stderr is discarded by the SDK).
-    stage = 'port';
+    t.stage = 'port';
     let base;
     await waitUntil(
         () => {
-            const m = /listening on ((?:[0-9.]+|\[[0-9a-f:]+\]):[0-9]+)/.exec(sessionStderr);
+            const m = LISTENING_RE.exec(sessionStderr);
             if (m) base = `http://${m[1]}`;
             return m !== null;
         },
@@ -298,7 +183,7 @@ async function main() {
     if (!/^http:\/\/(127\.\d+\.\d+\.\d+|\[::1\]):\d+$/.test(base)) fail(`session child listens on ${base}, not loopback`);
 
     // -- listen A: the first line the session child ever sees --------------------------------
-    stage = 'listen';
+    t.stage = 'listen';
     const filterA = { resourceSubscriptions: [URI_A], toolsListChanged: true };
     let subA;
     try {
@@ -318,13 +203,13 @@ async function main() {
     await waitForGauge(base, 'mcpfan_subscriptions_active', 1);
 
     // -- publish over HTTP, receive on stdout ---------------------------------------------
-    stage = 'publish';
+    t.stage = 'publish';
     const pubA = { uri: URI_A, _meta: { 'test/seq': 1, 'origin/rev': 'r1' } };
     await publish(base, { method: 'notifications/resources/updated', params: pubA });
     await publish(base, { method: 'notifications/resources/updated', params: { uri: URI_OTHER, _meta: { 'test/seq': 2 } } });
     await publish(base, { method: 'notifications/prompts/list_changed' });
     await publish(base, { method: 'notifications/tools/list_changed' });
-    stage = 'receive';
+    t.stage = 'receive';
     await waitUntil(() => received.some(n => n.method === 'notifications/tools/list_changed'), STEP_TIMEOUT_MS, 'notifications/tools/list_changed on stdout').catch(e =>
         fail(`${e.message}; received so far: ${JSON.stringify(received)}`)
     );
@@ -336,14 +221,14 @@ async function main() {
     if (canon(received[1].params ?? {}) !== canon({ _meta: { [SUB_ID_KEY]: idA } })) fail(`tools/list_changed params ${JSON.stringify(received[1].params)}`);
 
     // -- a second listen on the same connection, then cancel the first ------------------------
-    stage = 'second listen';
+    t.stage = 'second listen';
     const subB = await withTimeout(client.listen({ promptsListChanged: true }, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'second client.listen() acknowledgement');
     const lineB = session.in.map(l => JSON.parse(l)).filter(m => m.method === 'subscriptions/listen')[1];
     const idB = lineB?.id;
     if (typeof idB !== 'string' || idB === idA) fail(`second listen id ${JSON.stringify(idB)}`);
     await waitForGauge(base, 'mcpfan_subscriptions_active', 2);
 
-    stage = 'cancel';
+    t.stage = 'cancel';
     const nIn = session.in.length;
     await withTimeout(subA.close(), STEP_TIMEOUT_MS, 'subscription A close()');
     const causeA = await withTimeout(subA.closed, STEP_TIMEOUT_MS, 'subscription A closed');
@@ -373,9 +258,9 @@ async function main() {
     }
 
     // -- close: EOF on stdin, the process must exit 0 by itself ------------------------------
-    stage = 'close';
+    t.stage = 'close';
     await withTimeout(subB.close(), STEP_TIMEOUT_MS, 'subscription B close()');
-    const errorsBeforeClose = clientErrors.length;
+    const errorsBeforeClose = t.clientErrors.length;
     const proc = session.proc;
     await withTimeout(client.close(), STEP_TIMEOUT_MS, 'client.close()');
     await waitUntil(() => session.exit !== undefined, STEP_TIMEOUT_MS, 'the session child to exit after EOF on stdin');
@@ -389,7 +274,7 @@ async function main() {
 
     const lastLines = session.out.slice(-2).map(l => JSON.parse(l));
     const completes = session.out.map(l => JSON.parse(l)).filter(m => 'id' in m && m.result?.resultType === 'complete');
-    if (clientErrors.length > 0) fail(`the SDK reported ${clientErrors.length} error(s) through client.onerror`);
+    if (t.clientErrors.length > 0) fail(`the SDK reported ${t.clientErrors.length} error(s) through client.onerror`);
     if (process.env.SDKV2_STDIO_VERBOSE) {
         console.error('--- stdio lines (SDKV2_STDIO_VERBOSE):');
         for (const line of pipeLog) console.error(`  ${line}`);
@@ -405,11 +290,4 @@ async function main() {
     );
 }
 
-main().then(
-    () => {
-        clearTimeout(overall);
-        killLeftovers();
-        process.exit(0);
-    },
-    err => dumpAndExit(err)
-);
+t.run(main);

@@ -1,0 +1,195 @@
+# shellcheck shell=bash
+# Shared plumbing for the interop tests' run.sh scripts (tests/interop/*/run.sh).
+#
+# Sourced, not run. Before sourcing, the caller sets (with `set -euo pipefail` already on):
+#   HERE   absolute path of the test's own folder (package.json, package-lock.json, node_modules)
+#   NAME   test name used as the prefix of every message, e.g. interop_sdk_v2
+#
+# Provides:
+#   die MSG...                     "$NAME: FAIL: MSG" on stderr, exit 1
+#   interop_check_prereqs BIN      usage/binary/node/npm/timeout/Node >= 20 checks; sets BIN
+#   interop_install_pinned_deps [NPM_CI_ARGS...]
+#                                  `npm ci` into $HERE only when node_modules does not match
+#                                  package-lock.json (so re-runs work offline); bounded
+#   interop_workdir TAG            creates $WORK (removed at exit) and installs the exit traps
+#   interop_start_mcpfan ARGS...   starts "$BIN" --listen 127.0.0.1:0 ARGS... by PID ($SRV_PID),
+#                                  stderr in $LOG; sets HOSTPORT from its listening line
+#                                  (bounded wait)
+#   interop_server_alive           whether $SRV_PID is still running
+#   interop_run_bounded SECS WHAT CMD...
+#                                  runs CMD in $HERE under `timeout`; dies on a timeout; else
+#                                  sets RC to CMD's exit status
+#   interop_run_node_client SECS SCRIPT ARGS...
+#                                  `node SCRIPT ARGS...` via interop_run_bounded; a test that
+#                                  started mcpfan fails if it died meanwhile; then
+#                                  interop_finish with the client's status
+#   interop_watch_pidfile FILE     PIDs listed in FILE (one per line) are stopped at exit too
+#   interop_finish RC              records the result (mcpfan's stderr is shown when RC != 0)
+#                                  and exits with RC
+# At exit every process this test started (or recorded in the pid file) is stopped by PID:
+# SIGTERM, then SIGKILL after 5 s.
+
+PORT_WAIT_S=10                     # mcpfan's "listening on" line
+STOP_GRACE_S=5                     # SIGTERM -> SIGKILL
+NPM_CI_TIMEOUT_S=240               # first run only: the registry download
+
+SRV_PID=""
+WORK=""
+LOG=""
+PIDFILE=""
+RESULT=1
+RC=1
+
+die() { echo "$NAME: FAIL: $*" >&2; exit 1; }
+
+interop_check_prereqs() {
+  BIN="${1:-}"
+  [ -n "$BIN" ] || die "usage: bash run.sh /path/to/mcpfan"
+  if [ ! -f "$BIN" ] || [ ! -x "$BIN" ]; then die "mcpfan binary '$BIN' is not an executable file"; fi
+  command -v node >/dev/null || die "node not found (Node >= 20 required)"
+  command -v npm >/dev/null || die "npm not found"
+  command -v timeout >/dev/null || die "coreutils 'timeout' not found"
+  node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
+    || die "Node >= 20 required, found $(node --version)"
+}
+
+# --- pinned dependencies ---------------------------------------------------------------------
+# The installed tree in $HERE matches its lock file when every locked package is present at
+# its locked version. Reads only local files.
+interop_deps_ok() {
+  (cd "$HERE" && node -e '
+    const fs = require("fs");
+    const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+    for (const [p, meta] of Object.entries(lock.packages || {})) {
+      if (p === "" || meta.dev || meta.optional) continue;
+      let v;
+      try { v = JSON.parse(fs.readFileSync(p + "/package.json", "utf8")).version; } catch { process.exit(1); }
+      if (v !== meta.version) process.exit(1);
+    }
+  ') 2>/dev/null
+}
+
+# shellcheck disable=SC2120  # the extra npm ci arguments are optional
+interop_install_pinned_deps() {
+  interop_deps_ok && return 0
+  echo "$NAME: installing pinned packages (npm ci) in $HERE" >&2
+  local rc=0
+  (cd "$HERE" && timeout --kill-after=5 "$NPM_CI_TIMEOUT_S" \
+     npm ci --no-audit --no-fund --loglevel=error "$@") >&2 || rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    die "npm ci did not finish within ${NPM_CI_TIMEOUT_S} s"
+  fi
+  [ "$rc" -eq 0 ] || die "npm ci failed (needs the npm registry once; later runs are offline)"
+  interop_deps_ok || die "node_modules still does not match package-lock.json after npm ci"
+}
+
+# --- processes, stopped by PID ---------------------------------------------------------------
+# SIGTERM to every given PID that is alive, up to STOP_GRACE_S for all of them to go, then
+# SIGKILL to the survivors. Reaps our own children.
+interop_stop_pids() {
+  local pid alive left=()
+  for pid in "$@"; do
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left+=("$pid")
+  done
+  [ "${#left[@]}" -gt 0 ] || return 0
+  for pid in "${left[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 $((STOP_GRACE_S * 10))); do
+    alive=0
+    for pid in "${left[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${left[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "$NAME: mcpfan (pid $pid) ignored SIGTERM for ${STOP_GRACE_S} s; sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+}
+
+interop_cleanup() {
+  local rc=$?
+  interop_stop_pids "$SRV_PID"
+  if [ -n "$PIDFILE" ] && [ -f "$PIDFILE" ]; then
+    local pid left=()
+    while read -r pid; do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left+=("$pid")
+    done <"$PIDFILE"
+    if [ "${#left[@]}" -gt 0 ]; then
+      echo "$NAME: mcpfan child(ren) still running after the test: ${left[*]}; stopping them" >&2
+      interop_stop_pids "${left[@]}"
+    fi
+  fi
+  if [ "$RESULT" -ne 0 ] && [ -n "$LOG" ] && [ -s "$LOG" ]; then
+    echo "--- mcpfan stderr (last 40 lines):" >&2
+    tail -n 40 "$LOG" >&2 || true
+  fi
+  [ -z "$WORK" ] || rm -rf "$WORK"
+  exit "$rc"
+}
+
+interop_workdir() {
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpfan-$1.XXXXXX")"
+  trap interop_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+interop_watch_pidfile() {
+  PIDFILE="$1"
+  : >"$PIDFILE"
+}
+
+interop_server_alive() {
+  [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null
+}
+
+interop_start_mcpfan() {
+  [ -n "$WORK" ] || die "interop_start_mcpfan needs interop_workdir first"
+  LOG="$WORK/mcpfan.stderr"
+  "$BIN" --listen 127.0.0.1:0 "$@" >"$WORK/mcpfan.stdout" 2>"$LOG" &
+  SRV_PID=$!
+
+  HOSTPORT=""
+  local ec deadline=$(( $(date +%s) + PORT_WAIT_S ))
+  while :; do
+    HOSTPORT="$(grep -m1 -oE 'listening on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$LOG" 2>/dev/null | sed 's/^listening on //' || true)"
+    [ -n "$HOSTPORT" ] && break
+    if ! kill -0 "$SRV_PID" 2>/dev/null; then
+      ec=0; wait "$SRV_PID" 2>/dev/null || ec=$?
+      SRV_PID=""
+      die "mcpfan exited (status $ec) before logging its listening line"
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || die "no 'mcpfan: listening on HOST:PORT' line on stderr within ${PORT_WAIT_S} s"
+    sleep 0.05
+  done
+}
+
+interop_run_bounded() {
+  local secs="$1" what="$2"
+  shift 2
+  set +e
+  (cd "$HERE" && timeout --kill-after=5 "$secs" "$@")
+  RC=$?
+  set -e
+  if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+    die "$what did not finish within ${secs} s"
+  fi
+}
+
+interop_run_node_client() {
+  local secs="$1" script="$2"
+  shift 2
+  interop_run_bounded "$secs" "$script" node "$script" "$@"
+  if [ -n "$SRV_PID" ] && ! interop_server_alive; then
+    [ "$RC" -ne 0 ] || RC=1
+    echo "$NAME: FAIL: mcpfan died during the test" >&2
+  fi
+  interop_finish "$RC"
+}
+
+interop_finish() {
+  RESULT="$1"
+  exit "$1"
+}
