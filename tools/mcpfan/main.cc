@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
                  "listener, any Host on an --insecure one");
   app.add_option("--session-idle-ms", cfg.session_idle_ms,
                  "a 2025-era session with no open GET stream expires after this")->capture_default_str()->check(CLI::Range(10, 86400000));
+  app.add_option("--debounce-ms", cfg.debounce_ms,
+                 "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered (0 = off)")
+      ->capture_default_str();
   app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
   app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
   app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");

@@ -138,6 +138,12 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", errors);
   metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).",
          static_cast<long long>(sessions.size()));
+  const Debouncer* d = hub->debouncer();
+  metric(out, "mcpfan_debounce_suppressed_total", "counter",
+         "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.",
+         d ? static_cast<long long>(d->suppressed()) : 0);
+  metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
+         d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
   return out;
 }
@@ -146,6 +152,7 @@ Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>()) {
   if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
   impl_->config = std::move(config);
   impl_->hub = std::make_unique<Hub>(impl_->config.workers, impl_->config.shard);
+  impl_->hub->set_debounce(std::chrono::milliseconds(impl_->config.debounce_ms));
 }
 
 Server::~Server() { stop(); }
@@ -206,6 +213,9 @@ void Server::stop() {
   m.stopped = true;
   for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
   for (auto& w : m.workers) w->join();
+  // The debouncer's last act is to fan out what it holds, which wakes workers: stop it
+  // while they still exist (their loops are closed, so the wake-ups are dropped).
+  m.hub->set_debounce(std::chrono::milliseconds(0));
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
 }
 

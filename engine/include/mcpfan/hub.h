@@ -11,9 +11,11 @@
  * a shard whose loop-affine methods belong to the loop that owns it.
  */
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
+#include "mcpfan/debouncer.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -30,6 +32,14 @@ class Hub {
   [[nodiscard]] Shard& shard(std::size_t i) noexcept { return *shards_[i]; }
   [[nodiscard]] TenantRegistry& tenants() noexcept { return tenants_; }
 
+  /**
+   * Sets a minimum interval between fan-outs of one (tenant, method, uri) (0 = off, the
+   * default). Call before publishing starts.
+   */
+  void set_debounce(std::chrono::milliseconds interval);
+  /** The debouncer, if set_debounce() turned one on (for its counters). */
+  [[nodiscard]] const Debouncer* debouncer() const noexcept { return debouncer_.get(); }
+
   /** Fans one payload out to every shard: one queue push and one wake-up per shard. */
   void publish(const PayloadRef& payload);
   /** Same for several payloads, in order, with one wake-up per shard. */
@@ -37,9 +47,12 @@ class Hub {
   [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
 
  private:
+  void fan_out(const std::vector<PayloadRef>& payloads);
+
   TenantRegistry tenants_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<std::uint64_t> published_{0};
+  std::unique_ptr<Debouncer> debouncer_;  // declared last: its thread stops first
 };
 
 }  // namespace mcpfan

@@ -31,7 +31,8 @@ struct ServerConfig {
   std::uint64_t shutdown_grace_ms = 1500;
   std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
   std::vector<std::string> allow_hosts;    // Host header allow-list; empty: localhost|127.0.0.1|[::1]|listen host
-  std::uint64_t session_idle_ms = 300000;  // a 2025-era session with no open stream expires after this
+  std::uint64_t session_idle_ms = 300000;
+  std::uint64_t debounce_ms = 0;           // minimum interval between fan-outs of one (tenant, method, uri); 0 = off  // a 2025-era session with no open stream expires after this
   std::size_t max_line_bytes = 1u << 20;  // longest stdio-framed message
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
   /** Called (on a worker thread) when a stdio client attached with exit_on_eof ends. */

@@ -1,0 +1,113 @@
+// Debouncer: a trailing-edge throttle per (tenant, method, uri). Assertions are about
+// what is delivered and in which order, never about how fast: the timer thread runs on a
+// shared, noisy machine, so every wait has a generous bound.
+#include "mcpfan/debouncer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "test_sink.h"
+
+namespace mcpfan::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/** Records what the debouncer fans out, by payload identity. */
+struct Recorder {
+  std::mutex mu;
+  std::vector<const Payload*> seen;
+  Debouncer::Sink sink() {
+    return [this](const std::vector<PayloadRef>& ps) {
+      std::lock_guard lock(mu);
+      for (auto& p : ps) seen.push_back(p.get());
+    };
+  }
+  std::vector<const Payload*> snapshot() {
+    std::lock_guard lock(mu);
+    return seen;
+  }
+  bool wait_for(const Payload* p, std::chrono::milliseconds bound) {
+    auto until = std::chrono::steady_clock::now() + bound;
+    while (std::chrono::steady_clock::now() < until) {
+      for (auto* s : snapshot()) {
+        if (s == p) return true;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+};
+
+TEST(Debouncer, BurstDeliversFirstAndNewestInOrderAndCountsTheRest) {
+  Recorder rec;
+  std::vector<PayloadRef> sent;
+  for (int i = 0; i < 100; ++i) sent.push_back(make_update("file:///hot"));
+  Debouncer d(50ms, rec.sink());
+  for (auto& p : sent) d.publish({p});
+  ASSERT_TRUE(rec.wait_for(sent.back().get(), 5000ms)) << "the newest update was not delivered";
+  auto seen = rec.snapshot();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), sent.front().get()) << "a quiet key's first update goes out at once";
+  // Delivered ones appear in publish order; every other one was counted as suppressed.
+  std::size_t pos = 0;
+  for (auto* p : seen) {
+    while (pos < sent.size() && sent[pos].get() != p) ++pos;
+    ASSERT_LT(pos, sent.size()) << "delivered out of publish order";
+  }
+  EXPECT_EQ(seen.size() + d.suppressed(), sent.size());
+  // Delivered = immediate fan-outs (at least the first; more if the loop outlasted the
+  // interval on a slow machine) + trailing ones.
+  EXPECT_GE(seen.size(), 1 + d.trailing());
+  EXPECT_GE(d.trailing(), 1u) << "the newest update came after the first, so it was held and trailed";
+}
+
+TEST(Debouncer, KeysDoNotHoldEachOther) {
+  Recorder rec;
+  Debouncer d(10s, rec.sink());
+  auto a = make_update("file:///a");
+  auto b = make_update("file:///b");
+  auto b_other_tenant = make_update("file:///a", 7);
+  auto tools = make_list_changed(Kind::ToolsListChanged);
+  d.publish({a, b, b_other_tenant, tools});
+  // All four are distinct keys: fanned out within publish(), none held.
+  auto seen = rec.snapshot();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], a.get());
+  EXPECT_EQ(seen[3], tools.get());
+  EXPECT_EQ(d.suppressed(), 0u);
+}
+
+TEST(Debouncer, HeldUpdateIsDeliveredOnDestruction) {
+  Recorder rec;
+  auto first = make_update("file:///x");
+  auto second = make_update("file:///x");
+  {
+    Debouncer d(10s, rec.sink());
+    d.publish({first});
+    d.publish({second});  // within the interval: held
+    EXPECT_EQ(rec.snapshot().size(), 1u);
+  }
+  auto seen = rec.snapshot();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], second.get()) << "stopping must not lose the newest update";
+}
+
+TEST(Debouncer, QuietKeysAreForgotten) {
+  Recorder rec;
+  Debouncer d(20ms, rec.sink());
+  d.publish({make_update("file:///once")});
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (d.tracked_keys() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(d.tracked_keys(), 0u) << "a key quiet for a whole interval keeps no state";
+  // And then it is quiet again: the next update goes out at once.
+  auto again = make_update("file:///once");
+  d.publish({again});
+  EXPECT_EQ(rec.snapshot().back(), again.get());
+}
+
+}  // namespace
+}  // namespace mcpfan::test
