@@ -59,7 +59,7 @@ PayloadRef encode_notification(const NotificationParts& parts) {
   q.reserve(b.size());
   append_method_head(q, parts.kind);
   first = true;
-  if (!parts.meta.empty()) {
+  if (parts.has_meta || !parts.meta.empty()) {
     q += R"("_meta":{)";
     append_members(q, parts.meta, first);
     q.push_back('}');

@@ -107,6 +107,7 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
           if (pkey == "_meta") {
             od::object meta;
             if (pv.get_object().get(meta)) return bad(index, many, "\"params._meta\" must be an object");
+            p.has_meta = true;
             // The server owns the subscriptionId key: a publisher's value would be wrong.
             if (read_members(meta, kSubscriptionIdKey, p.meta)) return bad(index, many, "body is not valid JSON");
           } else if (pkey == "uri") {

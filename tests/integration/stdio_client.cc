@@ -39,12 +39,6 @@ void SetNonBlocking(int fd) {
   if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-bool IsSocket(int fd) {
-  int type = 0;
-  socklen_t len = sizeof type;
-  return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
-}
-
 // Writing to a pipe whose reader died must fail with EPIPE, not kill the test binary.
 void IgnoreSigpipeOnce() {
   static const bool done = [] {

@@ -42,6 +42,8 @@ struct NotificationParts {
   std::vector<std::pair<std::string_view, std::string_view>> params;
   /** params._meta members other than the subscriptionId, same form. */
   std::vector<std::pair<std::string_view, std::string_view>> meta;
+  /** The publisher sent a params._meta (perhaps empty): plain() keeps it. */
+  bool has_meta = false;
 };
 
 class PayloadRef;
