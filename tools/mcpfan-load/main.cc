@@ -1,0 +1,1187 @@
+// mcpfan-load: the subscriber-side load generator for mcpfan and its peers (nginx+nchan,
+// the TypeScript SDK v2 listen hub). Command line: bench/compare/LOADGEN_CLI.md.
+//
+// One thread, one libuv loop, N non-blocking subscriber streams. Streams are spread over
+// loopback source addresses 127.0.0.2.. (bound with IP_BIND_ADDRESS_NO_PORT, so the port
+// is picked per 4-tuple at connect time) and opened through a bounded window of in-flight
+// handshakes, so neither ephemeral ports nor the server's accept backlog run out. The fd
+// limit is raised to the hard limit.
+//
+// Hot path per delivery: one read() of the stream, chunk framing checked, the SSE event
+// (or stdio line) split with memchr, the publisher's `"bench/seq":` marker found with
+// memmem (no JSON parsing), one clock read per read() call. Sequence numbers are unique
+// per run (wall-clock based), so replayed messages from earlier runs (nchan's message
+// buffer) are recognised as stale.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "histogram.h"
+#include "http_pool.h"
+#include "proc_stats.h"
+#include "wire.h"
+
+namespace mcpload {
+namespace {
+
+enum class Kind : uint8_t { Listen, Session, Stdio, Nchan, SdkHub };
+enum class Scenario : uint8_t { Burst, Sustained, Storm };
+
+constexpr std::string_view kEnvelope2026 =
+    R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientInfo":{"name":"mcpfan-load","version":"0.1.0"},)"
+    R"("io.modelcontextprotocol/clientCapabilities":{}})";
+constexpr int kMaxAttempts = 5;          // per stream handshake
+constexpr int kControlConnections = 16;  // session kind: POSTs, one in flight each
+// Publishes are written when due, never held back waiting for answers: a server that takes
+// publishes in slowly shows it as latency (send time = when the publish was due and written).
+constexpr int kPublishDepth = 1 << 20;
+constexpr uint64_t kMs = 1000000;
+constexpr uint64_t kSec = 1000000000;
+
+struct Options {
+  std::string kind_s, scenario_s;
+  Kind kind = Kind::Listen;
+  Scenario scenario = Scenario::Burst;
+  std::string target, unix_path, sub_path = "/sub/bench", publish_url, uri = "file:///bench/a", json_file;
+  int streams = 0;
+  int rounds = 10;
+  double rate = 100;
+  double duration = 5;
+  int sources = 0;
+  int server_pid = 0;
+  double timeout_s = 120;
+  int window = 1024;
+};
+
+struct Url {
+  sockaddr_in addr{};
+  std::string hostport;  // Host header
+  std::string path;
+};
+
+bool ParseUrl(std::string_view s, Url* u, std::string* err) {
+  if (!s.starts_with("http://")) {
+    *err = "only http:// URLs are supported: " + std::string(s);
+    return false;
+  }
+  s.remove_prefix(7);
+  size_t slash = s.find('/');
+  std::string_view hp = s.substr(0, slash);
+  u->path = slash == std::string_view::npos ? "" : std::string(s.substr(slash));
+  size_t colon = hp.rfind(':');
+  std::string host(hp.substr(0, colon));
+  int port = 80;
+  if (colon != std::string_view::npos) {
+    port = std::atoi(std::string(hp.substr(colon + 1)).c_str());
+    if (port <= 0 || port > 65535) {
+      *err = "bad port in URL: " + std::string(hp);
+      return false;
+    }
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  u->addr.sin_family = AF_INET;
+  u->addr.sin_port = htons(uint16_t(port));
+  if (inet_pton(AF_INET, host.c_str(), &u->addr.sin_addr) != 1) {
+    *err = "the host must be an IPv4 literal (loopback): " + host;
+    return false;
+  }
+  if ((ntohl(u->addr.sin_addr.s_addr) >> 24) != 127) {
+    *err = "loopback targets only (127.0.0.0/8): " + host;
+    return false;
+  }
+  u->hostport = host + ":" + std::to_string(port);
+  return true;
+}
+
+std::string JsonEscape(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", unsigned(c));
+      o += b;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string Num(double v, int prec = 3) {
+  if (!std::isfinite(v)) return "null";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+uint64_t SelfCpuUs() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return uint64_t(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + uint64_t(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+class Loadgen;
+
+enum class SState : uint8_t { Idle, Queued, SessionSetup, Connecting, AwaitHead, AwaitAck, AwaitSubscribe, Open, Closing };
+enum class AfterClose : uint8_t { Nothing, Retry, Reconnect };
+
+struct Stream {
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } h;
+  uv_connect_t creq;
+  Loadgen* lg = nullptr;
+  uint32_t idx = 0;
+  uint32_t gen = 0;
+  SState state = SState::Idle;
+  AfterClose after_close = AfterClose::Nothing;
+  uint8_t attempts = 0;
+  bool handle_open = false;
+  uint64_t retry_at = 0;
+  uint64_t last_seq = 0;  // local sequence index of the newest delivery
+  std::string carry;      // response head being assembled
+  BodyDecoder body;
+  LineFramer lines;
+  std::string sid;        // session kind: Mcp-Session-Id
+
+  uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&h); }
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&h); }
+};
+
+struct StreamSink {
+  Loadgen* lg;
+  Stream* st;
+  uint64_t now;
+  bool closed = false;
+  bool OnMessage(const Msg& m);
+  bool OnFramingError(const char* what);
+  void OnIdLine();
+  void OnEventType(std::string_view t);
+};
+
+class Loadgen {
+ public:
+  explicit Loadgen(Options o) : o_(std::move(o)) {}
+  int Run();
+
+  // StreamSink callbacks
+  bool OnMessage(Stream* st, const Msg& m, uint64_t now);
+  bool OnFramingError(Stream* st, const char* what);
+  void OnIdLine(Stream*) { ++id_lines_; }
+  void OnEventType(Stream*, std::string_view) { ++other_events_; }
+
+ private:
+  bool Setup(std::string* err);
+  void Teardown();
+
+  // streams
+  void Enqueue(Stream* st);
+  void PumpConnects();
+  void StartAttempt(Stream* st);
+  void ConnectTcp(Stream* st);
+  void ConnectPipe(Stream* st);
+  void SessionStep(Stream* st, int step);
+  void Confirm(Stream* st);
+  void FailAttempt(Stream* st, const std::string& why);
+  void CloseStream(Stream* st, AfterClose then);
+  void OnEnd(Stream* st, const std::string& why);
+  void Feed(Stream* st, const char* p, size_t n, uint64_t now);
+  void FeedBody(Stream* st, const char* p, size_t n, uint64_t now);
+  void Deliver(Stream* st, uint64_t seq, uint64_t now);
+  std::string ListenRequest(uint32_t idx) const;
+  std::string SessionPost(const std::string& sid, std::string_view body) const;
+
+  static void OnStreamConnect(uv_connect_t* req, int status);
+  static void OnStreamAlloc(uv_handle_t*, size_t, uv_buf_t* buf);
+  static void OnStreamRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void OnStreamClosed(uv_handle_t* h);
+  void AfterClosed(Stream* st);
+  static void OnRetryTimer(uv_timer_t* t);
+  static void OnTick(uv_timer_t* t);
+
+  // publishing
+  void EnsureSeq(uint64_t i);
+  void Publish(uint64_t i);
+  std::string PublishRequest(uint64_t seq, uint64_t ts) const;
+
+  // phases
+  bool RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what, bool fatal_on_timeout = true);
+  void SetFatal(const std::string& msg);
+  void ResetPhase(uint64_t base);
+  bool ConnectAll();
+  bool RunBurst();
+  bool RunSustained();
+  bool RunStorm();
+  ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
+  void Report(bool ok);
+  // Contract violations seen on the streams: any makes the run fail. (MCP listen/session
+  // streams must carry no `id:` lines and only `event: message`; nchan and the SDK hub may.)
+  uint64_t Violations() const {
+    return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ +
+           ((o_.kind == Kind::Listen || o_.kind == Kind::Session) ? id_lines_ + other_events_ : 0);
+  }
+
+  Options o_;
+  uv_loop_t loop_{};
+  uv_timer_t wake_{};
+  uv_timer_t retry_timer_{};
+  uv_timer_t tick_{};
+  bool retry_timer_on_ = false;
+  Url target_, pub_;
+  std::string mcp_path_;
+  std::vector<sockaddr_in> sources_;
+  uint32_t n_ = 0;
+  std::unique_ptr<Stream[]> streams_;
+  std::unique_ptr<HttpPool> publishers_;
+  std::unique_ptr<HttpPool> control_;
+  std::deque<uint32_t> queue_;
+  std::vector<uint32_t> retry_;
+  uint32_t inflight_ = 0;
+  uint32_t open_ = 0;
+  uint64_t global_deadline_ = 0;
+  uint64_t start_ns_ = 0;
+  bool fatal_ = false;
+  std::string fatal_msg_;
+  std::string first_error_;
+  bool sustained_phase_ = false;
+
+  // counters
+  uint64_t failed_streams_ = 0, dropped_ = 0, framing_errors_ = 0, id_lines_ = 0, other_events_ = 0;
+  uint64_t unexpected_ = 0, stale_ = 0, dups_ = 0, unknown_seq_ = 0, early_ = 0, completes_ = 0;
+  uint64_t retries_ = 0, publish_errors_ = 0;
+
+  // publishing state; sequence index i is published as seq = run_offset_ + i
+  uint64_t run_offset_ = 0;
+  uint64_t next_seq_ = 1;
+  uint64_t published_ = 0, acked_ = 0;
+  std::vector<uint64_t> send_ns_, last_ns_;
+  std::vector<uint32_t> count_;
+
+  // measured-phase state
+  uint64_t phase_base_ = 1;
+  uint64_t final_seq_ = UINT64_MAX;
+  uint64_t at_final_ = 0;
+  uint64_t received_ = 0;
+  uint64_t coalesced_ = 0;
+  uint64_t phase_last_ns_ = 0;
+  bool hist_on_ = false;
+  Histogram hist_;
+
+  // sustained publisher
+  uint64_t sus_base_ = 0, sus_total_ = 0, sus_done_ = 0, sus_start_ = 0;
+
+  // results
+  double connect_s_ = -1;
+  std::vector<double> rounds_ms_;
+  double burst_dps_ = 0;
+  struct {
+    bool ran = false;
+    uint64_t expected = 0, received = 0, coalesced = 0, lost = 0;
+    double dps = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+    double publish_lag_ms = 0;
+    double drain_s = 0;
+  } sus_;
+  struct {
+    bool ran = false;
+    double reconnect_s = -1, confirm_s = -1;
+    bool all_received = false;
+  } storm_;
+  ProcSample rss0_, rss1_;
+  uint64_t cpu_ticks_ = 0, phase_deliveries_ = 0, self_cpu_us_ = 0;
+  bool cpu_measured_ = false;
+  char rbuf_[64 * 1024];
+};
+
+// ---------------------------------------------------------------- sink
+
+bool StreamSink::OnMessage(const Msg& m) {
+  if (!lg->OnMessage(st, m, now)) closed = true;
+  return !closed;
+}
+bool StreamSink::OnFramingError(const char* what) {
+  lg->OnFramingError(st, what);
+  closed = true;
+  return false;
+}
+void StreamSink::OnIdLine() { lg->OnIdLine(st); }
+void StreamSink::OnEventType(std::string_view t) { lg->OnEventType(st, t); }
+
+// ---------------------------------------------------------------- setup
+
+bool Loadgen::Setup(std::string* err) {
+  if (!ParseUrl(o_.target, &target_, err)) return false;
+  mcp_path_ = target_.path.empty() || target_.path == "/" ? "/mcp" : target_.path;
+  std::string base = "http://" + target_.hostport;
+  std::string pub = o_.publish_url;
+  if (pub.empty()) {
+    pub = base + (o_.kind == Kind::Nchan ? "/pub/bench" : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
+  }
+  if (!ParseUrl(pub, &pub_, err)) return false;
+  if (pub_.path.empty()) pub_.path = "/";
+  if (o_.kind == Kind::Stdio && o_.unix_path.empty()) {
+    *err = "--kind stdio needs --unix PATH";
+    return false;
+  }
+  if (o_.unix_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    *err = "--unix path too long";
+    return false;
+  }
+
+  // File descriptors: raise the soft limit to the hard limit.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  getrlimit(RLIMIT_NOFILE, &rl);
+  uint64_t need = uint64_t(o_.streams) + 1 + kControlConnections + 64;
+  if (rl.rlim_cur < need) {
+    *err = "--streams " + std::to_string(o_.streams) + " needs " + std::to_string(need) + " descriptors; RLIMIT_NOFILE is " +
+           std::to_string(rl.rlim_cur);
+    return false;
+  }
+
+  int k = o_.sources > 0 ? o_.sources : std::max(2, (o_.streams + 4999) / 5000);
+  k = std::min(k, 250);
+  for (int i = 0; i < k; ++i) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl((127u << 24) | uint32_t(2 + i));
+    sources_.push_back(a);
+  }
+
+  timeval tv{};
+  gettimeofday(&tv, nullptr);
+  run_offset_ = (uint64_t(tv.tv_sec) * 1000 + uint64_t(tv.tv_usec) / 1000) * 1000;  // unique per run, < 2^53
+
+  uv_loop_init(&loop_);
+  uv_timer_init(&loop_, &wake_);
+  uv_timer_init(&loop_, &retry_timer_);
+  uv_timer_init(&loop_, &tick_);
+  retry_timer_.data = this;
+  tick_.data = this;
+  n_ = uint32_t(o_.streams);
+  streams_.reset(new Stream[n_]);
+  for (uint32_t i = 0; i < n_; ++i) {
+    streams_[i].lg = this;
+    streams_[i].idx = i;
+  }
+  publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
+  if (o_.kind == Kind::Session) control_ = std::make_unique<HttpPool>(&loop_, target_.addr, kControlConnections, 1);
+  return true;
+}
+
+void Loadgen::Teardown() {
+  uv_timer_stop(&tick_);
+  uv_timer_stop(&retry_timer_);
+  for (uint32_t i = 0; i < n_; ++i) {
+    Stream* st = &streams_[i];
+    if (st->handle_open && st->state != SState::Closing) {
+      st->after_close = AfterClose::Nothing;
+      st->state = SState::Closing;
+      uv_close(st->handle(), &Loadgen::OnStreamClosed);
+    }
+  }
+  publishers_->Close();
+  if (control_) control_->Close();
+  uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&retry_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+  // Nothing is left to start new work: this returns once every close callback has run.
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+}
+
+// ---------------------------------------------------------------- stream lifecycle
+
+void Loadgen::Enqueue(Stream* st) {
+  st->state = SState::Queued;
+  queue_.push_back(st->idx);
+  PumpConnects();
+}
+
+void Loadgen::PumpConnects() {
+  while (inflight_ < uint32_t(o_.window) && !queue_.empty() && !fatal_) {
+    Stream* st = &streams_[queue_.front()];
+    queue_.pop_front();
+    ++inflight_;
+    st->attempts = 0;
+    StartAttempt(st);
+  }
+}
+
+void Loadgen::StartAttempt(Stream* st) {
+  ++st->gen;
+  st->carry.clear();
+  st->last_seq = phase_base_ - 1;
+  switch (o_.kind) {
+    case Kind::Session:
+      st->state = SState::SessionSetup;
+      SessionStep(st, 0);
+      return;
+    case Kind::Stdio: ConnectPipe(st); return;
+    default: ConnectTcp(st); return;
+  }
+}
+
+void Loadgen::ConnectTcp(Stream* st) {
+  int rc = uv_tcp_init_ex(&loop_, &st->h.tcp, AF_INET);
+  if (rc != 0) return FailAttempt(st, std::string("socket: ") + uv_strerror(rc));
+  st->handle_open = true;
+  st->h.tcp.data = st;
+  st->creq.data = st;
+  st->state = SState::Connecting;
+  uv_os_fd_t fd;
+  if (uv_fileno(st->handle(), &fd) == 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  }
+  const sockaddr_in& src = sources_[st->idx % sources_.size()];
+  rc = uv_tcp_bind(&st->h.tcp, reinterpret_cast<const sockaddr*>(&src), 0);
+  if (rc == 0) uv_tcp_nodelay(&st->h.tcp, 1);
+  if (rc == 0) rc = uv_tcp_connect(&st->creq, &st->h.tcp, reinterpret_cast<const sockaddr*>(&target_.addr), &Loadgen::OnStreamConnect);
+  if (rc != 0) FailAttempt(st, std::string("connect: ") + uv_strerror(rc));
+}
+
+void Loadgen::ConnectPipe(Stream* st) {
+  uv_pipe_init(&loop_, &st->h.pipe, 0);
+  st->handle_open = true;
+  st->h.pipe.data = st;
+  st->creq.data = st;
+  st->state = SState::Connecting;
+  uv_pipe_connect(&st->creq, &st->h.pipe, o_.unix_path.c_str(), &Loadgen::OnStreamConnect);
+}
+
+std::string Loadgen::ListenRequest(uint32_t idx) const {
+  std::string body = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
+                     R"(","method":"subscriptions/listen","params":{"_meta":)" + std::string(kEnvelope2026) +
+                     R"(,"notifications":{"resourceSubscriptions":[")" + JsonEscape(o_.uri) + R"("]}}})";
+  if (o_.kind == Kind::Stdio) return body + "\n";
+  return "POST " + mcp_path_ + " HTTP/1.1\r\nHost: " + target_.hostport +
+         "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string Loadgen::SessionPost(const std::string& sid, std::string_view body) const {
+  std::string r = "POST " + mcp_path_ + " HTTP/1.1\r\nHost: " + target_.hostport +
+                  "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+  if (!sid.empty()) r += "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: " + sid + "\r\n";
+  r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  r += body;
+  return r;
+}
+
+// Session kind: 0 initialize, 1 notifications/initialized, (then the GET stream), 2 resources/subscribe.
+void Loadgen::SessionStep(Stream* st, int step) {
+  uint32_t gen = st->gen;
+  Job j;
+  std::string req;
+  if (step == 0) {
+    req = SessionPost("", R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                          R"("capabilities":{},"clientInfo":{"name":"mcpfan-load","version":"0.1.0"}}})");
+  } else if (step == 1) {
+    req = SessionPost(st->sid, R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  } else {
+    req = SessionPost(st->sid, R"({"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":")" +
+                                   JsonEscape(o_.uri) + R"("}})");
+  }
+  j.build = [req = std::move(req)] { return req; };
+  j.done = [this, st, gen, step](Reply& r) {
+    if (st->gen != gen) return;  // a later attempt (or a storm) replaced this one
+    std::string what = step == 0 ? "initialize" : step == 1 ? "notifications/initialized" : "resources/subscribe";
+    auto fail = [&](const std::string& why) {
+      FailAttempt(st, what + ": " + (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error) +
+                          (why.empty() ? "" : " (" + why + ")"));
+    };
+    if (step == 0) {
+      if (st->state != SState::SessionSetup) return;
+      if (r.status != 200 || r.head.session_id.empty()) return fail("want 200 with Mcp-Session-Id");
+      st->sid = r.head.session_id;
+      SessionStep(st, 1);
+    } else if (step == 1) {
+      if (st->state != SState::SessionSetup) return;
+      if (r.status / 100 != 2) return fail("want 2xx");
+      ConnectTcp(st);
+    } else {
+      if (st->state != SState::AwaitSubscribe) return;
+      if (r.status != 200 || r.body.find(R"("result":{})") == std::string::npos) return fail("want 200 with result {}");
+      Confirm(st);
+    }
+  };
+  control_->Submit(std::move(j));
+}
+
+void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
+  auto* st = static_cast<Stream*>(req->data);
+  Loadgen* self = st->lg;
+  if (st->state != SState::Connecting) return;  // closing
+  if (status < 0) {
+    self->FailAttempt(st, std::string("connect: ") + uv_strerror(status));
+    return;
+  }
+  std::string request;
+  switch (self->o_.kind) {
+    case Kind::Listen:
+    case Kind::SdkHub:
+    case Kind::Stdio: request = self->ListenRequest(st->idx); break;
+    case Kind::Session:
+      request = "GET " + self->mcp_path_ + " HTTP/1.1\r\nHost: " + self->target_.hostport +
+                "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + st->sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n";
+      break;
+    case Kind::Nchan:
+      request = "GET " + self->o_.sub_path + " HTTP/1.1\r\nHost: " + self->target_.hostport +
+                "\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+      break;
+  }
+  if (self->o_.kind == Kind::Stdio) {
+    st->state = SState::AwaitAck;
+    st->lines.Reset(LineFramer::Mode::JsonLines);
+  } else {
+    st->state = SState::AwaitHead;
+  }
+  int rc = WriteOwned(st->stream(), std::move(request));
+  if (rc == 0) rc = uv_read_start(st->stream(), &Loadgen::OnStreamAlloc, &Loadgen::OnStreamRead);
+  if (rc != 0) self->FailAttempt(st, std::string("write: ") + uv_strerror(rc));
+}
+
+void Loadgen::OnStreamAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  Loadgen* self = static_cast<Stream*>(h->data)->lg;
+  *buf = uv_buf_init(self->rbuf_, sizeof self->rbuf_);
+}
+
+void Loadgen::OnStreamRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+  auto* st = static_cast<Stream*>(s->data);
+  Loadgen* self = st->lg;
+  if (nread == 0 || st->state == SState::Closing) return;
+  if (nread < 0) {
+    self->OnEnd(st, nread == UV_EOF ? "closed by the server" : std::string("read: ") + uv_strerror(int(nread)));
+    return;
+  }
+  self->Feed(st, buf->base, size_t(nread), NowNs());
+}
+
+void Loadgen::Feed(Stream* st, const char* p, size_t n, uint64_t now) {
+  if (o_.kind == Kind::Stdio) {
+    StreamSink sink{this, st, now};
+    st->lines.Feed(p, n, sink);
+    return;
+  }
+  if (st->state != SState::AwaitHead) {
+    FeedBody(st, p, n, now);
+    return;
+  }
+  std::string buf;  // head (and whatever followed it) when it arrived in pieces
+  std::string_view data(p, n);
+  if (!st->carry.empty()) {
+    st->carry.append(p, n);
+    buf.swap(st->carry);
+    data = buf;
+  }
+  size_t he = HeadEnd(data);
+  if (!he) {
+    if (data.size() > 64 * 1024) return FailAttempt(st, "response head larger than 64 KiB");
+    st->carry.assign(data);
+    return;
+  }
+  HttpHead h;
+  if (!ParseHead(data.substr(0, he), &h)) return FailAttempt(st, "malformed HTTP response head");
+  std::string_view rest = data.substr(he);
+  if (h.status != 200 || h.content_type != "text/event-stream") {
+    return FailAttempt(st, "HTTP " + std::to_string(h.status) + " " + h.content_type + ": " + std::string(rest.substr(0, 200)));
+  }
+  if (h.chunked) {
+    st->body.Reset(BodyDecoder::Mode::Chunked);
+  } else if (h.content_length >= 0) {
+    st->body.Reset(BodyDecoder::Mode::Length, uint64_t(h.content_length));
+  } else {
+    st->body.Reset(BodyDecoder::Mode::UntilClose);
+  }
+  st->lines.Reset(LineFramer::Mode::Sse);
+  switch (o_.kind) {
+    case Kind::Nchan: Confirm(st); break;
+    case Kind::Session:
+      st->state = SState::AwaitSubscribe;
+      SessionStep(st, 2);
+      break;
+    default: st->state = SState::AwaitAck; break;
+  }
+  if (!rest.empty()) FeedBody(st, rest.data(), rest.size(), now);
+}
+
+void Loadgen::FeedBody(Stream* st, const char* p, size_t n, uint64_t now) {
+  StreamSink sink{this, st, now};
+  bool ok = st->body.Feed(p, n, [&](const char* d, size_t k) { return st->lines.Feed(d, k, sink); });
+  if (sink.closed) return;
+  if (!ok) {
+    OnFramingError(st, "bad HTTP body framing (chunked encoding)");
+    return;
+  }
+  if (st->body.done()) OnEnd(st, "the server ended the stream");
+}
+
+bool Loadgen::OnMessage(Stream* st, const Msg& m, uint64_t now) {
+  switch (m.type) {
+    case MsgType::Seq:
+      if (st->state != SState::Open) {
+        ++early_;
+        return true;
+      }
+      Deliver(st, m.seq, now);
+      return true;
+    case MsgType::Ack: {
+      if (st->state != SState::AwaitAck) {
+        ++unexpected_;
+        return true;
+      }
+      char id[32];
+      int len = std::snprintf(id, sizeof id, "\"listen:%u\"", st->idx);
+      if (!memmem(m.text.data(), m.text.size(), id, size_t(len))) {
+        OnFramingError(st, "acknowledgement without this listen's subscriptionId");
+        return false;
+      }
+      st->lines.clear_ack_text();
+      Confirm(st);
+      return true;
+    }
+    case MsgType::Complete: ++completes_; return true;
+    case MsgType::Other: ++unexpected_; return true;
+    case MsgType::Invalid: OnFramingError(st, "not a JSON object"); return false;
+  }
+  return true;
+}
+
+void Loadgen::Deliver(Stream* st, uint64_t seq, uint64_t now) {
+  if (seq < run_offset_ + phase_base_) {  // an earlier phase's (or run's) message replayed
+    ++stale_;
+    return;
+  }
+  uint64_t i = seq - run_offset_;
+  if (i >= count_.size() || send_ns_[i] == 0) {
+    ++unknown_seq_;
+    return;
+  }
+  if (i <= st->last_seq) {
+    ++dups_;
+    return;
+  }
+  coalesced_ += i - st->last_seq - 1;
+  st->last_seq = i;
+  ++received_;
+  ++count_[i];
+  last_ns_[i] = now;
+  phase_last_ns_ = now;
+  if (hist_on_) hist_.Record(now > send_ns_[i] ? now - send_ns_[i] : 0);
+  if (i == final_seq_) ++at_final_;
+}
+
+bool Loadgen::OnFramingError(Stream* st, const char* what) {
+  ++framing_errors_;
+  std::string why = std::string("framing: ") + what;
+  if (st->state == SState::Open) {
+    OnEnd(st, why);
+  } else {
+    FailAttempt(st, why);
+  }
+  return false;
+}
+
+void Loadgen::Confirm(Stream* st) {
+  st->state = SState::Open;
+  st->attempts = 0;
+  st->carry.clear();
+  st->carry.shrink_to_fit();
+  ++open_;
+  --inflight_;
+  PumpConnects();
+}
+
+void Loadgen::FailAttempt(Stream* st, const std::string& why) {
+  if (st->state == SState::Closing || st->state == SState::Idle) return;
+  if (first_error_.empty()) first_error_ = "stream " + std::to_string(st->idx) + ": " + why;
+  ++st->attempts;
+  ++st->gen;  // pending session callbacks of this attempt are void
+  if (st->attempts >= kMaxAttempts || fatal_) {
+    ++failed_streams_;
+    --inflight_;
+    CloseStream(st, AfterClose::Nothing);
+    SetFatal("stream " + std::to_string(st->idx) + " could not be confirmed after " + std::to_string(int(st->attempts)) +
+             " attempts: " + why);
+    return;
+  }
+  ++retries_;
+  st->retry_at = NowNs() + uint64_t(st->attempts) * 20 * kMs;
+  CloseStream(st, AfterClose::Retry);
+}
+
+void Loadgen::CloseStream(Stream* st, AfterClose then) {
+  if (st->state == SState::Open) --open_;
+  st->after_close = then;
+  if (st->handle_open) {
+    if (st->state == SState::Closing) return;
+    st->state = SState::Closing;
+    uv_close(st->handle(), &Loadgen::OnStreamClosed);
+    return;
+  }
+  AfterClosed(st);
+}
+
+void Loadgen::OnStreamClosed(uv_handle_t* h) {
+  auto* st = static_cast<Stream*>(h->data);
+  st->handle_open = false;
+  st->lg->AfterClosed(st);
+}
+
+void Loadgen::AfterClosed(Stream* st) {
+  st->state = SState::Idle;
+  st->carry.clear();
+  st->carry.shrink_to_fit();
+  st->lines.Reset(LineFramer::Mode::Sse);
+  switch (st->after_close) {
+    case AfterClose::Nothing: break;
+    case AfterClose::Retry:
+      st->state = SState::Queued;
+      retry_.push_back(st->idx);
+      if (!retry_timer_on_) {
+        retry_timer_on_ = true;
+        uv_timer_start(&retry_timer_, &Loadgen::OnRetryTimer, 5, 5);
+      }
+      break;
+    case AfterClose::Reconnect: Enqueue(st); break;
+  }
+}
+
+void Loadgen::OnRetryTimer(uv_timer_t* t) {
+  auto* self = static_cast<Loadgen*>(t->data);
+  uint64_t now = NowNs();
+  std::vector<uint32_t> later;
+  std::vector<uint32_t> due;
+  for (uint32_t i : self->retry_) (self->streams_[i].retry_at <= now ? due : later).push_back(i);
+  self->retry_.swap(later);
+  for (uint32_t i : due) {
+    if (!self->fatal_) self->StartAttempt(&self->streams_[i]);
+  }
+  if (self->retry_.empty()) {
+    self->retry_timer_on_ = false;
+    uv_timer_stop(t);
+  }
+}
+
+void Loadgen::OnEnd(Stream* st, const std::string& why) {
+  if (st->state == SState::Open) {
+    ++dropped_;
+    if (first_error_.empty()) first_error_ = "stream " + std::to_string(st->idx) + " dropped: " + why;
+    CloseStream(st, AfterClose::Nothing);
+    if (!sustained_phase_) SetFatal("stream " + std::to_string(st->idx) + " dropped: " + why);
+    return;
+  }
+  FailAttempt(st, "before confirmation: " + why);
+}
+
+// ---------------------------------------------------------------- publishing
+
+void Loadgen::EnsureSeq(uint64_t i) {
+  if (i >= count_.size()) {
+    size_t n = std::max<size_t>(i + 1, count_.size() * 2);
+    count_.resize(n, 0);
+    send_ns_.resize(n, 0);
+    last_ns_.resize(n, 0);
+  }
+}
+
+std::string Loadgen::PublishRequest(uint64_t seq, uint64_t ts) const {
+  std::string body = R"({"method":"notifications/resources/updated","params":{"uri":")" + JsonEscape(o_.uri) +
+                     R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts) + "}}}";
+  return "POST " + pub_.path + " HTTP/1.1\r\nHost: " + pub_.hostport +
+         "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+void Loadgen::Publish(uint64_t i) {
+  EnsureSeq(i);
+  ++published_;
+  Job j;
+  j.build = [this, i] {
+    // A resend (the server closed a keep-alive connection with this publish pipelined on
+    // it) keeps the first send time: latency counts from when the publish was issued.
+    if (send_ns_[i] == 0) send_ns_[i] = NowNs();
+    return PublishRequest(run_offset_ + i, send_ns_[i]);
+  };
+  j.done = [this, i](Reply& r) {
+    ++acked_;
+    if (r.status / 100 != 2) {
+      ++publish_errors_;
+      SetFatal("publish seq index " + std::to_string(i) + ": " +
+               (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error));
+    }
+  };
+  publishers_->Submit(std::move(j));
+}
+
+// ---------------------------------------------------------------- phases
+
+void Loadgen::SetFatal(const std::string& msg) {
+  if (!fatal_) {
+    fatal_ = true;
+    fatal_msg_ = msg;
+  }
+}
+
+bool Loadgen::RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what, bool fatal_on_timeout) {
+  deadline = std::min(deadline, global_deadline_);
+  uint64_t armed = 0;
+  for (;;) {
+    if (done()) return true;
+    if (fatal_) return false;
+    uint64_t now = NowNs();
+    if (now >= deadline) {
+      if (deadline == global_deadline_) {
+        SetFatal("--timeout-s " + Num(o_.timeout_s, 0) + " reached during " + what);
+      } else if (fatal_on_timeout) {
+        SetFatal(what + ": timed out");
+      }
+      return false;
+    }
+    if (armed != deadline || !uv_is_active(reinterpret_cast<uv_handle_t*>(&wake_))) {
+      armed = deadline;
+      uv_timer_start(&wake_, [](uv_timer_t*) {}, (deadline - now + kMs - 1) / kMs, 0);
+    }
+    uv_run(&loop_, UV_RUN_ONCE);
+  }
+}
+
+void Loadgen::ResetPhase(uint64_t base) {
+  phase_base_ = base;
+  for (uint32_t i = 0; i < n_; ++i) streams_[i].last_seq = base - 1;
+  received_ = 0;
+  coalesced_ = 0;
+  at_final_ = 0;
+  phase_last_ns_ = 0;
+}
+
+bool Loadgen::ConnectAll() {
+  uint64_t t0 = NowNs();
+  for (uint32_t i = 0; i < n_; ++i) {
+    streams_[i].state = SState::Queued;
+    queue_.push_back(i);
+  }
+  PumpConnects();
+  bool ok = RunUntil([this] { return open_ == n_; }, global_deadline_, "connect");
+  if (ok) connect_s_ = double(NowNs() - t0) / kSec;
+  return ok;
+}
+
+bool Loadgen::RunBurst() {
+  uint64_t rounds = uint64_t(std::max(1, o_.rounds));
+  ResetPhase(next_seq_);
+  ProcSample c0 = Sample();
+  uint64_t self0 = SelfCpuUs();
+  double total_s = 0;
+  for (uint64_t r = 0; r < rounds; ++r) {
+    uint64_t i = next_seq_++;
+    Publish(i);
+    bool ok = RunUntil([&] { return count_[i] >= n_ && acked_ == published_; }, NowNs() + 30 * kSec,
+                       "burst round " + std::to_string(r + 1));
+    if (!ok) {
+      if (fatal_msg_.find("timed out") != std::string::npos) {
+        fatal_msg_ += ": " + std::to_string(count_[i]) + " of " + std::to_string(n_) + " streams received it";
+      }
+      return false;
+    }
+    double ms = double(last_ns_[i] - send_ns_[i]) / kMs;
+    rounds_ms_.push_back(ms);
+    total_s += ms / 1000;
+  }
+  ProcSample c1 = Sample();
+  self_cpu_us_ = SelfCpuUs() - self0;
+  phase_deliveries_ = uint64_t(n_) * rounds;
+  if (c0.ok && c1.ok) {
+    cpu_ticks_ = c1.cpu_ticks - c0.cpu_ticks;
+    cpu_measured_ = true;
+  }
+  burst_dps_ = total_s > 0 ? double(phase_deliveries_) / total_s : 0;
+  return true;
+}
+
+void Loadgen::OnTick(uv_timer_t* t) {
+  auto* self = static_cast<Loadgen*>(t->data);
+  uint64_t el = NowNs() - self->sus_start_;
+  uint64_t due = std::min<uint64_t>(self->sus_total_, uint64_t(double(el) / kSec * self->o_.rate) + 1);
+  while (self->sus_done_ < due) self->Publish(self->sus_base_ + self->sus_done_++);
+  if (self->sus_done_ >= self->sus_total_) uv_timer_stop(t);
+}
+
+bool Loadgen::RunSustained() {
+  sus_.ran = true;
+  sus_total_ = std::max<uint64_t>(1, uint64_t(std::llround(o_.rate * o_.duration)));
+  sus_base_ = next_seq_;
+  next_seq_ += sus_total_;
+  EnsureSeq(next_seq_);
+  ResetPhase(sus_base_);
+  final_seq_ = sus_base_ + sus_total_ - 1;
+  hist_.Reset();
+  hist_on_ = true;
+  sustained_phase_ = true;
+  ProcSample c0 = Sample();
+  uint64_t self0 = SelfCpuUs();
+  sus_done_ = 0;
+  sus_start_ = NowNs();
+  uv_timer_start(&tick_, &Loadgen::OnTick, 0, 1);
+  bool ok = RunUntil([this] { return sus_done_ >= sus_total_; }, sus_start_ + uint64_t((o_.duration + 10) * kSec),
+                     "sustained publishing");
+  uv_timer_stop(&tick_);
+  uint64_t t_published = NowNs();
+  if (ok) {
+    // Drain: every stream that is still open must end up with the final publish. Bounded:
+    // stop when deliveries stall for 5 s, and stay 2 s inside --timeout-s for the report.
+    uint64_t drain_deadline = global_deadline_ > 2 * kSec + t_published ? global_deadline_ - 2 * kSec : t_published;
+    uint64_t seen = received_, progress_at = NowNs();
+    for (;;) {
+      bool done = RunUntil([this] { return at_final_ >= open_ && acked_ == published_; },
+                           std::min(drain_deadline, NowNs() + kSec), "sustained drain", /*fatal_on_timeout=*/false);
+      uint64_t now = NowNs();
+      if (received_ != seen) {
+        seen = received_;
+        progress_at = now;
+      }
+      if (done || fatal_ || now >= drain_deadline || now - progress_at >= 5 * kSec) break;
+    }
+  }
+  sus_.drain_s = double(NowNs() - t_published) / kSec;
+  hist_on_ = false;
+  sustained_phase_ = false;
+  ProcSample c1 = Sample();
+  self_cpu_us_ = SelfCpuUs() - self0;
+  // Accounting covers what was published (all of it, unless the run was cut short).
+  uint64_t last = sus_base_ + sus_done_ - 1;
+  uint64_t lost = 0;
+  for (uint32_t s = 0; s < n_; ++s) lost += last - std::min(last, streams_[s].last_seq);
+  sus_.expected = sus_done_ * n_;
+  sus_.received = received_;
+  sus_.coalesced = coalesced_;
+  sus_.lost = lost;
+  uint64_t first_send = send_ns_[sus_base_];
+  double span = phase_last_ns_ > first_send ? double(phase_last_ns_ - first_send) / kSec : 0;
+  sus_.dps = span > 0 ? double(received_) / span : 0;
+  sus_.p50 = double(hist_.Quantile(0.50)) / kMs;
+  sus_.p99 = double(hist_.Quantile(0.99)) / kMs;
+  sus_.p999 = double(hist_.Quantile(0.999)) / kMs;
+  sus_.max = double(hist_.max()) / kMs;
+  double planned_last = double(sus_start_) + double(sus_total_ - 1) / o_.rate * kSec;
+  if (sus_done_ == sus_total_ && send_ns_[final_seq_] > 0) sus_.publish_lag_ms = (double(send_ns_[final_seq_]) - planned_last) / kMs;
+  phase_deliveries_ = received_;
+  if (c0.ok && c1.ok) {
+    cpu_ticks_ = c1.cpu_ticks - c0.cpu_ticks;
+    cpu_measured_ = true;
+  }
+  return ok && !fatal_;
+}
+
+bool Loadgen::RunStorm() {
+  storm_.ran = true;
+  ProcSample c0 = Sample();
+  uint64_t self0 = SelfCpuUs();
+  uint64_t i = next_seq_++;
+  EnsureSeq(i);
+  ResetPhase(i);
+  uint64_t t0 = NowNs();
+  for (uint32_t s = 0; s < n_; ++s) CloseStream(&streams_[s], AfterClose::Reconnect);
+  bool ok = RunUntil([this] { return open_ == n_; }, global_deadline_, "storm reconnect");
+  if (ok) {
+    storm_.confirm_s = double(NowNs() - t0) / kSec;
+    Publish(i);
+    ok = RunUntil([&] { return count_[i] >= n_ && acked_ == published_; }, NowNs() + 30 * kSec, "storm publish");
+    if (ok) storm_.reconnect_s = double(last_ns_[i] - t0) / kSec;
+  }
+  storm_.all_received = ok;
+  ProcSample c1 = Sample();
+  self_cpu_us_ = SelfCpuUs() - self0;
+  phase_deliveries_ = count_[i];
+  if (c0.ok && c1.ok) {
+    cpu_ticks_ = c1.cpu_ticks - c0.cpu_ticks;
+    cpu_measured_ = true;
+  }
+  return ok;
+}
+
+// ---------------------------------------------------------------- report
+
+void Loadgen::Report(bool ok) {
+  const char* kinds[] = {"listen", "session", "stdio", "nchan", "sdkhub"};
+  const char* scenarios[] = {"burst", "sustained", "storm"};
+  std::ostringstream h;  // human summary
+  h << "mcpfan-load: kind=" << kinds[int(o_.kind)] << " scenario=" << scenarios[int(o_.scenario)] << " streams=" << n_;
+  if (o_.kind != Kind::Stdio) h << " sources=" << sources_.size() << " (127.0.0.2-127.0.0." << (sources_.size() + 1) << ")";
+  h << " window=" << o_.window << "\n";
+  if (connect_s_ >= 0) h << "  connect: " << n_ << " streams confirmed in " << Num(connect_s_) << " s (" << retries_ << " retried handshakes)\n";
+  std::string section;
+  if (o_.scenario == Scenario::Burst && !rounds_ms_.empty()) {
+    double med = Median(rounds_ms_), mx = *std::max_element(rounds_ms_.begin(), rounds_ms_.end());
+    h << "  burst: " << rounds_ms_.size() << " rounds, publish -> last of " << n_ << " deliveries: median " << Num(med) << " ms, max "
+      << Num(mx) << " ms; " << Num(burst_dps_, 0) << " deliveries/s\n";
+    section = R"("burst":{"rounds":)" + std::to_string(rounds_ms_.size()) + R"(,"last_delivery_ms":{"median":)" + Num(med) +
+              R"(,"max":)" + Num(mx) + R"(},"deliveries_per_s":)" + Num(burst_dps_, 0) + R"(,"rounds_ms":[)";
+    for (size_t r = 0; r < rounds_ms_.size(); ++r) section += (r ? "," : "") + Num(rounds_ms_[r]);
+    section += "]}";
+  } else if (o_.scenario == Scenario::Sustained && sus_.ran) {
+    h << "  sustained: " << Num(o_.rate, 1) << " publishes/s for " << Num(o_.duration, 1) << " s; expected " << sus_.expected
+      << ", received " << sus_.received << ", coalesced " << sus_.coalesced << ", lost " << sus_.lost << "; " << Num(sus_.dps, 0)
+      << " deliveries/s\n    latency ms: p50 " << Num(sus_.p50) << ", p99 " << Num(sus_.p99) << ", p99.9 " << Num(sus_.p999)
+      << ", max " << Num(sus_.max) << "; last publish sent " << Num(sus_.publish_lag_ms) << " ms after its schedule; drained " << Num(sus_.drain_s) << " s after it\n";
+    section = R"("sustained":{"rate":)" + Num(o_.rate) + R"(,"duration_s":)" + Num(o_.duration) + R"(,"expected":)" +
+              std::to_string(sus_.expected) + R"(,"received":)" + std::to_string(sus_.received) + R"(,"coalesced":)" +
+              std::to_string(sus_.coalesced) + R"(,"lost":)" + std::to_string(sus_.lost) + R"(,"latency_ms":{"p50":)" +
+              Num(sus_.p50) + R"(,"p99":)" + Num(sus_.p99) + R"(,"p999":)" + Num(sus_.p999) + R"(,"max":)" + Num(sus_.max) +
+              R"(},"deliveries_per_s":)" + Num(sus_.dps, 0) + R"(,"publish_lag_ms":)" + Num(sus_.publish_lag_ms) +
+              R"(,"drain_s":)" + Num(sus_.drain_s) + "}";
+  } else if (o_.scenario == Scenario::Storm && storm_.ran) {
+    h << "  storm: " << n_ << " streams dropped at once; all re-confirmed after " << Num(storm_.confirm_s) << " s, a publish reached all after "
+      << Num(storm_.reconnect_s) << " s" << (storm_.all_received ? "" : " (NOT all received)") << "\n";
+    section = R"("storm":{"reconnect_s":)" + (storm_.reconnect_s >= 0 ? Num(storm_.reconnect_s) : "null") + R"(,"all_received":)" +
+              (storm_.all_received ? "true" : "false") + R"(,"confirm_s":)" + (storm_.confirm_s >= 0 ? Num(storm_.confirm_s) : "null") +
+              "}";
+  }
+  std::string server;
+  if (o_.server_pid) {
+    double rss = rss0_.ok && rss1_.ok && n_ ? (double(rss1_.rss_kib) - double(rss0_.rss_kib)) / n_ : NAN;
+    double pss = rss0_.ok && rss1_.ok && n_ && rss1_.pss_kib ? (double(rss1_.pss_kib) - double(rss0_.pss_kib)) / n_ : NAN;
+    double cpu = cpu_measured_ && phase_deliveries_ ? TicksToMicros(cpu_ticks_) / double(phase_deliveries_) : NAN;
+    h << "  server pid " << o_.server_pid << " (" << rss1_.processes << " process" << (rss1_.processes == 1 ? "" : "es") << "): RSS "
+      << rss0_.rss_kib << " -> " << rss1_.rss_kib << " KiB = " << Num(rss, 2) << " KiB/stream (PSS " << Num(pss, 2)
+      << "); CPU " << Num(TicksToMicros(cpu_ticks_) / 1000, 0) << " ms for " << phase_deliveries_ << " deliveries = " << Num(cpu, 2)
+      << " us/delivery" << (o_.scenario == Scenario::Storm ? " (the storm's CPU, reconnects included)" : "") << "\n";
+    server = R"("server":{"rss_kib_per_stream":)" + Num(rss, 3) + R"(,"cpu_us_per_delivery":)" + Num(cpu, 3) +
+             R"(,"pss_kib_per_stream":)" + Num(pss, 3) + R"(,"processes":)" + std::to_string(rss1_.processes) + "}";
+  }
+  double self_per = phase_deliveries_ ? double(self_cpu_us_) / double(phase_deliveries_) : NAN;
+  if (phase_deliveries_) h << "  load generator: " << Num(double(self_cpu_us_) / 1000, 0) << " ms CPU in the measured phase = " << Num(self_per, 2) << " us/delivery\n";
+  uint64_t violations = Violations();
+  h << "  checks: framing errors " << framing_errors_ << ", id: lines " << id_lines_ << ", other event types " << other_events_
+    << ", duplicates/reordered " << dups_ << ", unknown seq " << unknown_seq_ << ", stale (earlier phase) " << stale_
+ << ", unexpected messages " << unexpected_ << ", deliveries before confirmation " << early_
+    << ", listen results (server ended a listen) " << completes_ << ", dropped streams " << dropped_ << ", failed streams " << failed_streams_
+    << ", publish errors " << publish_errors_ << "\n";
+  if (!ok) h << "  FAILED: " << (fatal_msg_.empty() ? (first_error_.empty() ? "see checks above" : first_error_) : fatal_msg_) << "\n";
+  if (!first_error_.empty() && ok) h << "  first error (recovered): " << first_error_ << "\n";
+
+  std::string j = R"({"kind":")" + std::string(kinds[int(o_.kind)]) + R"(","scenario":")" + scenarios[int(o_.scenario)] +
+                  R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" + (connect_s_ >= 0 ? Num(connect_s_) : "null");
+  if (!section.empty()) j += "," + section;
+  if (!server.empty()) j += "," + server;
+  j += R"(,"loadgen":{"cpu_us_per_delivery":)" + Num(self_per, 3) + R"(,"sources":)" + std::to_string(sources_.size()) +
+       R"(,"window":)" + std::to_string(o_.window) + "}";
+  j += R"(,"checks":{"framing_errors":)" + std::to_string(framing_errors_) + R"(,"id_lines":)" + std::to_string(id_lines_) +
+       R"(,"other_event_types":)" + std::to_string(other_events_) + R"(,"duplicates":)" + std::to_string(dups_) +
+       R"(,"unknown_seq":)" + std::to_string(unknown_seq_) + R"(,"stale":)" + std::to_string(stale_) + R"(,"unexpected":)" +
+       std::to_string(unexpected_) + R"(,"early":)" + std::to_string(early_) + R"(,"listen_results":)" +
+       std::to_string(completes_) + R"(,"dropped_streams":)" + std::to_string(dropped_) + R"(,"failed_streams":)" +
+       std::to_string(failed_streams_) + R"(,"retried_handshakes":)" + std::to_string(retries_) + R"(,"publish_errors":)" +
+       std::to_string(publish_errors_) + R"(,"violations":)" + std::to_string(violations) + "}";
+  j += R"(,"ok":)" + std::string(ok ? "true" : "false");
+  if (!ok) j += R"(,"error":")" + JsonEscape(fatal_msg_.empty() ? first_error_ : fatal_msg_) + "\"";
+  j += "}";
+  std::cout << h.str() << j << std::endl;
+  if (!o_.json_file.empty()) {
+    std::ofstream f(o_.json_file, std::ios::app);
+    f << j << "\n";
+    if (!f) std::cerr << "mcpfan-load: cannot append to " << o_.json_file << "\n";
+  }
+}
+
+int Loadgen::Run() {
+  std::string err;
+  if (!Setup(&err)) {
+    std::cerr << "mcpfan-load: " << err << "\n";
+    return 2;
+  }
+  start_ns_ = NowNs();
+  global_deadline_ = start_ns_ + uint64_t(o_.timeout_s * kSec);
+  rss0_ = Sample();
+  if (o_.server_pid && !rss0_.ok) {
+    std::cerr << "mcpfan-load: cannot read /proc/" << o_.server_pid << "\n";
+    Teardown();
+    return 2;
+  }
+  bool ok = ConnectAll();
+  rss1_ = Sample();
+  if (ok) {
+    switch (o_.scenario) {
+      case Scenario::Burst: ok = RunBurst(); break;
+      case Scenario::Sustained: ok = RunSustained(); break;
+      case Scenario::Storm: ok = RunStorm(); break;
+    }
+  }
+  if (sus_.ran && sus_.lost) ok = false;
+  if (Violations()) ok = false;
+  if (fatal_) ok = false;
+  Report(ok);
+  Teardown();
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace mcpload
+
+int main(int argc, char** argv) {
+  using mcpload::Kind;
+  using mcpload::Scenario;
+  mcpload::Options o;
+  CLI::App app{"mcpfan-load: opens N subscriber streams and measures fan-out (bench/compare/LOADGEN_CLI.md)"};
+  app.add_option("--kind", o.kind_s, "listen|session|stdio|nchan|sdkhub")
+      ->required()
+      ->check(CLI::IsMember({"listen", "session", "stdio", "nchan", "sdkhub"}));
+  app.add_option("--target", o.target, "server base URL, http://127.0.0.1:PORT")->required();
+  app.add_option("--unix", o.unix_path, "stdio kind: the server's --unix socket");
+  app.add_option("--sub-path", o.sub_path, "nchan kind: subscriber location")->capture_default_str();
+  app.add_option("--publish-url", o.publish_url, "default <target>/v1/publish (nchan: <target>/pub/bench, sdkhub: <target>/publish)");
+  app.add_option("--streams", o.streams, "subscriber streams to open")->required()->check(CLI::Range(1, 1000000));
+  app.add_option("--scenario", o.scenario_s, "burst|sustained|storm")->required()->check(CLI::IsMember({"burst", "sustained", "storm"}));
+  app.add_option("--rounds", o.rounds, "burst: publishes, one at a time")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--rate", o.rate, "sustained: publishes per second")->capture_default_str()->check(CLI::Range(0.1, 1e6));
+  app.add_option("--duration", o.duration, "sustained: seconds")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--uri", o.uri, "resource URI subscribed to and published")->capture_default_str();
+  app.add_option("--sources", o.sources, "loopback source addresses 127.0.0.2.. (default: max(2, N/5000))")->check(CLI::Range(1, 250));
+  app.add_option("--server-pid", o.server_pid, "report server RSS per stream and CPU per delivery from /proc (PID and its children)");
+  app.add_option("--json", o.json_file, "also append the result JSON line to FILE");
+  app.add_option("--timeout-s", o.timeout_s, "hard bound on the whole run")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--connect-window", o.window, "handshakes in flight at once (connect and storm)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  CLI11_PARSE(app, argc, argv);
+  const char* kinds[] = {"listen", "session", "stdio", "nchan", "sdkhub"};
+  for (int k = 0; k < 5; ++k) {
+    if (o.kind_s == kinds[k]) o.kind = Kind(k);
+  }
+  o.scenario = o.scenario_s == "burst" ? Scenario::Burst : o.scenario_s == "sustained" ? Scenario::Sustained : Scenario::Storm;
+  signal(SIGPIPE, SIG_IGN);
+  auto lg = std::make_unique<mcpload::Loadgen>(std::move(o));
+  return lg->Run();
+}

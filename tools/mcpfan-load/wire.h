@@ -1,0 +1,303 @@
+// Wire parsing for mcpfan-load: HTTP response heads, chunked bodies, SSE events and
+// stdio (one JSON message per line) framing.
+//
+// The hot path (one SSE event or one line per delivery, 10,000+ per publish) never parses
+// JSON: a message is classified by memmem() for the `"bench/seq":` marker the publisher
+// put in params._meta, and only its digits are read. Framing is still validated: chunk
+// sizes and CRLFs, SSE field names, one `data:` line per event, and every message must be
+// a `{...}` object text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace mcpload {
+
+constexpr std::string_view kSeqMarker = "\"bench/seq\":";
+constexpr std::string_view kAckMethod = "notifications/subscriptions/acknowledged";
+constexpr size_t kMaxLine = 1 << 20;  // a longer SSE line / stdio line is a framing error
+
+enum class MsgType : uint8_t { Seq, Ack, Complete, Other, Invalid };
+
+struct Msg {
+  MsgType type = MsgType::Other;
+  uint64_t seq = 0;
+  std::string_view text;  // the message; valid only during the callback
+};
+
+// Classifies one JSON-RPC message text without parsing it.
+inline Msg Classify(std::string_view d) {
+  Msg m;
+  m.text = d;
+  if (d.size() < 2 || d.front() != '{' || d.back() != '}') {
+    m.type = MsgType::Invalid;
+    return m;
+  }
+  if (const void* hit = memmem(d.data(), d.size(), kSeqMarker.data(), kSeqMarker.size())) {
+    const char* p = static_cast<const char*>(hit) + kSeqMarker.size();
+    const char* end = d.data() + d.size();
+    while (p < end && *p == ' ') ++p;
+    uint64_t v = 0;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '9' && digits < 19; ++p, ++digits) v = v * 10 + uint64_t(*p - '0');
+    m.type = digits ? MsgType::Seq : MsgType::Invalid;
+    m.seq = v;
+    return m;
+  }
+  if (memmem(d.data(), d.size(), kAckMethod.data(), kAckMethod.size())) {
+    m.type = MsgType::Ack;
+  } else if (memmem(d.data(), d.size(), "\"resultType\"", 12)) {
+    m.type = MsgType::Complete;  // the final result of a listen the server ended
+  }
+  return m;
+}
+
+// ------------------------------------------------------------------ HTTP response head
+
+struct HttpHead {
+  int status = 0;
+  bool chunked = false;
+  bool close = false;             // Connection: close
+  int64_t content_length = -1;
+  std::string content_type;       // media type only, lower case ("text/event-stream")
+  std::string session_id;         // Mcp-Session-Id
+};
+
+// Offset just past the "\r\n\r\n" ending a head in `data`, or 0 when it is not complete.
+inline size_t HeadEnd(std::string_view data) {
+  const void* hit = memmem(data.data(), data.size(), "\r\n\r\n", 4);
+  return hit ? size_t(static_cast<const char*>(hit) - data.data()) + 4 : 0;
+}
+
+// Parses a response head (through the blank line). False when malformed.
+bool ParseHead(std::string_view head, HttpHead* out);
+
+// ------------------------------------------------------------------ body decoding
+
+// Turns a response body (chunked, Content-Length or read-until-close) into data slices.
+class BodyDecoder {
+ public:
+  enum class Mode : uint8_t { UntilClose, Length, Chunked };
+
+  void Reset(Mode m, uint64_t length = 0) {
+    digits_ = 0;
+    remaining_ = 0;
+    if (m == Mode::Chunked) {
+      st_ = St::Size;
+    } else if (m == Mode::Length) {
+      st_ = length ? St::Length : St::Done;
+      remaining_ = length;
+    } else {
+      st_ = St::UntilClose;
+    }
+  }
+  bool done() const { return st_ == St::Done; }
+  bool failed() const { return st_ == St::Error; }
+
+  // Calls sink(const char*, size_t) -> bool for each body slice. Returns false on a framing
+  // error (or when the sink returned false). Without `consumed`, bytes after the end of the
+  // body are an error; with it, decoding stops at the end of the body and *consumed says
+  // how many bytes belonged to it (the rest starts the next, pipelined, response).
+  template <class Sink>
+  bool Feed(const char* p, size_t n, Sink&& sink, size_t* consumed = nullptr);
+
+ private:
+  enum class St : uint8_t { UntilClose, Length, Size, Ext, SizeLf, Data, DataCr, DataLf, TrailerStart, TrailerLine, TrailerLf, Done, Error };
+  bool Fail() {
+    st_ = St::Error;
+    return false;
+  }
+  static int Hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+  St st_ = St::UntilClose;
+  uint8_t digits_ = 0;
+  uint64_t remaining_ = 0;
+};
+
+template <class Sink>
+bool BodyDecoder::Feed(const char* p, size_t n, Sink&& sink, size_t* consumed) {
+  const char* const start = p;
+  const char* end = p + n;
+  if (consumed) *consumed = n;
+  while (p < end) {
+    switch (st_) {
+      case St::UntilClose:
+        return sink(p, size_t(end - p)) || Fail();
+      case St::Length:
+      case St::Data: {
+        size_t k = size_t(end - p) < remaining_ ? size_t(end - p) : size_t(remaining_);
+        if (!sink(p, k)) return Fail();
+        p += k;
+        remaining_ -= k;
+        if (remaining_ == 0) st_ = st_ == St::Length ? St::Done : St::DataCr;
+        break;
+      }
+      case St::Size: {
+        char c = *p++;
+        int v = Hex(c);
+        if (v >= 0) {
+          if (++digits_ > 15) return Fail();
+          remaining_ = remaining_ * 16 + uint64_t(v);
+        } else if (digits_ && c == '\r') {
+          st_ = St::SizeLf;
+        } else if (digits_ && c == ';') {
+          st_ = St::Ext;
+        } else {
+          return Fail();
+        }
+        break;
+      }
+      case St::Ext:
+        if (*p++ == '\r') st_ = St::SizeLf;
+        break;
+      case St::SizeLf:
+        if (*p++ != '\n') return Fail();
+        st_ = remaining_ ? St::Data : St::TrailerStart;
+        break;
+      case St::DataCr:
+        if (*p++ != '\r') return Fail();
+        st_ = St::DataLf;
+        break;
+      case St::DataLf:
+        if (*p++ != '\n') return Fail();
+        st_ = St::Size;
+        digits_ = 0;
+        remaining_ = 0;
+        break;
+      case St::TrailerStart:
+        st_ = *p++ == '\r' ? St::TrailerLf : St::TrailerLine;
+        break;
+      case St::TrailerLine:
+        if (*p++ == '\n') st_ = St::TrailerStart;
+        break;
+      case St::TrailerLf:
+        if (*p++ != '\n') return Fail();
+        st_ = St::Done;
+        break;
+      case St::Done:
+        if (consumed) {
+          *consumed = size_t(p - start);
+          return true;
+        }
+        return Fail();
+      case St::Error:
+        return false;
+    }
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ lines: SSE and stdio
+
+// Handler interface (duck-typed):
+//   bool OnMessage(const Msg&)          -- a complete message; false stops feeding
+//   bool OnFramingError(const char*)    -- false stops feeding
+//   void OnIdLine()                     -- an SSE `id:` field was seen
+//   void OnEventType(std::string_view)  -- an SSE `event:` field other than "message"
+class LineFramer {
+ public:
+  enum class Mode : uint8_t { Sse, JsonLines };
+
+  void Reset(Mode m) {
+    mode_ = m;
+    carry_.clear();
+    carry_.shrink_to_fit();
+    has_data_ = false;
+  }
+
+  template <class H>
+  bool Feed(const char* p, size_t n, H& h) {
+    const char* end = p + n;
+    if (!carry_.empty()) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', n));
+      if (!nl) {
+        if (carry_.size() + n > kMaxLine) return h.OnFramingError("line longer than 1 MiB");
+        carry_.append(p, n);
+        return true;
+      }
+      carry_.append(p, size_t(nl - p));
+      std::string line;
+      line.swap(carry_);
+      if (!Line(line, h)) return false;
+      p = nl + 1;
+    }
+    while (p < end) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', size_t(end - p)));
+      if (!nl) {
+        if (size_t(end - p) > kMaxLine) return h.OnFramingError("line longer than 1 MiB");
+        carry_.assign(p, size_t(end - p));
+        break;
+      }
+      if (!Line(std::string_view(p, size_t(nl - p)), h)) return false;
+      p = nl + 1;
+    }
+    return true;
+  }
+
+ private:
+  template <class H>
+  bool Line(std::string_view l, H& h) {
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (mode_ == Mode::JsonLines) {
+      if (l.empty()) return h.OnFramingError("empty line on a stdio stream");
+      Msg m = Classify(l);
+      if (m.type == MsgType::Invalid) return h.OnFramingError("a stdio line that is not a JSON object");
+      return h.OnMessage(m);
+    }
+    if (l.empty()) {  // end of event
+      if (!has_data_) return true;
+      has_data_ = false;
+      return h.OnMessage(msg_);
+    }
+    if (l.front() == ':') return true;  // comment (keepalive)
+    if (l.starts_with("data:")) {
+      l.remove_prefix(5);
+      if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+      if (has_data_) return h.OnFramingError("two data lines in one SSE event");
+      msg_ = Classify(l);
+      if (msg_.type == MsgType::Invalid) return h.OnFramingError("SSE data that is not a JSON object");
+      msg_.text = {};  // the line's bytes may not outlive this call
+      if (msg_.type == MsgType::Ack) {  // kept so the handler can check its subscription id
+        ack_text_.assign(l);
+        msg_.text = ack_text_;
+      }
+      has_data_ = true;
+      return true;
+    }
+    if (l.starts_with("event:")) {
+      l.remove_prefix(6);
+      if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+      if (l != "message") h.OnEventType(l);
+      return true;
+    }
+    if (l.starts_with("id:")) {
+      h.OnIdLine();
+      return true;
+    }
+    if (l.starts_with("retry:")) return true;
+    return h.OnFramingError("unknown SSE field");
+  }
+
+ public:
+  // Frees the copy of the acknowledgement once the handler has checked it.
+  void clear_ack_text() {
+    ack_text_.clear();
+    ack_text_.shrink_to_fit();
+  }
+
+ private:
+  Mode mode_ = Mode::Sse;
+  bool has_data_ = false;
+  Msg msg_;
+  std::string carry_;
+  std::string ack_text_;
+};
+
+}  // namespace mcpload
