@@ -155,13 +155,8 @@ void HttpConn::parse(const char* data, std::size_t len) {
 }
 
 void HttpConn::reject(int status, std::string_view message) {
-  w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
-  std::string body = R"({"error":)";
-  body += '"';
-  for (char c : message) body += (c == '"' || c == '\\') ? '\'' : c;
-  body += "\"}";
   close_after_ = true;
-  respond(status, "application/json", body);
+  respond(status, "application/json", json_error_body(message));
 }
 
 void HttpConn::respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers) {

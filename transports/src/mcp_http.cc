@@ -98,12 +98,6 @@ bool host_allowed(const ServerConfig& cfg, std::string_view host_header) {
   return false;
 }
 
-std::string json_error_body(std::string_view message) {
-  std::string b = R"({"error":)";
-  append_json_string(b, message);
-  b += '}';
-  return b;
-}
 
 void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {}) {
   // Malformed requests are HTTP errors; well-formed but refused requests are JSON-RPC

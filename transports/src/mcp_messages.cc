@@ -104,6 +104,13 @@ std::string listen_complete_result(std::string_view id) {
   return rpc_result_json(id, result);
 }
 
+std::string json_error_body(std::string_view message) {
+  std::string b = R"({"error":)";
+  append_json_string(b, message);
+  b += '}';
+  return b;
+}
+
 std::string sse_event(std::string_view json) {
   std::string e;
   e.reserve(json.size() + Payload::kSsePrefix.size() + 2);

@@ -31,6 +31,8 @@ struct ListenPlan {
 [[nodiscard]] ListenPlan plan_listen(ListenSpec spec, TenantId tenant, std::string_view id);
 /** The final result of a listen ended by the server. */
 [[nodiscard]] std::string listen_complete_result(std::string_view id);
+/** `{"error":"<message>"}`: the body of a non-JSON-RPC error answer. */
+[[nodiscard]] std::string json_error_body(std::string_view message);
 /** One SSE event carrying one JSON-RPC message. */
 [[nodiscard]] std::string sse_event(std::string_view json);
 
