@@ -3,6 +3,7 @@
 // per-stream order is publish order, the marker being the next event proves
 // nothing unwanted was delivered before it.
 #include "harness.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
@@ -10,10 +11,6 @@ namespace {
 constexpr const char* kToolsLc = R"({"method":"notifications/tools/list_changed"})";
 constexpr const char* kPromptsLc = R"({"method":"notifications/prompts/list_changed"})";
 constexpr const char* kResLc = R"({"method":"notifications/resources/list_changed"})";
-
-std::string Updated(std::string_view uri) {
-  return R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + R"("}})";
-}
 
 // The next event is exactly `method` (+ params) for `sid`.
 ::testing::AssertionResult NextIs(SseStream& s, std::string_view method, std::string_view sid,

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "child_process.h"
 #include "json_util.h"
 
 namespace itest {
@@ -38,45 +39,37 @@ inline Deadline After(Ms d) { return Clock::now() + d; }
 
 // ---------------------------------------------------------------- process
 
+// Starts `mcpfan <args>` in `proc` (stdin/stdout as ChildProcess::Spawn) and waits
+// (bounded) for its "listening on HOST:PORT" log line. Returns the port, or 0 with
+// *error naming `what`, the binary and the stderr so far.
+int LaunchMcpfan(ChildProcess& proc, const std::vector<std::string>& args, Ms start_timeout,
+                 std::string_view what, std::string* error, int child_stdin = -1, int child_stdout = -1);
+
 // The real mcpfan binary, started with `args` plus `--listen 127.0.0.1:0`.
 // stderr is collected by a thread for the whole life of the process.
-class ServerProcess {
+class ServerProcess : private ChildProcess {
  public:
   explicit ServerProcess(std::vector<std::string> args = {}, Ms start_timeout = kStart);
-  ~ServerProcess();
+  ~ServerProcess();  // SIGTERM, then SIGKILL after 5 s, by PID; prints stderr on failure
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   bool ok() const { return port_ > 0; }
   const std::string& error() const { return error_; }
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
 
-  bool Signal(int sig);
-  // Reaps the process if it exits within `timeout`. True once it has exited.
-  bool WaitExit(Ms timeout);
-  bool exited() const { return status_.has_value(); }
-  std::optional<int> wait_status() const { return status_; }
-  // "exit 0", "exit 3", "signal 9 (Killed)", "running".
-  std::string DescribeStatus() const;
-
-  std::string Stderr() const;
-  bool WaitForStderr(std::string_view needle, Ms timeout) const;
+  using ChildProcess::DescribeStatus;  // "exit 0", "exit 3", "signal 9 (Killed)", "running"
+  using ChildProcess::exited;
+  using ChildProcess::pid;
+  using ChildProcess::Signal;
+  using ChildProcess::Stderr;
+  using ChildProcess::wait_status;
+  using ChildProcess::WaitExit;  // reaps if it exits within the timeout; true once exited
+  using ChildProcess::WaitForStderr;
 
  private:
-  void ReadStderrLoop();
-  void Stop();
-
-  pid_t pid_ = -1;
   int port_ = 0;
-  int stderr_fd_ = -1;
   std::string error_;
-  std::optional<int> status_;
-  std::thread reader_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::string stderr_;
-  bool stderr_eof_ = false;
 };
 
 // ---------------------------------------------------------------- HTTP

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fd_io.h"
 #include "harness.h"
 
 namespace itest {
@@ -30,15 +31,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
-}
-
-int MsLeft(Deadline d) {
-  auto left = std::chrono::duration_cast<Ms>(d - Clock::now()).count();
-  return left <= 0 ? 0 : int(std::min<long long>(left, 1 << 30));
-}
-
-void SetErr(std::string* err, std::string msg) {
-  if (err) *err = std::move(msg);
 }
 
 }  // namespace
@@ -237,27 +229,7 @@ bool Conn::Send(std::string_view data, Ms timeout, std::string* err) {
     SetErr(err, "send: not connected");
     return false;
   }
-  Deadline end = After(timeout);
-  while (!data.empty()) {
-    ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(size_t(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd_, POLLOUT, 0};
-      int r = poll(&p, 1, MsLeft(end));
-      if (r == 0) {
-        SetErr(err, "send: timed out");
-        return false;
-      }
-      continue;
-    }
-    SetErr(err, std::string("send: ") + std::strerror(errno));
-    return false;
-  }
-  return true;
+  return WriteAll(fd_, /*socket=*/true, data, After(timeout), "send: timed out", err);
 }
 
 bool Conn::SendBytewise(std::string_view data, Ms gap, std::string* err) {
@@ -273,46 +245,15 @@ bool Conn::SendBytewise(std::string_view data, Ms gap, std::string* err) {
 
 int Conn::ReadSome(Deadline deadline) {
   if (fd_ < 0 || eof_) return 0;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = recv(fd_, buf, sizeof buf, 0);
-    if (n > 0) {
-      in_.append(buf, size_t(n));
-      return int(n);
-    }
-    if (n == 0) {
-      eof_ = true;
-      return 0;
-    }
-    if (errno == EINTR) continue;
-    if (errno == ECONNRESET || errno == EPIPE) {
-      eof_ = true;
-      return 0;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return -2;
-    pollfd p{fd_, POLLIN, 0};
-    int r = poll(&p, 1, MsLeft(deadline));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -2;
-    if (r == 0) return -1;
-  }
+  int r = ReadSomeInto(fd_, in_, deadline);
+  if (r == 0) eof_ = true;
+  return r;
 }
 
 bool Conn::ReadAvailable() {
   if (fd_ < 0 || eof_) return false;
-  char buf[65536];
-  for (int i = 0; i < 64; ++i) {  // bounded: at most 4 MiB per call
-    ssize_t n = recv(fd_, buf, sizeof buf, 0);
-    if (n > 0) {
-      in_.append(buf, size_t(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    eof_ = true;
-    return false;
-  }
-  return true;
+  if (!ReadReadyInto(fd_, in_)) eof_ = true;
+  return !eof_;
 }
 
 bool Conn::ReadHead(HttpResponse& out, Deadline deadline, std::string* err) {

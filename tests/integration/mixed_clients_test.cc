@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "session_client.h"
 #include "stdio_client.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
@@ -20,11 +21,10 @@ struct HttpSession {
 };
 
 TEST(Mixed, OnePublishReachesEveryClientKindOnceInItsOwnFormat) {
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  const std::string sock = dir.path() + "/mcpfan.sock";
-  ServerProcess srv({"--unix", sock, "--workers", "2"});
-  ASSERT_TRUE(srv.ok()) << srv.error();
+  UnixServer server;
+  ASSERT_TRUE(server.ok());
+  ServerProcess& srv = *server.srv;
+  const std::string& sock = server.sock;
   const int port = srv.port();
   const std::string uri = "file:///mixed/doc.txt";
   const std::string filter = R"({"resourceSubscriptions":[")" + uri + R"("]})";

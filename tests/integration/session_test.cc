@@ -9,15 +9,10 @@
 #include "harness.h"
 #include "session_client.h"
 #include "stdio_client.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
-
-std::string Updated(std::string_view uri, std::string_view extra_params = {}) {
-  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + "\"";
-  if (!extra_params.empty()) b.append(",").append(extra_params);
-  return b + "}}";
-}
 
 // The next message on a session stream, which must be a plain (no subscriptionId)
 // notification `method` with exactly `params`.

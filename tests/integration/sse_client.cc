@@ -1,9 +1,8 @@
 // SSE stream reading: HTTP head, chunked framing, `event:`/`data:` lines.
-#include <poll.h>
-
 #include <algorithm>
 #include <cctype>
 
+#include "fd_io.h"
 #include "harness.h"
 
 namespace itest {
@@ -184,26 +183,15 @@ bool SseStream::WaitComments(size_t n, Ms timeout) {
 
 size_t PumpAll(const std::vector<SseStream*>& streams,
                const std::function<bool(SseStream&)>& done, Ms timeout) {
-  Deadline end = After(timeout);
-  std::vector<pollfd> fds;
-  std::vector<SseStream*> waiting;
-  for (;;) {
-    fds.clear();
-    waiting.clear();
-    for (SseStream* s : streams) {
-      s->Pump();
-      if (done(*s) || s->eof() || s->ended() || !s->conn().open()) continue;
-      fds.push_back({s->conn().fd(), POLLIN, 0});
-      waiting.push_back(s);
-    }
-    auto left = std::chrono::duration_cast<Ms>(end - Clock::now()).count();
-    if (waiting.empty() || left <= 0) break;
-    int r = poll(fds.data(), fds.size(), int(std::min<long long>(left, 200)));
-    if (r < 0 && errno != EINTR) break;
-    for (size_t i = 0; r > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents != 0) waiting[i]->ReadAvailable();
-    }
-  }
+  PollEach(
+      streams.size(),
+      [&](size_t i) {
+        SseStream& s = *streams[i];
+        s.Pump();
+        bool waiting = !(done(s) || s.eof() || s.ended() || !s.conn().open());
+        return waiting ? s.conn().fd() : -1;
+      },
+      [&](size_t i) { streams[i]->ReadAvailable(); }, After(timeout));
   return size_t(std::count_if(streams.begin(), streams.end(), [&](SseStream* s) { return done(*s); }));
 }
 

@@ -1,18 +1,16 @@
 // Line-framed (stdio) MCP clients for the integration tests: a child `mcpfan --stdio`
 // with its stdin/stdout on pipes, and Unix-domain socket connections to `--unix PATH`.
 // Every read and write is poll() with a deadline; child processes are stopped by PID.
+// Implemented in line_channel.cc, stdio_child.cc, unix_socket.cc, stdio_messages.cc.
 #pragma once
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -77,7 +75,7 @@ size_t PumpLines(const std::vector<LineChannel*>& chans, const std::function<boo
 
 // `mcpfan --stdio --listen 127.0.0.1:0 <args>` with stdin/stdout on pipes held by the
 // test and stderr collected by a thread (the HTTP port comes from its log line).
-class StdioChild {
+class StdioChild : private ChildProcess {
  public:
   explicit StdioChild(std::vector<std::string> args = {}, Ms start_timeout = kStart);
   ~StdioChild();  // SIGTERM, then SIGKILL after 5 s, by PID; reaps; prints stderr on failure
@@ -87,30 +85,20 @@ class StdioChild {
   bool ok() const { return port_ > 0; }
   const std::string& error() const { return error_; }
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
   LineChannel& io() { return io_; }
 
-  bool Signal(int sig);
-  bool WaitExit(Ms timeout);
-  bool exited() const { return status_.has_value(); }
-  std::optional<int> wait_status() const { return status_; }
-  std::string DescribeStatus() const;
-  std::string Stderr() const;
+  using ChildProcess::DescribeStatus;
+  using ChildProcess::exited;
+  using ChildProcess::pid;
+  using ChildProcess::Signal;
+  using ChildProcess::Stderr;
+  using ChildProcess::wait_status;
+  using ChildProcess::WaitExit;
 
  private:
-  void ReadStderrLoop();
-
-  pid_t pid_ = -1;
   int port_ = 0;
-  int stderr_fd_ = -1;
   std::string error_;
-  std::optional<int> status_;
   LineChannel io_;
-  std::thread reader_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::string stderr_;
-  bool stderr_eof_ = false;
 };
 
 // A fresh, empty directory under $TMPDIR (or /tmp), removed (with its files) on destruction.

@@ -10,15 +10,10 @@
 
 #include "harness.h"
 #include "stdio_client.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
-
-std::string Updated(std::string_view uri, std::string_view extra_params = {}) {
-  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + "\"";
-  if (!extra_params.empty()) b.append(",").append(extra_params);
-  return b + "}}";
-}
 
 // Every line the server wrote to stdout is one JSON-RPC 2.0 message.
 ::testing::AssertionResult AllLinesAreJsonRpc(const LineChannel& ch) {
@@ -31,14 +26,6 @@ std::string Updated(std::string_view uri, std::string_view extra_params = {}) {
     return ::testing::AssertionFailure() << "stdout ends with an unterminated line: " << ch.partial().substr(0, 300);
   }
   return ::testing::AssertionSuccess();
-}
-
-::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300)) {
-  auto extra = ch.DrainFor(quiet);
-  if (extra.empty()) return ::testing::AssertionSuccess();
-  auto f = ::testing::AssertionFailure() << extra.size() << " unexpected line(s):";
-  for (const auto& l : extra) f << "\n    " << l.substr(0, 300);
-  return f;
 }
 
 // Writes `line` + '\n' and returns the next JSON line.

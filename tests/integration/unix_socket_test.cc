@@ -10,32 +10,19 @@
 
 #include "harness.h"
 #include "stdio_client.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
-
-bool PathExists(const std::string& p) {
-  struct stat st {};
-  return lstat(p.c_str(), &st) == 0;
-}
-
-::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300)) {
-  auto extra = ch.DrainFor(quiet);
-  if (extra.empty()) return ::testing::AssertionSuccess();
-  auto f = ::testing::AssertionFailure() << extra.size() << " unexpected line(s):";
-  for (const auto& l : extra) f << "\n    " << l.substr(0, 300);
-  return f;
-}
 
 TEST(Unix, ThousandClientsEachReceiveOnePublishExactlyOnce) {
   constexpr size_t kClients = 1000;
   uint64_t limit = RaiseFdLimit(4 * kClients + 256);  // inherited by the server: it holds one fd per client too
   ASSERT_GE(limit, 2 * kClients + 128) << "RLIMIT_NOFILE too low for this test";
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";
-  const std::string sock = dir.path() + "/mcpfan.sock";
-  ServerProcess srv({"--unix", sock, "--workers", "2"});
-  ASSERT_TRUE(srv.ok()) << srv.error();
+  UnixServer server;
+  ASSERT_TRUE(server.ok());
+  ServerProcess& srv = *server.srv;
+  const std::string& sock = server.sock;
   ASSERT_TRUE(PathExists(sock)) << sock;
 
   // Ids alternate between strings and numbers; every client listens to the same URI.
@@ -96,11 +83,10 @@ TEST(Unix, ThousandClientsEachReceiveOnePublishExactlyOnce) {
 // Every connection is its own client: the same listen id on two connections is fine,
 // and a cancel, an initialize or an EOF touches only its own connection.
 TEST(Unix, EachConnectionIsItsOwnClient) {
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  const std::string sock = dir.path() + "/mcpfan.sock";
-  ServerProcess srv({"--unix", sock, "--workers", "2"});
-  ASSERT_TRUE(srv.ok()) << srv.error();
+  UnixServer server;
+  ASSERT_TRUE(server.ok());
+  ServerProcess& srv = *server.srv;
+  const std::string& sock = server.sock;
   LineChannel a, b, s;
   std::string err;
   ASSERT_TRUE(ConnectUnix(a, sock, kIo, &err)) << err;
@@ -153,11 +139,10 @@ TEST(Unix, EachConnectionIsItsOwnClient) {
 }
 
 TEST(Unix, SigtermEndsListensWithCompleteResultAndRemovesSocket) {
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  const std::string sock = dir.path() + "/mcpfan.sock";
-  ServerProcess srv({"--unix", sock, "--workers", "2"});
-  ASSERT_TRUE(srv.ok()) << srv.error();
+  UnixServer server;
+  ASSERT_TRUE(server.ok());
+  ServerProcess& srv = *server.srv;
+  const std::string& sock = server.sock;
   std::vector<std::unique_ptr<LineChannel>> clients;
   std::string err;
   for (int i = 0; i < 4; ++i) {

@@ -1,0 +1,55 @@
+// Small helpers shared by several *_test.cc files: publish bodies, "nothing more
+// arrived" checks, and a server on a Unix socket in a fresh temp directory.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness.h"
+#include "stdio_client.h"
+
+namespace itest {
+
+// A notifications/resources/updated publish body for `uri` (+ extra params fields).
+inline std::string Updated(std::string_view uri, std::string_view extra_params = {}) {
+  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + "\"";
+  if (!extra_params.empty()) b.append(",").append(extra_params);
+  return b + "}}";
+}
+
+// No further line arrives on `ch` within `quiet`.
+inline ::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300)) {
+  auto extra = ch.DrainFor(quiet);
+  if (extra.empty()) return ::testing::AssertionSuccess();
+  auto f = ::testing::AssertionFailure() << extra.size() << " unexpected line(s):";
+  for (const auto& l : extra) f << "\n    " << l.substr(0, 300);
+  return f;
+}
+
+inline bool PathExists(const std::string& p) {
+  struct stat st {};
+  return lstat(p.c_str(), &st) == 0;
+}
+
+// `mcpfan --unix <fresh temp dir>/mcpfan.sock --workers 2`; the server is stopped before
+// the directory is removed. Started only when the directory was made.
+struct UnixServer {
+  UnixServer() {
+    if (!dir.path().empty()) srv.emplace(std::vector<std::string>{"--unix", sock, "--workers", "2"});
+  }
+  // The temp dir exists and the server logged its port.
+  ::testing::AssertionResult ok() const {
+    if (dir.path().empty()) return ::testing::AssertionFailure() << "mkdtemp failed";
+    if (!srv->ok()) return ::testing::AssertionFailure() << srv->error();
+    return ::testing::AssertionSuccess();
+  }
+
+  TempDir dir;
+  const std::string sock = dir.path() + "/mcpfan.sock";
+  std::optional<ServerProcess> srv;
+};
+
+}  // namespace itest
