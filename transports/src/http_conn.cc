@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <strings.h>
 
 #include "mcp_http.h"
@@ -274,14 +275,44 @@ void HttpConn::finish_stream() {
 }
 
 void HttpConn::write_batch(OutBatch&& batch) {
+  char chunk_header[24];
+  int hn = std::snprintf(chunk_header, sizeof chunk_header, "%zx\r\n", batch.bytes);
+  batch.bufs[0] = iovec{chunk_header, static_cast<std::size_t>(hn)};
+  batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
+  auto* bufs = reinterpret_cast<uv_buf_t*>(batch.bufs.data());
+  auto nbufs = static_cast<unsigned>(batch.bufs.size());
+  auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
+
+  // Most batches fit the socket buffer: write them now. A completed uv_write costs a request,
+  // a deferred callback and an epoll re-arm of the socket (measured in a 10k-stream burst);
+  // uv_try_write costs the writev alone. It refuses (UV_EAGAIN) while earlier writes are
+  // queued, so order is kept.
+  int done = uv_try_write(stream, bufs, nbufs);
+  if (done < 0 && done != UV_EAGAIN) {
+    w_.shard().write_done(stream_);
+    close();
+    return;
+  }
+  std::size_t written = done > 0 ? static_cast<std::size_t>(done) : 0;
+  std::size_t i = 0;
+  while (i < nbufs && written >= bufs[i].len) written -= bufs[i++].len;
+  if (i == nbufs) {
+    Shard& shard = w_.shard();
+    shard.write_done(stream_);
+    if (ending_ && shard.pending_bytes(stream_) == 0) finish_stream();
+    return;  // the batch's references are released as it goes out of scope
+  }
+
+  // The rest waits for the socket: queue it, with the chunk header copied into the request
+  // (the local one dies with this call).
   auto* wr = new BatchWrite{{}, std::move(batch), {}};
   wr->req.data = this;
-  int n = std::snprintf(wr->chunk_header, sizeof wr->chunk_header, "%zx\r\n", wr->batch.bytes);
-  wr->batch.bufs[0] = iovec{wr->chunk_header, static_cast<std::size_t>(n)};
-  wr->batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
-  auto* bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data());
-  auto nbufs = static_cast<unsigned>(wr->batch.bufs.size());
-  int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs, [](uv_write_t* req, int status) {
+  std::memcpy(wr->chunk_header, chunk_header, sizeof chunk_header);
+  bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data());
+  if (i == 0 && written < static_cast<std::size_t>(hn)) bufs[0].base = wr->chunk_header;
+  bufs[i].base += written;
+  bufs[i].len -= written;
+  int rc = uv_write(&wr->req, stream, bufs + i, nbufs - static_cast<unsigned>(i), [](uv_write_t* req, int status) {
     auto* c = static_cast<HttpConn*>(req->data);
     delete reinterpret_cast<BatchWrite*>(req);  // req is the first member
     if (status < 0) {

@@ -284,12 +284,29 @@ void StdioConn::write_batch(OutBatch&& batch) {
     maybe_finish();
     return;
   }
-  // bufs[0] is the framing slot: stdio lines need none.
-  auto* wr = new LineWrite{{}, std::move(batch), this};
-  auto* bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data()) + 1;
-  auto nbufs = static_cast<unsigned>(wr->batch.bufs.size() - 1);
+  // bufs[0] is the framing slot: stdio lines need none. As in HttpConn::write_batch, try to
+  // write it all now and queue only what the socket or pipe does not take.
+  auto* bufs = reinterpret_cast<uv_buf_t*>(batch.bufs.data()) + 1;
+  auto nbufs = static_cast<unsigned>(batch.bufs.size() - 1);
+  int done = uv_try_write(out(), bufs, nbufs);
+  if (done < 0 && done != UV_EAGAIN) {
+    w_.shard().write_done(stream_);
+    close();
+    return;
+  }
+  std::size_t written = done > 0 ? static_cast<std::size_t>(done) : 0;
+  unsigned i = 0;
+  while (i < nbufs && written >= bufs[i].len) written -= bufs[i++].len;
+  if (i == nbufs) {
+    w_.shard().write_done(stream_);
+    maybe_finish();
+    return;
+  }
+  bufs[i].base += written;
+  bufs[i].len -= written;
+  auto* wr = new LineWrite{{}, std::move(batch), this};  // the vector's buffer moves with it
   ++writes_in_flight_;
-  int rc = uv_write(&wr->req, out(), bufs, nbufs, [](uv_write_t* req, int status) {
+  int rc = uv_write(&wr->req, out(), bufs + i, nbufs - i, [](uv_write_t* req, int status) {
     auto* wr = reinterpret_cast<LineWrite*>(req);
     StdioConn* c = wr->conn;
     delete wr;
