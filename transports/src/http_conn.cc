@@ -70,7 +70,6 @@ void HttpRequest::clear() {
   host.clear();
   protocol_version.clear();
   mcp_method.clear();
-  authorization.clear();
   expect.clear();
   session_id.clear();
   body.clear();
@@ -369,7 +368,6 @@ void HttpConn::commit_header() {
   else if (ieq(f, "host")) dst = &req_.host;
   else if (ieq(f, "mcp-protocol-version")) dst = &req_.protocol_version;
   else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
-  else if (ieq(f, "authorization")) dst = &req_.authorization;
   else if (ieq(f, "expect")) dst = &req_.expect;
   else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
   if (dst) {

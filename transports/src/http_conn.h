@@ -19,7 +19,7 @@ struct Session;
 struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, authorization, expect, session_id;
+  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id;
   std::string body;
   std::size_t header_bytes = 0;
   void clear();

@@ -55,7 +55,6 @@ class Worker {
   [[nodiscard]] uv_loop_t* loop() noexcept { return &loop_; }
   [[nodiscard]] unsigned index() const noexcept { return index_; }
   [[nodiscard]] SessionRegistry& sessions() noexcept { return sessions_; }
-  [[nodiscard]] Worker& peer(unsigned i) noexcept { return *peers_[i]; }
   [[nodiscard]] Shard& shard() noexcept { return shard_; }
   [[nodiscard]] Hub& hub() noexcept { return hub_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
