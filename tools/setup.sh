@@ -2,7 +2,9 @@
 # Installs what mcpfan needs to build and test, from Debian's packages, if anything is missing.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libuv1-dev libsimdjson-dev libconcurrentqueue-dev
-      libhttp-parser-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev curl)
+      libhttp-parser-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev curl
+      libjwt-dev libssl-dev openssl liburing-dev
+      clang libclang-rt-14-dev)  # clang + its runtime: the libFuzzer targets
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
