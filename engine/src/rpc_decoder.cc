@@ -36,7 +36,7 @@ bool id_text(dom::element el, std::string& out) {
 
 std::optional<Error> invalid_params(std::string msg) { return Error{rpc_code::kInvalidParams, std::move(msg)}; }
 
-std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, ListenSpec& out) {
+std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, ListenSpec& out, RpcLimitHit& hit) {
   dom::element filter;
   if (params["notifications"].get(filter)) return std::nullopt;  // omitted: subscribes to nothing
   dom::object f;
@@ -52,6 +52,7 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
       dom::array uris;
       if (value.get_array().get(uris)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
       if (uris.size() > limits.max_uris_per_listen) {
+        hit = RpcLimitHit::UrisPerListen;
         return invalid_params("params.notifications.resourceSubscriptions has more than " +
                               std::to_string(limits.max_uris_per_listen) + " URIs");
       }
@@ -60,6 +61,7 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
         if (u.get_string().get(uri)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
         if (uri.empty()) return invalid_params("params.notifications.resourceSubscriptions contains an empty URI");
         if (uri.size() > limits.max_uri_length) {
+          hit = RpcLimitHit::UriLength;
           return invalid_params("resource URI is longer than " + std::to_string(limits.max_uri_length) + " bytes");
         }
         bool dup = false;
@@ -117,6 +119,11 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
         if (v.get_string().get(sv)) return fail(rpc_code::kInvalidParams, "params._meta protocolVersion must be a string");
         r.meta_version.assign(sv);
       }
+      if (!meta[kAuthorizationMetaKey].get(v)) {
+        std::string_view sv;
+        if (v.get_string().get(sv)) return fail(rpc_code::kInvalidParams, "params._meta mcpfan/authorization must be a string");
+        r.auth_token.assign(sv);
+      }
     }
   } else {
     params = dom::object();
@@ -124,7 +131,7 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
   bool has_params = !obj["params"].error();
 
   if (r.method == "subscriptions/listen" && has_params) {
-    if (auto e = decode_listen(params, limits_, r.listen)) return fail(e->code, e->message);
+    if (auto e = decode_listen(params, limits_, r.listen, r.limit_hit)) return fail(e->code, e->message);
   } else if (r.method == "notifications/cancelled") {
     dom::element rid;
     if (!has_params || params["requestId"].get(rid) || !id_text(rid, r.cancel_id)) {
@@ -142,6 +149,7 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
       return fail(rpc_code::kInvalidParams, "params.uri must be a non-empty string");
     }
     if (uri.size() > limits_.max_uri_length) {
+      r.limit_hit = RpcLimitHit::UriLength;
       return fail(rpc_code::kInvalidParams, "resource URI is longer than " + std::to_string(limits_.max_uri_length) + " bytes");
     }
     r.uri.assign(uri);

@@ -79,6 +79,31 @@ int main(int argc, char** argv) {
   app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
   app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
+  // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
+  app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();
+  app.add_option("--max-url-length", cfg.max_url_length, "longest request target (414 above)")->capture_default_str();
+  app.add_option("--request-timeout-ms", cfg.request_timeout_ms,
+                 "a request must arrive whole within this after its first byte, or after connecting (408)")
+      ->capture_default_str()->check(CLI::Range(10, 3600000));
+  app.add_option("--idle-timeout-ms", cfg.idle_timeout_ms, "a keep-alive connection idle between requests closes after this")
+      ->capture_default_str()->check(CLI::Range(10, 86400000));
+  app.add_option("--write-timeout-ms", cfg.write_timeout_ms,
+                 "a connection whose writes make no progress this long is closed (peer stopped reading or vanished)")
+      ->capture_default_str()->check(CLI::Range(10, 86400000));
+  app.add_option("--max-requests-per-connection", cfg.max_requests_per_connection,
+                 "requests on one keep-alive connection; the last is answered with Connection: close (0 = unlimited)")
+      ->capture_default_str();
+  app.add_option("--tcp-keepalive-s", cfg.tcp_keepalive_s, "TCP keep-alive probes after this idle time (0 = off)")
+      ->capture_default_str()->check(CLI::Range(0, 86400));
+  app.add_option("--max-connections-per-tenant", cfg.max_connections_per_tenant, "0 = unlimited")->capture_default_str();
+  app.add_option("--max-streams-per-tenant", cfg.max_streams_per_tenant, "listens + 2025-era sessions; 0 = unlimited")
+      ->capture_default_str();
+  app.add_option("--max-subscriptions-per-tenant", cfg.max_subscriptions_per_tenant,
+                 "resource URIs subscribed; 0 = unlimited")->capture_default_str();
+  app.add_option("--max-tenants", cfg.max_tenants, "distinct tenants with clients; more are refused")
+      ->capture_default_str()->check(CLI::Range(1, 10000000));
+  app.add_option("--metrics-tenants", cfg.metrics_tenants,
+                 "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\"")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   HostPort hp;

@@ -1,6 +1,8 @@
 #pragma once
 // What a worker needs of each connection it owns, whatever the transport. Loop-affine.
 
+#include <cstdint>
+
 namespace mcpfan::detail {
 
 class Conn {
@@ -10,6 +12,8 @@ class Conn {
   virtual void begin_shutdown() = 0;
   /** Close now (the grace period is over). Idempotent. */
   virtual void force_close() = 0;
+  /** Called by the worker's periodic sweep: close if a deadline (timeouts) has passed. */
+  virtual void sweep(std::uint64_t now_ms) = 0;
 
   Conn* prev_ = nullptr;  // the worker's intrusive list
   Conn* next_ = nullptr;

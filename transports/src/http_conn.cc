@@ -3,7 +3,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "mcp_http.h"
 #include "mcp_messages.h"
@@ -99,6 +102,25 @@ HttpConn::HttpConn(Worker& w) : w_(w) {
 
 void HttpConn::start() {
   uv_tcp_nodelay(&tcp_, 1);
+  const ServerConfig& cfg = w_.config();
+  if (cfg.tcp_keepalive_s > 0) {
+    // Dead peers (a host gone without FIN) are found by keep-alive probes when idle, and by
+    // TCP_USER_TIMEOUT when data sits unacknowledged; the write timeout covers live peers
+    // that stop reading.
+    uv_tcp_keepalive(&tcp_, 1, cfg.tcp_keepalive_s);
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
+      int interval = 10, count = 3;
+      auto user_timeout = static_cast<unsigned>(std::min<std::uint64_t>(cfg.write_timeout_ms, 0x7fffffff));
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+    }
+  }
+  // The first request must arrive within the request timeout: a connection that sends
+  // nothing holds a descriptor as surely as one that sends slowly.
+  deadline_ = Deadline::Request;
+  deadline_ms_ = uv_now(w_.loop()) + cfg.request_timeout_ms;
   int rc = uv_read_start(
       reinterpret_cast<uv_stream_t*>(&tcp_),
       [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<HttpConn*>(h->data)->w_.read_buffer(); },
@@ -197,17 +219,55 @@ void HttpConn::write_raw(std::string data, bool then_close) {
   uv_buf_t b = uv_buf_init(wr->data.data(), static_cast<unsigned>(wr->data.size()));
   int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* req, int status) {
     auto* wr = static_cast<RawWrite*>(req->data);
+    wr->conn->write_progressed();
     if (status < 0 || wr->then_close) wr->conn->close();
     delete wr;
   });
   if (rc != 0) {
     delete wr;
     close();
+    return;
+  }
+  write_queued();
+}
+
+void HttpConn::write_queued() {
+  if (writes_queued_++ == 0) write_progress_ms_ = uv_now(w_.loop());
+}
+
+void HttpConn::write_progressed() {
+  --writes_queued_;
+  write_progress_ms_ = uv_now(w_.loop());
+}
+
+void HttpConn::sweep(std::uint64_t now) {
+  if (mode_ == Mode::Closing) return;
+  const ServerConfig& cfg = w_.config();
+  if (writes_queued_ > 0 && now - write_progress_ms_ >= cfg.write_timeout_ms) {
+    // A peer that stopped reading (or vanished): its unwritten bytes would otherwise stay
+    // until the pending-bytes bound, which a quiet stream never reaches.
+    w_.limits().hit(Limit::WriteTimeout);
+    close();
+    return;
+  }
+  if (deadline_ == Deadline::None || now < deadline_ms_) return;
+  if (deadline_ == Deadline::Idle) {
+    w_.limits().hit(Limit::IdleTimeout);
+    close();
+  } else {
+    w_.limits().hit(Limit::RequestTimeout);
+    deadline_ = Deadline::None;
+    if (in_message_ && mode_ == Mode::Requests) {
+      reject(408, "request not received in full within " + std::to_string(cfg.request_timeout_ms) + " ms");
+    } else {
+      close();
+    }
   }
 }
 
 void HttpConn::start_sse() {
   mode_ = Mode::Listen;
+  deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
   pause_parser();
   write_raw(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -314,6 +374,7 @@ void HttpConn::write_batch(OutBatch&& batch) {
   int rc = uv_write(&wr->req, stream, bufs + i, nbufs - static_cast<unsigned>(i), [](uv_write_t* req, int status) {
     auto* c = static_cast<HttpConn*>(req->data);
     delete reinterpret_cast<BatchWrite*>(req);  // req is the first member
+    c->write_progressed();
     if (status < 0) {
       c->close();
       return;
@@ -327,7 +388,9 @@ void HttpConn::write_batch(OutBatch&& batch) {
     delete wr;
     w_.shard().write_done(stream_);
     close();
+    return;
   }
+  write_queued();
 }
 
 void HttpConn::close_requested(CloseReason) {
@@ -341,6 +404,9 @@ void HttpConn::close_requested(CloseReason) {
 
 int HttpConn::on_message_begin(http_parser* p) {
   auto* c = static_cast<HttpConn*>(p->data);
+  c->in_message_ = true;
+  c->deadline_ = Deadline::Request;
+  c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().request_timeout_ms;
   c->req_.clear();
   c->field_.clear();
   c->value_.clear();
@@ -352,8 +418,8 @@ int HttpConn::on_url(http_parser* p, const char* at, std::size_t len) {
   auto* c = static_cast<HttpConn*>(p->data);
   c->req_.url.append(at, len);
   if (c->req_.url.size() > c->w_.config().max_url_length) {
-    c->reject_status_ = 414;
-    c->reject_message_ = "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes";
+    c->set_reject(414, Limit::UrlLength,
+                  "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes");
     return 1;
   }
   return 0;
@@ -378,12 +444,17 @@ void HttpConn::commit_header() {
   value_.clear();
 }
 
-static int count_header_bytes(HttpRequest& r, std::size_t len, std::size_t limit, int& status,
-                              std::string& msg) {
-  r.header_bytes += len;
-  if (r.header_bytes > limit) {
-    status = 431;
-    msg = "request headers longer than " + std::to_string(limit) + " bytes";
+void HttpConn::set_reject(int status, Limit limit, std::string message) {
+  reject_status_ = status;
+  reject_message_ = std::move(message);
+  w_.limits().hit(limit);
+}
+
+int HttpConn::count_header_bytes(std::size_t len) {
+  req_.header_bytes += len;
+  std::size_t limit = w_.config().max_header_bytes;
+  if (req_.header_bytes > limit) {
+    set_reject(431, Limit::HeaderBytes, "request headers longer than " + std::to_string(limit) + " bytes");
     return 1;
   }
   return 0;
@@ -396,14 +467,14 @@ int HttpConn::on_header_field(http_parser* p, const char* at, std::size_t len) {
     c->in_value_ = false;
   }
   c->field_.append(at, len);
-  return count_header_bytes(c->req_, len, c->w_.config().max_header_bytes, c->reject_status_, c->reject_message_);
+  return c->count_header_bytes(len);
 }
 
 int HttpConn::on_header_value(http_parser* p, const char* at, std::size_t len) {
   auto* c = static_cast<HttpConn*>(p->data);
   c->in_value_ = true;
   c->value_.append(at, len);
-  return count_header_bytes(c->req_, len, c->w_.config().max_header_bytes, c->reject_status_, c->reject_message_);
+  return c->count_header_bytes(len);
 }
 
 int HttpConn::on_headers_complete(http_parser* p) {
@@ -414,8 +485,7 @@ int HttpConn::on_headers_complete(http_parser* p) {
   std::size_t limit = c->w_.config().max_body;
   // http_parser sets content_length to ULLONG_MAX when the header is absent.
   if (p->content_length != ULLONG_MAX && p->content_length > limit) {
-    c->reject_status_ = 413;
-    c->reject_message_ = "request body larger than " + std::to_string(limit) + " bytes";
+    c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
     return -1;  // unlike 1 ("no body"), this stops the parser
   }
   if (!c->req_.expect.empty()) {
@@ -433,8 +503,7 @@ int HttpConn::on_body(http_parser* p, const char* at, std::size_t len) {
   auto* c = static_cast<HttpConn*>(p->data);
   std::size_t limit = c->w_.config().max_body;
   if (c->req_.body.size() + len > limit) {
-    c->reject_status_ = 413;
-    c->reject_message_ = "request body larger than " + std::to_string(limit) + " bytes";
+    c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
     return 1;
   }
   c->req_.body.append(at, len);
@@ -444,6 +513,14 @@ int HttpConn::on_body(http_parser* p, const char* at, std::size_t len) {
 int HttpConn::on_message_complete(http_parser* p) {
   auto* c = static_cast<HttpConn*>(p->data);
   c->w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
+  c->in_message_ = false;
+  c->deadline_ = Deadline::None;
+  std::uint32_t max_requests = c->w_.config().max_requests_per_connection;
+  if (max_requests > 0 && ++c->requests_ >= max_requests) {
+    // Like nginx's keepalive_requests: the last request is served, and its answer closes.
+    c->close_after_ = true;
+    c->w_.limits().hit(Limit::RequestsPerConnection);
+  }
   // No exception may leave a libuv callback: a failure here answers 500 and closes.
   try {
     route_request(*c, c->req_);
@@ -451,7 +528,11 @@ int HttpConn::on_message_complete(http_parser* p) {
     c->close_after_ = true;
     c->respond(500, "application/json", R"({"error":"internal error"})");
   }
-  if (c->mode_ == Mode::Requests) c->pause_parser();  // resume in parse() for pipelined requests
+  if (c->mode_ == Mode::Requests) {
+    c->pause_parser();  // resume in parse() for pipelined requests
+    c->deadline_ = Deadline::Idle;
+    c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().idle_timeout_ms;
+  }
   return 0;
 }
 

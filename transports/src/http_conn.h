@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conn.h"
+#include "server_limits.h"
 #include "mcpfan/shard.h"
 
 namespace mcpfan::detail {
@@ -53,6 +54,7 @@ class HttpConn final : public Conn, public StreamSink {
   // Conn
   void begin_shutdown() override;
   void force_close() override { close(); }
+  void sweep(std::uint64_t now_ms) override;
 
   // StreamSink
   void write_batch(OutBatch&& batch) override;
@@ -60,6 +62,7 @@ class HttpConn final : public Conn, public StreamSink {
 
  private:
   enum class Mode : std::uint8_t { Requests, Listen, Draining, Closing };
+  enum class Deadline : std::uint8_t { None, Request, Idle };
 
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void parse(const char* data, std::size_t len);
@@ -71,6 +74,10 @@ class HttpConn final : public Conn, public StreamSink {
   void release_session();
   void commit_header();
   void reject(int status, std::string_view message);
+  void set_reject(int status, Limit limit, std::string message);
+  int count_header_bytes(std::size_t len);
+  void write_queued();
+  void write_progressed();
 
   static int on_message_begin(http_parser* p);
   static int on_url(http_parser* p, const char* at, std::size_t len);
@@ -89,6 +96,12 @@ class HttpConn final : public Conn, public StreamSink {
   bool close_after_ = false;  // respond() found keep-alive off
   bool stream_open_ = false;
   bool ending_ = false;
+  bool in_message_ = false;  // between the first byte of a request and its end
+  Deadline deadline_ = Deadline::None;
+  std::uint64_t deadline_ms_ = 0;
+  std::uint32_t requests_ = 0;
+  std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
+  std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
   int reject_status_ = 0;
   std::string reject_message_;
   StreamId stream_ = 0;

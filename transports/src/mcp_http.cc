@@ -6,6 +6,7 @@
 #include <array>
 
 #include "http_conn.h"
+#include "server_limits.h"
 #include "mcp_messages.h"
 #include "mcpfan/json_text.h"
 #include "sessions.h"
@@ -98,6 +99,11 @@ bool host_allowed(const ServerConfig& cfg, std::string_view host_header) {
   return false;
 }
 
+
+void count_rpc_limit(Worker& w, const RpcRequest& r, TenantId tenant = Limits::kNoTenant) {
+  if (r.limit_hit == RpcLimitHit::UriLength) w.limits().hit(Limit::UriLength, tenant);
+  else if (r.limit_hit == RpcLimitHit::UrisPerListen) w.limits().hit(Limit::UrisPerListen, tenant);
+}
 
 void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {}) {
   // Malformed requests are HTTP errors; well-formed but refused requests are JSON-RPC
@@ -298,6 +304,7 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
   }
   RpcRequest r = w.rpc_decoder().decode(req.body);
   if (r.error) {
+    count_rpc_limit(w, r);
     rpc_error(c, r.id, r.error->code, r.error->message);
     return;
   }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "server_state.h"
 #include "sessions.h"
 #include "worker.h"
 
@@ -18,9 +19,11 @@ namespace mcpfan {
 using detail::Worker;
 
 struct Server::Impl {
-  ServerConfig config;
-  std::unique_ptr<Hub> hub;
-  detail::SessionRegistry sessions;
+  explicit Impl(ServerConfig cfg) : state(std::move(cfg)), config(state.config), hub(state.hub), sessions(state.sessions) {}
+  detail::ServerState state;
+  ServerConfig& config;
+  std::unique_ptr<Hub>& hub;
+  detail::SessionRegistry& sessions;
   std::vector<std::unique_ptr<Worker>> workers;
   bool started = false;
   bool stopped = false;
@@ -145,15 +148,32 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
          d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+  out += "# HELP mcpfan_limit_hits_total Requests, connections and streams refused or closed by a configured limit.\n"
+         "# TYPE mcpfan_limit_hits_total counter\n";
+  for (std::size_t i = 0; i < static_cast<std::size_t>(detail::Limit::kCount); ++i) {
+    auto l = static_cast<detail::Limit>(i);
+    out += "mcpfan_limit_hits_total{limit=\"";
+    out += detail::limit_name(l);
+    out += "\"} ";
+    out += std::to_string(state.limits.hits(l));
+    out += '\n';
+  }
   return out;
 }
 
-Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>()) {
+namespace detail {
+ServerState::ServerState(ServerConfig cfg)
+    : config(std::move(cfg)),
+      limits(TenantCeilings{config.max_connections_per_tenant, config.max_streams_per_tenant,
+                            config.max_subscriptions_per_tenant},
+             std::max<std::size_t>(config.max_tenants, 1)) {
   if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
-  impl_->config = std::move(config);
-  impl_->hub = std::make_unique<Hub>(impl_->config.workers, impl_->config.shard);
-  impl_->hub->set_debounce(std::chrono::milliseconds(impl_->config.debounce_ms));
+  hub = std::make_unique<Hub>(config.workers, config.shard);
+  hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
 }
+}  // namespace detail
+
+Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
 Server::~Server() { stop(); }
 
@@ -196,7 +216,7 @@ Result<std::uint16_t> Server::start() {
   }
   auto metrics = [impl = impl_.get()] { return impl->metrics_text(); };
   for (unsigned i = 0; i < m.config.workers; ++i) {
-    m.workers.push_back(std::make_unique<Worker>(i, m.config, *m.hub, m.sessions, metrics));
+    m.workers.push_back(std::make_unique<Worker>(i, m.state, metrics));
   }
   std::vector<Worker*> peers;
   for (auto& w : m.workers) peers.push_back(w.get());

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "server_limits.h"
 #include "mcp_messages.h"
 #include "worker.h"
 
@@ -126,6 +127,7 @@ void StdioConn::on_read(ssize_t nread, const uv_buf_t* buf) {
     if (line_.size() + piece.size() > cap) {
       // No id can be read from a line we will not hold: answer with a null id and drop it.
       fprintf(stderr, "mcpfan: stdio line longer than %zu bytes dropped\n", cap);
+      w_.limits().hit(Limit::LineBytes, tenant_);
       reply_error({}, rpc_code::kInvalidRequest, "message longer than " + std::to_string(cap) + " bytes dropped");
       line_.clear();
       skipping_ = nl == std::string_view::npos;
@@ -152,6 +154,8 @@ void StdioConn::handle_line(std::string_view line) {
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are not messages
   RpcRequest r = w_.rpc_decoder().decode(line);
   if (r.error) {
+    if (r.limit_hit == RpcLimitHit::UriLength) w_.limits().hit(Limit::UriLength, tenant_);
+    else if (r.limit_hit == RpcLimitHit::UrisPerListen) w_.limits().hit(Limit::UrisPerListen, tenant_);
     if (r.has_id || r.error->code == rpc_code::kParseError || r.error->code == rpc_code::kInvalidRequest) {
       reply_error(r.id, r.error->code, r.error->message);
     } else {
@@ -305,12 +309,13 @@ void StdioConn::write_batch(OutBatch&& batch) {
   bufs[i].base += written;
   bufs[i].len -= written;
   auto* wr = new LineWrite{{}, std::move(batch), this};  // the vector's buffer moves with it
-  ++writes_in_flight_;
+  if (writes_in_flight_++ == 0) write_progress_ms_ = uv_now(w_.loop());
   int rc = uv_write(&wr->req, out(), bufs + i, nbufs - i, [](uv_write_t* req, int status) {
     auto* wr = reinterpret_cast<LineWrite*>(req);
     StdioConn* c = wr->conn;
     delete wr;
     --c->writes_in_flight_;
+    c->write_progress_ms_ = uv_now(c->w_.loop());
     if (status < 0) {
       c->close();
       return;
@@ -325,6 +330,14 @@ void StdioConn::write_batch(OutBatch&& batch) {
     w_.shard().write_done(stream_);
     close();
   }
+}
+
+void StdioConn::sweep(std::uint64_t now) {
+  // A client that stopped reading: its output would otherwise wait for the pending-bytes
+  // bound, which a quiet stream never reaches.
+  if (closing_ || writes_in_flight_ == 0 || now - write_progress_ms_ < w_.config().write_timeout_ms) return;
+  w_.limits().hit(Limit::WriteTimeout, tenant_);
+  close();
 }
 
 void StdioConn::close_requested(CloseReason) {

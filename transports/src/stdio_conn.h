@@ -29,6 +29,7 @@ class StdioConn final : public Conn, public StreamSink {
   // Conn
   void begin_shutdown() override;
   void force_close() override { close(); }
+  void sweep(std::uint64_t now_ms) override;
 
   // StreamSink
   void write_batch(OutBatch&& batch) override;
@@ -66,6 +67,7 @@ class StdioConn final : public Conn, public StreamSink {
   bool skipping_ = false;   // discarding the rest of an over-long line
   int open_handles_ = 0;
   int writes_in_flight_ = 0;
+  std::uint64_t write_progress_ms_ = 0;  // when a write last completed (or the first was queued)
   std::string line_;        // a partial line carried between reads
   StreamId stream_ = 0;
   bool stream_open_ = false;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "http_conn.h"
+#include "server_state.h"
 #include "sessions.h"
 #include "stdio_conn.h"
 
@@ -18,23 +19,23 @@ Worker* self(T* handle) {
 }
 }  // namespace
 
-Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, SessionRegistry& sessions,
-               std::function<std::string()> metrics_text)
+Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> metrics_text)
     : index_(index),
-      config_(config),
-      hub_(hub),
-      shard_(hub.shard(index)),
-      sessions_(sessions),
+      config_(state.config),
+      hub_(*state.hub),
+      shard_(state.hub->shard(index)),
+      sessions_(state.sessions),
+      limits_(state.limits),
       metrics_text_(std::move(metrics_text)),
-      publish_decoder_(PublishLimits{config.max_uri_length}),
-      rpc_decoder_(RpcLimits{config.max_uri_length, config.max_uris_per_listen}),
+      publish_decoder_(PublishLimits{config_.max_uri_length}),
+      rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
       read_buf_(64 * 1024, '\0') {
   uv_loop_init(&loop_);
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
                   reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&unix_poll_),
-                  reinterpret_cast<uv_handle_t*>(&session_timer_)}) {
+                  reinterpret_cast<uv_handle_t*>(&session_timer_), reinterpret_cast<uv_handle_t*>(&sweep_timer_)}) {
     h->data = this;
   }
   // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
@@ -53,6 +54,7 @@ Worker::Worker(unsigned index, const ServerConfig& config, Hub& hub, SessionRegi
   uv_timer_init(&loop_, &keepalive_timer_);
   uv_timer_init(&loop_, &grace_timer_);
   uv_timer_init(&loop_, &session_timer_);
+  uv_timer_init(&loop_, &sweep_timer_);
   shard_.set_waker([](void* a) { static_cast<Worker*>(a)->wake(&static_cast<Worker*>(a)->inbox_async_); }, this);
   shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
 }
@@ -113,8 +115,22 @@ void Worker::run(int listen_fd) {
         },
         every, every);
   }
+  // Deadlines are checked by a sweep, not a timer per connection: a timer is ~120 bytes per
+  // stream, and a deadline a quarter-period late is harmless.
+  std::uint64_t shortest = std::min({config_.request_timeout_ms, config_.idle_timeout_ms, config_.write_timeout_ms});
+  std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
+  uv_timer_start(&sweep_timer_, [](uv_timer_t* t) { self(t)->sweep(); }, sweep_every, sweep_every);
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
+}
+
+void Worker::sweep() {
+  std::uint64_t now = uv_now(&loop_);
+  for (Conn* c = conns_; c;) {
+    Conn* next = c->next_;  // sweep() may close c, which unlinks it only in its close callback
+    c->sweep(now);
+    c = next;
+  }
 }
 
 void Worker::on_connection(uv_stream_t* server, int status) {
@@ -204,7 +220,7 @@ void Worker::maybe_finish_stop() {
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
-                  reinterpret_cast<uv_handle_t*>(&session_timer_)}) {
+                  reinterpret_cast<uv_handle_t*>(&session_timer_), reinterpret_cast<uv_handle_t*>(&sweep_timer_)}) {
     uv_close(h, nullptr);
   }
 }

@@ -20,6 +20,8 @@ namespace mcpfan::detail {
 
 class Conn;
 class SessionRegistry;
+class Limits;
+struct ServerState;
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
 struct WorkerStats {
@@ -38,8 +40,7 @@ struct ControlMsg {
 
 class Worker {
  public:
-  Worker(unsigned index, const ServerConfig& config, Hub& hub, SessionRegistry& sessions,
-         std::function<std::string()> metrics_text);
+  Worker(unsigned index, ServerState& state, std::function<std::string()> metrics_text);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -57,6 +58,7 @@ class Worker {
   [[nodiscard]] SessionRegistry& sessions() noexcept { return sessions_; }
   [[nodiscard]] Shard& shard() noexcept { return shard_; }
   [[nodiscard]] Hub& hub() noexcept { return hub_; }
+  [[nodiscard]] Limits& limits() noexcept { return limits_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
   [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
@@ -79,12 +81,14 @@ class Worker {
   void wake(uv_async_t* handle);
   static void on_connection(uv_stream_t* server, int status);
   void accept_unix();
+  void sweep();
 
   unsigned index_;
   const ServerConfig& config_;
   Hub& hub_;
   Shard& shard_;
   SessionRegistry& sessions_;
+  Limits& limits_;
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;
@@ -101,6 +105,7 @@ class Worker {
   uv_timer_t keepalive_timer_{};
   uv_timer_t grace_timer_{};
   uv_timer_t session_timer_{};  // idle-session expiry (worker 0 only)
+  uv_timer_t sweep_timer_{};    // connection deadlines: request, idle and write timeouts
   uv_poll_t unix_poll_{};       // the Unix listener (worker 0 only)
   int unix_fd_ = -1;
   unsigned next_peer_ = 0;

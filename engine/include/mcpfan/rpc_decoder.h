@@ -5,6 +5,7 @@
  *
  * Thread affinity: one decoder per thread (it owns a reusable simdjson parser).
  */
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct ListenSpec {
   std::vector<std::string> resource_uris;  // unescaped, de-duplicated, in request order
 };
 
+/** Which configured limit refused a message, so the transport can count it. */
+enum class RpcLimitHit : std::uint8_t { None, UriLength, UrisPerListen };
+
 struct RpcRequest {
   /** Set when the message could not be accepted; `id` is filled if it could be read. */
   std::optional<Error> error;
@@ -33,6 +37,8 @@ struct RpcRequest {
   std::string cancel_id;      // notifications/cancelled params.requestId as JSON text
   std::string uri;            // resources/subscribe, resources/unsubscribe
   std::string init_version;   // initialize: params.protocolVersion
+  std::string auth_token;     // params._meta["mcpfan/authorization"]: how stdio clients authenticate
+  RpcLimitHit limit_hit = RpcLimitHit::None;
 };
 
 struct RpcLimits {
@@ -41,6 +47,8 @@ struct RpcLimits {
 };
 
 inline constexpr std::string_view kProtocolVersionKey = "io.modelcontextprotocol/protocolVersion";
+/** A stdio client has no headers: it sends its bearer token under this params._meta key. */
+inline constexpr std::string_view kAuthorizationMetaKey = "mcpfan/authorization";
 
 class RpcDecoder {
  public:

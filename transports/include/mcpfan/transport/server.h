@@ -31,9 +31,23 @@ struct ServerConfig {
   std::uint64_t shutdown_grace_ms = 1500;
   std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
   std::vector<std::string> allow_hosts;    // Host header allow-list; empty: localhost|127.0.0.1|[::1]|listen host
-  std::uint64_t session_idle_ms = 300000;
-  std::uint64_t debounce_ms = 0;           // minimum interval between fan-outs of one (tenant, method, uri); 0 = off  // a 2025-era session with no open stream expires after this
+  std::uint64_t session_idle_ms = 300000;  // a 2025-era session with no open stream expires after this
+  std::uint64_t debounce_ms = 0;           // minimum interval between fan-outs of one (tenant, method, uri); 0 = off
   std::size_t max_line_bytes = 1u << 20;  // longest stdio-framed message
+
+  // ---- connection limits (each hit is counted in mcpfan_limit_hits_total) ----
+  std::uint64_t request_timeout_ms = 10000;  // a request must arrive whole this long after it starts (408)
+  std::uint64_t idle_timeout_ms = 60000;     // a keep-alive connection between requests closes after this
+  std::uint64_t write_timeout_ms = 30000;    // writes making no progress this long close the connection
+  std::uint32_t max_requests_per_connection = 10000;  // the last one is answered with Connection: close
+  std::uint32_t tcp_keepalive_s = 60;        // TCP keep-alive probes after this idle time (0 = off)
+
+  // ---- tenants (0 = unlimited) ----
+  std::int64_t max_connections_per_tenant = 0;
+  std::int64_t max_streams_per_tenant = 0;        // listens + 2025-era sessions
+  std::int64_t max_subscriptions_per_tenant = 0;  // resource URIs subscribed
+  std::size_t max_tenants = 10000;                // distinct tenants with clients; more are refused
+  std::size_t metrics_tenants = 100;              // tenants labelled by name in /metrics; the rest sum as "_other"
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
   /** Called (on a worker thread) when a stdio client attached with exit_on_eof ends. */
   std::function<void()> on_stdio_eof;

@@ -1,0 +1,72 @@
+#include "server_limits.h"
+
+namespace mcpfan::detail {
+
+std::string_view limit_name(Limit l) {
+  switch (l) {
+    case Limit::HeaderBytes: return "header_bytes";
+    case Limit::BodyBytes: return "body_bytes";
+    case Limit::UrlLength: return "url_length";
+    case Limit::UriLength: return "uri_length";
+    case Limit::UrisPerListen: return "uris_per_listen";
+    case Limit::LineBytes: return "line_bytes";
+    case Limit::RequestsPerConnection: return "requests_per_connection";
+    case Limit::RequestTimeout: return "request_timeout";
+    case Limit::IdleTimeout: return "idle_timeout";
+    case Limit::WriteTimeout: return "write_timeout";
+    case Limit::ConnectionsPerTenant: return "connections_per_tenant";
+    case Limit::StreamsPerTenant: return "streams_per_tenant";
+    case Limit::SubscriptionsPerTenant: return "subscriptions_per_tenant";
+    case Limit::Tenants: return "tenants";
+    case Limit::PublishRate: return "publish_rate";
+    case Limit::kCount: break;
+  }
+  return "unknown";
+}
+
+Limits::Limits(TenantCeilings ceilings, std::size_t max_tenants)
+    : ceilings_(ceilings), max_tenants_(max_tenants), usage_(std::make_unique<TenantUsage[]>(max_tenants)) {}
+
+void Limits::hit(Limit l, TenantId tenant) noexcept {
+  hits_[static_cast<std::size_t>(l)].fetch_add(1, std::memory_order_relaxed);
+  if (tenant < max_tenants_) usage_[tenant].limit_hits.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t Limits::hits(Limit l) const noexcept {
+  return hits_[static_cast<std::size_t>(l)].load(std::memory_order_relaxed);
+}
+
+std::int64_t Limits::ceiling(Resource r) const noexcept {
+  switch (r) {
+    case Resource::Connections: return ceilings_.connections;
+    case Resource::Streams: return ceilings_.streams;
+    case Resource::Subscriptions: return ceilings_.subscriptions;
+    case Resource::kCount: break;
+  }
+  return 0;
+}
+
+bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
+  if (tenant >= max_tenants_) {
+    hit(Limit::Tenants);
+    return false;
+  }
+  auto& used = usage_[tenant].in_use[static_cast<std::size_t>(r)];
+  std::int64_t cap = ceiling(r);
+  // Optimistic add, undone on overshoot: concurrent acquirers may both be refused near the
+  // ceiling, but the ceiling is never passed.
+  std::int64_t now = used.fetch_add(n, std::memory_order_relaxed) + n;
+  if (cap > 0 && now > cap) {
+    used.fetch_sub(n, std::memory_order_relaxed);
+    static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant};
+    hit(kFor[static_cast<std::size_t>(r)], tenant);
+    return false;
+  }
+  return true;
+}
+
+void Limits::release(TenantId tenant, Resource r, std::int64_t n) noexcept {
+  if (tenant < max_tenants_) usage_[tenant].in_use[static_cast<std::size_t>(r)].fetch_sub(n, std::memory_order_relaxed);
+}
+
+}  // namespace mcpfan::detail

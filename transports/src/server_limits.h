@@ -1,0 +1,80 @@
+#pragma once
+// The limits the server enforces, counted when hit, and the per-tenant usage that the
+// per-tenant limits are checked against. Shared by every worker: atomics only, so a check
+// costs a fetch_add and never a lock.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "mcpfan/tenants.h"
+
+namespace mcpfan::detail {
+
+enum class Limit : std::uint8_t {
+  HeaderBytes,
+  BodyBytes,
+  UrlLength,
+  UriLength,
+  UrisPerListen,
+  LineBytes,
+  RequestsPerConnection,
+  RequestTimeout,
+  IdleTimeout,
+  WriteTimeout,
+  ConnectionsPerTenant,
+  StreamsPerTenant,
+  SubscriptionsPerTenant,
+  Tenants,
+  PublishRate,
+  kCount
+};
+/** snake_case: the `limit` label of mcpfan_limit_hits_total. */
+[[nodiscard]] std::string_view limit_name(Limit l);
+
+/** A per-tenant resource with a configurable ceiling. */
+enum class Resource : std::uint8_t { Connections, Streams, Subscriptions, kCount };
+
+struct TenantUsage {
+  std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(Resource::kCount)> in_use{};
+  std::atomic<std::uint64_t> limit_hits{0};
+};
+
+struct TenantCeilings {
+  std::int64_t connections = 0;  // 0 = unlimited
+  std::int64_t streams = 0;
+  std::int64_t subscriptions = 0;
+};
+
+class Limits {
+ public:
+  /** `max_tenants`: the size of the usage table; tenants past it are refused. */
+  Limits(TenantCeilings ceilings, std::size_t max_tenants);
+
+  void hit(Limit l, TenantId tenant = kNoTenant) noexcept;
+  [[nodiscard]] std::uint64_t hits(Limit l) const noexcept;
+
+  /**
+   * Takes `n` units of `r` for `tenant`; false when that would pass the tenant's ceiling
+   * (the hit is counted, nothing is taken). A tenant past the table is refused too.
+   */
+  [[nodiscard]] bool acquire(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
+  void release(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
+
+  [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
+  [[nodiscard]] const TenantUsage* usage(TenantId tenant) const noexcept {
+    return tenant < max_tenants_ ? &usage_[tenant] : nullptr;
+  }
+  [[nodiscard]] std::int64_t ceiling(Resource r) const noexcept;
+
+  static constexpr TenantId kNoTenant = ~TenantId{0};
+
+ private:
+  TenantCeilings ceilings_;
+  std::size_t max_tenants_;
+  std::unique_ptr<TenantUsage[]> usage_;
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Limit::kCount)> hits_{};
+};
+
+}  // namespace mcpfan::detail
