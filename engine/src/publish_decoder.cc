@@ -142,9 +142,18 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
     }
     if (has_tenant) {
       if (tenant.empty() || tenant.size() > 256) return bad(index, many, "\"tenant\" must be 1..256 bytes");
-      TenantId t = tenants.intern(tenant);
-      if (forced_tenant && *forced_tenant != t) return bad(index, many, "this publisher may not publish to tenant \"" + std::string(tenant) + "\"");
-      p.tenant = t;
+      if (forced_tenant) {
+        // Compared by name, not interned: a publisher bound to one tenant must not be able to
+        // grow the tenant table with names it may not use.
+        if (tenants.name(*forced_tenant) != tenant) {
+          Error e = bad(index, many, "this publisher may not publish to tenant \"" + std::string(tenant) + "\"");
+          e.code = rpc_code::kForbidden;
+          return e;
+        }
+        p.tenant = *forced_tenant;
+      } else {
+        p.tenant = tenants.intern(tenant);
+      }
     } else {
       p.tenant = forced_tenant.value_or(kDefaultTenant);
     }

@@ -95,15 +95,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tcp-keepalive-s", cfg.tcp_keepalive_s, "TCP keep-alive probes after this idle time (0 = off)")
       ->capture_default_str()->check(CLI::Range(0, 86400));
-  app.add_option("--max-connections-per-tenant", cfg.max_connections_per_tenant, "0 = unlimited")->capture_default_str();
+  app.add_option("--max-connections-per-tenant", cfg.max_connections_per_tenant, "0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--max-streams-per-tenant", cfg.max_streams_per_tenant, "listens + 2025-era sessions; 0 = unlimited")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--max-subscriptions-per-tenant", cfg.max_subscriptions_per_tenant,
-                 "resource URIs subscribed; 0 = unlimited")->capture_default_str();
+                 "resource URIs subscribed; 0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--max-tenants", cfg.max_tenants, "distinct tenants with clients; more are refused")
       ->capture_default_str()->check(CLI::Range(1, 10000000));
   app.add_option("--metrics-tenants", cfg.metrics_tenants,
                  "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\"")->capture_default_str();
+  // Authentication (README "Limits and security").
+  app.add_option("--jwt-secret-file", cfg.jwt_secret_file, "HS256 secret (at least 32 bytes) for client tokens")
+      ->check(CLI::ExistingFile);
+  app.add_option("--jwt-public-key-file", cfg.jwt_public_key_file, "RS256 (RSA) or ES256 (P-256) PEM public key for client tokens")
+      ->check(CLI::ExistingFile);
+  app.add_option("--publish-keys-file", cfg.publish_keys_file, "publisher keys, lines \"KEY TENANT\" (\"*\" = any tenant)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--unix-tenant", cfg.unix_tenant,
+                 "tenant of --unix clients, which then need no token (the socket's permissions are the access control)");
+  app.add_option("--publish-rate", cfg.publish_rate, "notifications per second per publisher key; 429 above (0 = unlimited)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--publish-burst", cfg.publish_burst, "publish token bucket size (0 = one second's worth)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   HostPort hp;
@@ -111,9 +124,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mcpfan: --listen %s: expected HOST:PORT\n", listen.c_str());
     return 2;
   }
-  if (!is_loopback(hp.host) && !insecure) {
+  // Both sides must be authenticated for an open listener: client tokens alone would leave
+  // publishing open to anyone who can connect.
+  bool authenticated = (!cfg.jwt_secret_file.empty() || !cfg.jwt_public_key_file.empty()) && !cfg.publish_keys_file.empty();
+  if (!is_loopback(hp.host) && !authenticated && !insecure) {
     std::fprintf(stderr,
-                 "mcpfan: refusing to listen on %s without authentication; use a loopback address or --insecure\n",
+                 "mcpfan: refusing to listen on %s without authentication (--jwt-secret-file or --jwt-public-key-file, "
+                 "and --publish-keys-file); use a loopback address, configure both, or pass --insecure\n",
                  hp.host.c_str());
     return 2;
   }

@@ -39,6 +39,7 @@ const char* reason_phrase(int status) {
     case 200: return "OK";
     case 202: return "Accepted";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -49,6 +50,7 @@ const char* reason_phrase(int status) {
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -75,6 +77,7 @@ void HttpRequest::clear() {
   mcp_method.clear();
   expect.clear();
   session_id.clear();
+  authorization.clear();
   body.clear();
   header_bytes = 0;
 }
@@ -136,6 +139,7 @@ void HttpConn::close() {
     w_.shard().close_stream(stream_);
   }
   release_session();
+  release_usage();
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
     auto* c = static_cast<HttpConn*>(h->data);
@@ -302,6 +306,49 @@ void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
   session_ = std::move(session);
 }
 
+std::optional<Limit> HttpConn::bind_tenant(TenantId tenant) {
+  if (tenant == conn_tenant_) return std::nullopt;
+  Limits& limits = w_.limits();
+  if (tenant >= limits.max_tenants()) {
+    limits.hit(Limit::Tenants);
+    return Limit::Tenants;
+  }
+  if (!limits.acquire(tenant, Resource::Connections)) return Limit::ConnectionsPerTenant;
+  if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
+  conn_tenant_ = tenant;
+  return std::nullopt;
+}
+
+void HttpConn::hold_stream_usage(TenantId tenant, std::int64_t subscriptions) {
+  stream_tenant_ = tenant;
+  stream_subs_ = subscriptions;
+}
+
+void HttpConn::release_usage() {
+  Limits& limits = w_.limits();
+  if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
+  if (stream_tenant_ != Limits::kNoTenant) {
+    limits.release(stream_tenant_, Resource::Streams);
+    limits.release(stream_tenant_, Resource::Subscriptions, stream_subs_);
+  }
+  conn_tenant_ = stream_tenant_ = Limits::kNoTenant;
+}
+
+bool HttpConn::peer_is_loopback() {
+  sockaddr_storage addr{};
+  int len = sizeof addr;
+  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
+  if (addr.ss_family == AF_INET) {
+    return (ntohl(reinterpret_cast<sockaddr_in&>(addr).sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<sockaddr_in6&>(addr).sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 void HttpConn::release_session() {
   if (!session_) return;
   std::lock_guard lock(w_.sessions().mutex());
@@ -436,6 +483,7 @@ void HttpConn::commit_header() {
   else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
   else if (ieq(f, "expect")) dst = &req_.expect;
   else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
+  else if (ieq(f, "authorization")) dst = &req_.authorization;
   if (dst) {
     if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
     *dst += value_;

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "conn.h"
@@ -20,7 +21,7 @@ struct Session;
 struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id;
+  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization;
   std::string body;
   std::size_t header_bytes = 0;
   void clear();
@@ -48,6 +49,14 @@ class HttpConn final : public Conn, public StreamSink {
    * registry locked; records itself as the session's stream.
    */
   void begin_session_stream(std::shared_ptr<Session> session);
+  /**
+   * Counts this connection against `tenant`'s connection ceiling (moving it from the tenant
+   * it was counted for). Returns the limit that refused it, or nullopt.
+   */
+  [[nodiscard]] std::optional<Limit> bind_tenant(TenantId tenant);
+  /** The listen about to begin holds one stream and `subscriptions` of `tenant` until it closes. */
+  void hold_stream_usage(TenantId tenant, std::int64_t subscriptions);
+  [[nodiscard]] bool peer_is_loopback();
   /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
   void finish_stream();
 
@@ -72,6 +81,7 @@ class HttpConn final : public Conn, public StreamSink {
   void end_listen();
   void start_sse();
   void release_session();
+  void release_usage();
   void commit_header();
   void reject(int status, std::string_view message);
   void set_reject(int status, Limit limit, std::string message);
@@ -100,6 +110,9 @@ class HttpConn final : public Conn, public StreamSink {
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
+  TenantId conn_tenant_ = Limits::kNoTenant;    // counted against this tenant's connections
+  TenantId stream_tenant_ = Limits::kNoTenant;  // the listen's stream and subscriptions are counted here
+  std::int64_t stream_subs_ = 0;
   std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
   std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
   int reject_status_ = 0;

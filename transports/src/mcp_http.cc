@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
+#include <ctime>
 
+#include "auth.h"
 #include "http_conn.h"
+#include "server_state.h"
 #include "server_limits.h"
 #include "mcp_messages.h"
 #include "mcpfan/json_text.h"
@@ -113,6 +118,83 @@ void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, 
   c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
 }
 
+// ---- who is asking (issue 5) ----
+
+// An auth error message inside a quoted WWW-Authenticate parameter.
+std::string quoted_safe(std::string_view s) {
+  std::string out;
+  for (char ch : s) out += (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '\'' : ch;
+  return out;
+}
+
+std::string tenant_name(Worker& w, TenantId t) { return w.hub().tenants().name(t); }
+
+std::string refusal_message(Worker& w, Limit l, TenantId tenant) {
+  const ServerConfig& cfg = w.config();
+  std::string who = "tenant \"" + tenant_name(w, tenant) + "\"";
+  switch (l) {
+    case Limit::ConnectionsPerTenant:
+      return who + " has reached its limit of " + std::to_string(cfg.max_connections_per_tenant) + " connections";
+    case Limit::StreamsPerTenant:
+      return who + " has reached its limit of " + std::to_string(cfg.max_streams_per_tenant) + " streams";
+    case Limit::SubscriptionsPerTenant:
+      return who + " has reached its limit of " + std::to_string(cfg.max_subscriptions_per_tenant) + " subscriptions";
+    case Limit::Tenants:
+      return "the server serves at most " + std::to_string(cfg.max_tenants) + " tenants";
+    default:
+      return std::string("limit reached: ") + std::string(limit_name(l));
+  }
+}
+
+// A request refused by a limit: 429 (503 when the tenant table is full), with a JSON-RPC
+// error when it was a request, so SDK clients surface the message.
+void respond_limited(HttpConn& c, std::string_view id, Limit l, TenantId tenant) {
+  std::string msg = refusal_message(c.worker(), l, tenant);
+  int status = l == Limit::Tenants ? 503 : 429;
+  std::string body = id.empty() ? json_error_body(msg) : rpc_error_json(id, Error{rpc_code::kLimitExceeded, msg});
+  c.respond(status, "application/json", body, "Retry-After: 1\r\n");
+}
+
+struct Caller {
+  TenantId tenant = kDefaultTenant;
+  std::optional<ClientIdentity> identity;  // set when client auth is configured
+  [[nodiscard]] bool may_subscribe(std::string_view uri) const { return !identity || identity->uri_allowed(uri); }
+};
+
+// With client auth configured a valid bearer token names the tenant; without, every
+// client is tenant "default". Answers 401/429/503 itself and returns nullopt when refused.
+std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::string_view id = {}) {
+  Worker& w = c.worker();
+  ServerState& st = w.state();
+  Caller caller;
+  if (st.client_auth.enabled()) {
+    AuthResult res = st.client_auth.verify_bearer(req.authorization, static_cast<std::int64_t>(std::time(nullptr)));
+    if (auto* e = std::get_if<AuthError>(&res)) {
+      st.auth_counters.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
+      // RFC 6750 §3: no error code when no credentials were sent at all.
+      std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan\"";
+      if (e->kind != AuthFailure::Missing) {
+        challenge += ", error=\"invalid_token\", error_description=\"" + quoted_safe(e->message) + "\"";
+      }
+      c.respond(401, "application/json", json_error_body(e->message), challenge + "\r\n");
+      return std::nullopt;
+    }
+    caller.identity = std::move(std::get<ClientIdentity>(res));
+    caller.tenant = w.hub().tenants().intern(caller.identity->tenant);
+  }
+  if (auto refused = c.bind_tenant(caller.tenant)) {
+    respond_limited(c, id, *refused, caller.tenant);
+    return std::nullopt;
+  }
+  return caller;
+}
+
+void respond_forbidden_uri(HttpConn& c, std::string_view id, std::string_view uri) {
+  c.worker().state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+  std::string msg = "resource URI not allowed for this token: " + std::string(uri);
+  c.respond(403, "application/json", rpc_error_json(id, Error{rpc_code::kInvalidParams, msg}));
+}
+
 void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version) {
   std::string headers = "MCP-Protocol-Version: ";
   headers += version;
@@ -120,12 +202,25 @@ void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version
   c.respond(200, "application/json", rpc_result_json(r.id, discover_result()), headers);
 }
 
-void start_listen(HttpConn& c, RpcRequest& r) {
+void start_listen(HttpConn& c, RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
   }
-  ListenPlan plan = plan_listen(std::move(r.listen), kDefaultTenant, r.id);
+  for (const std::string& uri : r.listen.resource_uris) {
+    if (!caller.may_subscribe(uri)) return respond_forbidden_uri(c, r.id, uri);
+  }
+  Limits& limits = c.worker().limits();
+  auto subs = static_cast<std::int64_t>(r.listen.resource_uris.size());
+  if (!limits.acquire(caller.tenant, Resource::Streams)) {
+    return respond_limited(c, r.id, Limit::StreamsPerTenant, caller.tenant);
+  }
+  if (!limits.acquire(caller.tenant, Resource::Subscriptions, subs)) {
+    limits.release(caller.tenant, Resource::Streams);
+    return respond_limited(c, r.id, Limit::SubscriptionsPerTenant, caller.tenant);
+  }
+  c.hold_stream_usage(caller.tenant, subs);
+  ListenPlan plan = plan_listen(std::move(r.listen), caller.tenant, r.id);
   c.begin_listen(plan.filter, std::move(r.id), sse_event(plan.ack));
 }
 
@@ -182,17 +277,24 @@ void session_not_found(HttpConn& c, std::string_view id) {
 // Changes a session's URI set, and the subscription of its GET stream if one is open. The
 // change reaches the stream's worker through its shard inbox, in order with publishes, so
 // a publish sent after the client saw `{}` is matched against the new set.
-void change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+// Returns false when a new URI would pass the tenant's subscription ceiling (nothing changes).
+bool change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
   int owner;
   {
     std::lock_guard lock(w.sessions().mutex());
     auto& uris = s->uris;
     auto it = std::find(uris.begin(), uris.end(), uri);
-    if (add && it == uris.end()) uris.push_back(uri);
-    if (!add && it != uris.end()) uris.erase(it);
+    if (add && it == uris.end()) {
+      if (!w.limits().acquire(s->tenant, Resource::Subscriptions)) return false;
+      uris.push_back(uri);
+    }
+    if (!add && it != uris.end()) {
+      uris.erase(it);
+      w.limits().release(s->tenant, Resource::Subscriptions);
+    }
     owner = s->owner;
   }
-  if (owner < 0) return;  // applied when a GET stream opens
+  if (owner < 0) return true;  // applied when a GET stream opens
   Shard& shard = w.hub().shard(static_cast<std::size_t>(owner));
   SessionRegistry* reg = &w.sessions();
   shard.post_task([reg, s, owner, uri, add, &shard] {
@@ -205,26 +307,43 @@ void change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std:
     if (add) shard.add_uri(sub, s->tenant, uri);
     else shard.remove_uri(sub, s->tenant, uri);
   });
+  return true;
 }
 
-void handle_initialize(HttpConn& c, const RpcRequest& r) {
+void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "initialize must be a request with an id");
     return;
   }
   Worker& w = c.worker();
+  if (!w.limits().acquire(caller.tenant, Resource::Streams)) {
+    return respond_limited(c, r.id, Limit::StreamsPerTenant, caller.tenant);
+  }
   std::string_view version = negotiate_2025(r.init_version);
-  auto s = w.sessions().create(kDefaultTenant, std::string(version), uv_now(w.loop()));
+  auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()));
+  s->limits = &w.limits();  // the session now holds that stream, until it is destroyed
   respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + s->id + "\r\n");
 }
 
-void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
+// The session named by the request, if it exists and belongs to the caller's tenant: another
+// tenant's session is answered as if it did not exist.
+std::shared_ptr<Session> find_session(HttpConn& c, const HttpRequest& req, const Caller& caller) {
+  Worker& w = c.worker();
+  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  if (s && s->tenant != caller.tenant) {
+    w.state().auth_counters.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return s;
+}
+
+void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
   Worker& w = c.worker();
   if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
     return;
   }
-  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  auto s = find_session(c, req, caller);
   if (!s) return session_not_found(c, r.id);
   const std::string& m = r.method;
   if (!r.has_id) {
@@ -232,7 +351,9 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
   } else if (m == "ping" || m == "logging/setLevel") {
     respond_result(c, r, "{}");
   } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
-    change_session_uri(w, s, r.uri, m == "resources/subscribe");
+    bool add = m == "resources/subscribe";
+    if (add && !caller.may_subscribe(r.uri)) return respond_forbidden_uri(c, r.id, r.uri);
+    if (!change_session_uri(w, s, r.uri, add)) return respond_limited(c, r.id, Limit::SubscriptionsPerTenant, s->tenant);
     respond_result(c, r, "{}");
   } else if (m == "initialize") {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");
@@ -245,6 +366,8 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
 
 void handle_mcp_get(HttpConn& c, HttpRequest& req) {
   Worker& w = c.worker();
+  auto caller = authenticate(c, req);
+  if (!caller) return;
   if (req.session_id.empty()) {
     c.respond(400, "application/json",
               json_error_body("GET /mcp needs an Mcp-Session-Id header (send initialize first); "
@@ -255,7 +378,7 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req) {
     c.respond(406, "application/json", json_error_body("Accept must allow text/event-stream"));
     return;
   }
-  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  auto s = find_session(c, req, *caller);
   if (!s) return session_not_found(c, {});
   std::lock_guard lock(w.sessions().mutex());
   if (s->ended) return session_not_found(c, {});
@@ -268,7 +391,13 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req) {
 
 void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
   Worker& w = c.worker();
-  auto s = req.session_id.empty() ? nullptr : w.sessions().erase(req.session_id);
+  auto caller = authenticate(c, req);
+  if (!caller) return;
+  if (req.session_id.empty() || !find_session(c, req, *caller)) {
+    c.respond(404, "application/json", json_error_body("no such session"));
+    return;
+  }
+  auto s = w.sessions().erase(req.session_id);
   if (!s) {
     c.respond(404, "application/json", json_error_body("no such session"));
     return;
@@ -308,10 +437,12 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
     rpc_error(c, r.id, r.error->code, r.error->message);
     return;
   }
+  auto caller = authenticate(c, req, r.id);
+  if (!caller) return;
   // Which era: a 2026 envelope (or header) wins; else a session; else a new session.
   bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
-  if (!era_2026 && !req.session_id.empty()) return handle_session_post(c, req, r);
-  if (!era_2026 && r.method == "initialize") return handle_initialize(c, r);
+  if (!era_2026 && !req.session_id.empty()) return handle_session_post(c, req, r, *caller);
+  if (!era_2026 && r.method == "initialize") return handle_initialize(c, r, *caller);
   std::string version;
   if (!check_version(c, req, r, version)) return;
 
@@ -319,7 +450,7 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
     if (!r.has_id) return c.respond(202, {}, {});
     respond_discover(c, r, version);
   } else if (r.method == "subscriptions/listen") {
-    start_listen(c, r);
+    start_listen(c, r, *caller);
   } else if (r.method == "ping") {
     c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
   } else if (!r.has_id) {
@@ -340,12 +471,46 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
     return;
   }
-  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants());
+  ServerState& st = w.state();
+  std::optional<TenantId> forced;
+  std::size_t bucket = 0;
+  if (st.publisher_keys.enabled()) {
+    auto grant = st.publisher_keys.lookup_bearer(req.authorization);
+    if (!grant) {
+      bool sent = !req.authorization.empty();
+      (sent ? st.auth_counters.publisher_unknown_key : st.auth_counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
+      std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan-publish\"";
+      if (sent) challenge += ", error=\"invalid_token\"";
+      c.respond(401, "application/json",
+                json_error_body(sent ? "unknown publisher key" : "publishing needs Authorization: Bearer <publisher key>"),
+                challenge + "\r\n");
+      return;
+    }
+    bucket = grant->key_index;
+    if (!grant->any_tenant) forced = w.hub().tenants().intern(grant->tenant);
+  }
+  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(), forced);
   if (!decoded) {
-    c.respond(400, "application/json", json_error_body(decoded.error().message));
+    bool forbidden = decoded.error().code == rpc_code::kForbidden;
+    if (forbidden) st.auth_counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
+    c.respond(forbidden ? 403 : 400, "application/json", json_error_body(decoded.error().message));
     return;
   }
   std::vector<PayloadRef>& payloads = decoded.value();
+  if (st.publish_rate.enabled() && !payloads.empty()) {
+    auto now_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    if (auto wait = st.publish_rate.take(bucket, static_cast<double>(payloads.size()), now_ns)) {
+      w.limits().hit(Limit::PublishRate, forced.value_or(Limits::kNoTenant));
+      std::string msg = std::isinf(*wait)
+                            ? "a publish of " + std::to_string(payloads.size()) + " notifications exceeds the burst of " +
+                                  std::to_string(static_cast<long long>(st.publish_rate.burst()))
+                            : "publish rate limit exceeded; retry in " + std::to_string(*wait) + " s";
+      long long retry = std::isinf(*wait) ? 1 : std::max(1LL, static_cast<long long>(std::ceil(*wait)));
+      c.respond(429, "application/json", json_error_body(msg), "Retry-After: " + std::to_string(retry) + "\r\n");
+      return;
+    }
+  }
   w.hub().publish(payloads);
   c.respond(202, "application/json", R"({"accepted":)" + std::to_string(payloads.size()) + "}");
 }
@@ -380,7 +545,19 @@ void route_request(HttpConn& c, HttpRequest& req) {
   } else if (path == "/healthz") {
     if (only(HTTP_GET, "GET")) c.respond(200, "text/plain", "ok\n");
   } else if (path == "/metrics") {
-    if (only(HTTP_GET, "GET")) c.respond(200, "text/plain; version=0.0.4", c.worker().metrics_text());
+    if (!only(HTTP_GET, "GET")) return;
+    // Tenant names are in there: with auth configured, only this host or a key for any
+    // tenant may read them.
+    ServerState& st = c.worker().state();
+    bool auth_on = st.client_auth.enabled() || st.publisher_keys.enabled();
+    if (auth_on && !c.peer_is_loopback()) {
+      auto grant = st.publisher_keys.lookup_bearer(req.authorization);
+      if (!grant || !grant->any_tenant) {
+        c.respond(403, "application/json", json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
+        return;
+      }
+    }
+    c.respond(200, "text/plain; version=0.0.4", c.worker().metrics_text());
   } else {
     c.respond(404, "application/json", json_error_body("no such path: " + std::string(path)));
   }

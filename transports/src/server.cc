@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "server_state.h"
@@ -30,6 +31,8 @@ struct Server::Impl {
   std::atomic<unsigned> next_worker{0};
 
   std::string metrics_text();
+  void auth_metrics(std::string& out);
+  void tenant_metrics(std::string& out);
 };
 
 namespace {
@@ -158,6 +161,8 @@ std::string Server::Impl::metrics_text() {
     out += std::to_string(state.limits.hits(l));
     out += '\n';
   }
+  auth_metrics(out);
+  tenant_metrics(out);
   return out;
 }
 
@@ -172,6 +177,89 @@ ServerState::ServerState(ServerConfig cfg)
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
 }
 }  // namespace detail
+
+void Server::Impl::auth_metrics(std::string& out) {
+  const detail::AuthCounters& a = state.auth_counters;
+  out += "# HELP mcpfan_auth_failures_total Refused credentials, by who presented them and why.\n"
+         "# TYPE mcpfan_auth_failures_total counter\n";
+  auto line = [&out](std::string_view scope, std::string_view reason, std::uint64_t v) {
+    out += "mcpfan_auth_failures_total{scope=\"";
+    out += scope;
+    out += "\",reason=\"";
+    out += reason;
+    out += "\"} ";
+    out += std::to_string(v);
+    out += '\n';
+  };
+  for (std::size_t i = 0; i < detail::AuthCounters::kClientReasons; ++i) {
+    line("client", detail::auth_failure_name(static_cast<detail::AuthFailure>(i)), a.client[i].load(std::memory_order_relaxed));
+  }
+  line("client", "forbidden_uri", a.client_forbidden_uri.load(std::memory_order_relaxed));
+  line("client", "wrong_tenant", a.client_wrong_tenant.load(std::memory_order_relaxed));
+  line("publisher", "missing", a.publisher_missing.load(std::memory_order_relaxed));
+  line("publisher", "unknown_key", a.publisher_unknown_key.load(std::memory_order_relaxed));
+  line("publisher", "forbidden_tenant", a.publisher_forbidden_tenant.load(std::memory_order_relaxed));
+}
+
+// Per-tenant gauges. Tenant names come from tokens and publish bodies, so the label set is
+// capped: the first --metrics-tenants tenants by id are named, the rest summed as "_other".
+void Server::Impl::tenant_metrics(std::string& out) {
+  const detail::Limits& limits = state.limits;
+  std::size_t known = std::min(hub->tenants().size(), limits.max_tenants());
+  std::size_t named = std::min(known, config.metrics_tenants);
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::function<long long(const detail::TenantUsage&)> value;
+  };
+  auto in_use = [](detail::Resource r) {
+    return [r](const detail::TenantUsage& u) { return static_cast<long long>(u.in_use[static_cast<std::size_t>(r)].load(std::memory_order_relaxed)); };
+  };
+  const Family families[] = {
+      {"mcpfan_tenant_connections", "gauge", "Connections bound to the tenant.", in_use(detail::Resource::Connections)},
+      {"mcpfan_tenant_streams", "gauge", "Listens and 2025-era sessions of the tenant.", in_use(detail::Resource::Streams)},
+      {"mcpfan_tenant_subscriptions", "gauge", "Resource URIs the tenant's clients subscribe to.", in_use(detail::Resource::Subscriptions)},
+      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers.",
+       [](const detail::TenantUsage& u) { return static_cast<long long>(u.limit_hits.load(std::memory_order_relaxed)); }},
+  };
+  for (const Family& f : families) {
+    out += "# HELP ";
+    out += f.name;
+    out += ' ';
+    out += f.help;
+    out += "\n# TYPE ";
+    out += f.name;
+    out += ' ';
+    out += f.type;
+    out += '\n';
+    long long other = 0;
+    for (std::size_t t = 0; t < known; ++t) {
+      long long v = f.value(*limits.usage(static_cast<TenantId>(t)));
+      if (t >= named) {
+        other += v;
+        continue;
+      }
+      out += f.name;
+      out += "{tenant=\"";
+      // Token tenants are [A-Za-z0-9._-], but a publish body may name any tenant: escape.
+      for (char ch : hub->tenants().name(static_cast<TenantId>(t))) {
+        if (ch == '\\' || ch == '"') out += '\\';
+        if (ch == '\n') out += "\\n";
+        else out += ch;
+      }
+      out += "\"} ";
+      out += std::to_string(v);
+      out += '\n';
+    }
+    if (known > named) {
+      out += f.name;
+      out += "{tenant=\"_other\"} ";
+      out += std::to_string(other);
+      out += '\n';
+    }
+  }
+}
 
 Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
@@ -189,6 +277,17 @@ Result<std::uint16_t> Server::start() {
       uv_ip6_addr(host.c_str(), m.config.port, reinterpret_cast<sockaddr_in6*>(&addr)) != 0) {
     return Error{rpc_code::kInvalidParams, "cannot parse listen address " + host + " (use an IPv4 or IPv6 literal)"};
   }
+  if (auto auth = detail::ClientAuth::load(m.config.jwt_secret_file, m.config.jwt_public_key_file); auth) {
+    m.state.client_auth = std::move(auth.value());
+  } else {
+    return auth.error();
+  }
+  if (!m.config.publish_keys_file.empty()) {
+    auto keys = detail::PublisherKeys::load(m.config.publish_keys_file);
+    if (!keys) return keys.error();
+    m.state.publisher_keys = std::move(keys.value());
+  }
+  m.state.publish_rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publisher_keys.size());
   std::vector<int> fds;
   for (unsigned i = 0; i < m.config.workers; ++i) {
     std::string err;

@@ -78,3 +78,18 @@ class Limits {
 };
 
 }  // namespace mcpfan::detail
+
+namespace mcpfan::detail {
+
+/** Refused credentials, by reason: mcpfan_auth_failures_total{scope, reason}. */
+struct AuthCounters {
+  static constexpr std::size_t kClientReasons = 8;  // AuthFailure's values
+  std::array<std::atomic<std::uint64_t>, kClientReasons> client{};
+  std::atomic<std::uint64_t> client_forbidden_uri{0};     // a `uris` claim that does not cover the URI
+  std::atomic<std::uint64_t> client_wrong_tenant{0};      // a session used with another tenant's token
+  std::atomic<std::uint64_t> publisher_missing{0};        // no or malformed Authorization
+  std::atomic<std::uint64_t> publisher_unknown_key{0};
+  std::atomic<std::uint64_t> publisher_forbidden_tenant{0};
+};
+
+}  // namespace mcpfan::detail

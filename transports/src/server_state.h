@@ -3,6 +3,8 @@
 // the limits. Owned by Server; outlives every worker.
 #include <memory>
 
+#include "auth.h"
+#include "publish_rate.h"
 #include "server_limits.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
@@ -15,8 +17,12 @@ struct ServerState {
 
   ServerConfig config;
   std::unique_ptr<Hub> hub;
+  Limits limits;             // before sessions: a session gives back its usage when destroyed
   SessionRegistry sessions;
-  Limits limits;
+  ClientAuth client_auth;        // loaded by Server::start()
+  PublisherKeys publisher_keys;  // loaded by Server::start()
+  PublishRate publish_rate;      // sized by Server::start() (one bucket per key, or one shared)
+  AuthCounters auth_counters;
 };
 
 }  // namespace mcpfan::detail

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "server_limits.h"
+
 namespace mcpfan::detail {
 
 namespace {
@@ -19,6 +21,12 @@ std::string random_id() {
   return std::string(hex, 32);
 }
 }  // namespace
+
+Session::~Session() {
+  if (!limits) return;
+  limits->release(tenant, Resource::Streams);
+  limits->release(tenant, Resource::Subscriptions, static_cast<std::int64_t>(uris.size()));
+}
 
 std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms) {
   auto s = std::make_shared<Session>();

@@ -19,8 +19,15 @@
 namespace mcpfan::detail {
 
 class HttpConn;
+class Limits;
 
 struct Session {
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  /** Gives back what the session held of its tenant's stream and subscription ceilings. */
+  ~Session();
+
   std::string id;
   TenantId tenant = kDefaultTenant;
   std::string version;             // negotiated at initialize
@@ -30,6 +37,7 @@ struct Session {
   SubId sub = 0;                   // its subscription in that worker's shard
   std::uint64_t idle_since_ms = 0; // last request, or when the stream closed
   bool ended = false;              // DELETEd or expired
+  Limits* limits = nullptr;        // set when the session was counted against its tenant
 };
 
 class SessionRegistry {

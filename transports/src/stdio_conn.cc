@@ -3,10 +3,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <strings.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 
 #include "server_limits.h"
+#include "server_state.h"
 #include "mcp_messages.h"
 #include "worker.h"
 
@@ -45,8 +50,18 @@ int StdioConn::init_handle(Handle& h, int fd, bool readable) {
   }
 }
 
-StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, std::string& err) {
+StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, bool from_unix_listener,
+                           std::string& err) {
   auto* c = new StdioConn(w, exit_on_eof);
+  // A --unix client authenticates with a token, unless the socket itself names the tenant
+  // (its file permissions being the access control). An attached fd (--stdio, or an
+  // embedding host's) is trusted: the process that made it chose to.
+  const ServerConfig& cfg = w.config();
+  if (from_unix_listener && !cfg.unix_tenant.empty()) {
+    c->tenant_ = w.hub().tenants().intern(cfg.unix_tenant);
+  } else if (from_unix_listener && w.state().client_auth.enabled()) {
+    c->needs_auth_ = true;
+  }
   c->separate_out_ = in_fd != out_fd;
   w.link(c);
   int rc = c->init_handle(c->in_, in_fd, true);
@@ -89,7 +104,14 @@ void StdioConn::close() {
     stream_open_ = false;
     w_.shard().close_stream(stream_);  // frees every listen and the session subscription
   }
+  for (const Listen& l : listens_) end_listen_usage(l);
   listens_.clear();
+  Limits& limits = w_.limits();
+  if (session_) limits.release(tenant_, Resource::Streams);
+  limits.release(tenant_, Resource::Subscriptions, static_cast<std::int64_t>(session_uris_.size()));
+  session_uris_.clear();
+  if (tenant_bound_) limits.release(tenant_, Resource::Connections);
+  tenant_bound_ = false;
   auto on_closed = [](uv_handle_t* h) {
     auto* c = static_cast<StdioConn*>(h->data);
     if (--c->open_handles_ > 0) return;
@@ -166,9 +188,58 @@ void StdioConn::handle_line(std::string_view line) {
   handle_request(r);
 }
 
+void StdioConn::end_listen_usage(const Listen& l) {
+  w_.limits().release(tenant_, Resource::Streams);
+  w_.limits().release(tenant_, Resource::Subscriptions, l.subscriptions);
+}
+
+bool StdioConn::authenticate(RpcRequest& r) {
+  ServerState& st = w_.state();
+  if (!r.auth_token.empty() && st.client_auth.enabled()) {
+    std::string_view tok = r.auth_token;
+    auto now = static_cast<std::int64_t>(std::time(nullptr));
+    AuthResult res = tok.size() > 7 && strncasecmp(tok.data(), "bearer ", 7) == 0 ? st.client_auth.verify_bearer(tok, now)
+                                                                                   : st.client_auth.verify_token(tok, now);
+    if (auto* e = std::get_if<AuthError>(&res)) {
+      st.auth_counters.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
+      if (r.has_id) reply_error(r.id, rpc_code::kUnauthorized, e->message);
+      return false;
+    }
+    auto& id = std::get<ClientIdentity>(res);
+    TenantId t = w_.hub().tenants().intern(id.tenant);
+    if (!needs_auth_ && t != tenant_) {
+      st.auth_counters.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+      if (r.has_id) reply_error(r.id, rpc_code::kForbidden, "this connection is bound to tenant \"" + w_.hub().tenants().name(tenant_) + "\"");
+      return false;
+    }
+    tenant_ = t;
+    identity_ = std::move(id);
+    needs_auth_ = false;
+  }
+  if (needs_auth_) {
+    st.auth_counters.client[static_cast<std::size_t>(AuthFailure::Missing)].fetch_add(1, std::memory_order_relaxed);
+    if (r.has_id) {
+      reply_error(r.id, rpc_code::kUnauthorized,
+                  "authentication required: send \"Bearer <token>\" in params._meta[\"" + std::string(kAuthorizationMetaKey) + "\"]");
+    }
+    return false;
+  }
+  if (!tenant_bound_) {
+    Limits& limits = w_.limits();
+    Limit refused = tenant_ >= limits.max_tenants() ? Limit::Tenants : Limit::ConnectionsPerTenant;
+    if (tenant_ >= limits.max_tenants() ? (limits.hit(Limit::Tenants), true) : !limits.acquire(tenant_, Resource::Connections)) {
+      if (r.has_id) reply_error(r.id, rpc_code::kLimitExceeded, std::string("limit reached: ") + std::string(limit_name(refused)));
+      return false;
+    }
+    tenant_bound_ = true;
+  }
+  return true;
+}
+
 void StdioConn::handle_request(RpcRequest& r) {
   Shard& shard = w_.shard();
   const std::string& m = r.method;
+  if (!authenticate(r)) return;
   if (!r.meta_version.empty() && !is_2026_version(r.meta_version)) {
     if (r.has_id) {
       reply_error(r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + r.meta_version,
@@ -179,8 +250,9 @@ void StdioConn::handle_request(RpcRequest& r) {
   if (!r.has_id) {
     if (m == "notifications/cancelled") {
       for (std::size_t i = 0; i < listens_.size(); ++i) {
-        if (listens_[i].first == r.cancel_id) {
-          shard.unsubscribe(listens_[i].second);
+        if (listens_[i].id == r.cancel_id) {
+          shard.unsubscribe(listens_[i].sub);
+          end_listen_usage(listens_[i]);
           listens_.erase(listens_.begin() + static_cast<std::ptrdiff_t>(i));
           break;
         }
@@ -194,6 +266,10 @@ void StdioConn::handle_request(RpcRequest& r) {
     reply(rpc_result_json(r.id, discover_result()));
   } else if (m == "initialize") {
     if (!session_) {
+      if (!w_.limits().acquire(tenant_, Resource::Streams)) {
+        reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: streams_per_tenant");
+        return;
+      }
       Filter f;
       f.tenant = tenant_;
       f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
@@ -208,8 +284,28 @@ void StdioConn::handle_request(RpcRequest& r) {
       reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
       return;
     }
-    if (m == "resources/subscribe") shard.add_uri(session_sub_, tenant_, r.uri);
-    else shard.remove_uri(session_sub_, tenant_, r.uri);
+    auto have = std::find(session_uris_.begin(), session_uris_.end(), r.uri);
+    if (m == "resources/subscribe") {
+      if (identity_ && !identity_->uri_allowed(r.uri)) {
+        w_.state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+        reply_error(r.id, rpc_code::kInvalidParams, "resource URI not allowed for this token: " + r.uri);
+        return;
+      }
+      if (have == session_uris_.end()) {
+        if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) {
+          reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: subscriptions_per_tenant");
+          return;
+        }
+        session_uris_.push_back(r.uri);
+      }
+      shard.add_uri(session_sub_, tenant_, r.uri);
+    } else {
+      if (have != session_uris_.end()) {
+        session_uris_.erase(have);
+        w_.limits().release(tenant_, Resource::Subscriptions);
+      }
+      shard.remove_uri(session_sub_, tenant_, r.uri);
+    }
     reply(rpc_result_json(r.id, "{}"));
   } else {
     reply_error(r.id, rpc_code::kMethodNotFound,
@@ -225,17 +321,35 @@ void StdioConn::start_listen(RpcRequest& r) {
                 "subscriptions/listen needs params._meta io.modelcontextprotocol/protocolVersion (2026-07-28)");
     return;
   }
-  for (auto& [id, sub] : listens_) {
-    if (id == r.id) {
+  for (const Listen& l : listens_) {
+    if (l.id == r.id) {
       reply_error(r.id, rpc_code::kInvalidRequest, "a listen with id " + r.id + " is already open on this connection");
       return;
     }
+  }
+  for (const std::string& uri : r.listen.resource_uris) {
+    if (identity_ && !identity_->uri_allowed(uri)) {
+      w_.state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+      reply_error(r.id, rpc_code::kInvalidParams, "resource URI not allowed for this token: " + uri);
+      return;
+    }
+  }
+  auto subs = static_cast<std::int64_t>(r.listen.resource_uris.size());
+  Limits& limits = w_.limits();
+  if (!limits.acquire(tenant_, Resource::Streams)) {
+    reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: streams_per_tenant");
+    return;
+  }
+  if (!limits.acquire(tenant_, Resource::Subscriptions, subs)) {
+    limits.release(tenant_, Resource::Streams);
+    reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: subscriptions_per_tenant");
+    return;
   }
   ListenPlan plan = plan_listen(std::move(r.listen), tenant_, r.id);
   plan.ack += '\n';
   Shard& shard = w_.shard();
   shard.send(stream_, std::move(plan.ack));  // first: nothing is matched before it
-  listens_.emplace_back(r.id, shard.subscribe(stream_, plan.filter, r.id));
+  listens_.push_back(Listen{r.id, shard.subscribe(stream_, plan.filter, r.id), subs});
 }
 
 void StdioConn::reply(std::string json) {
@@ -251,9 +365,10 @@ void StdioConn::reply_error(std::string_view id, int code, std::string message, 
 void StdioConn::begin_shutdown() {
   if (closing_) return;
   ending_ = true;
-  for (auto& [id, sub] : listens_) {
-    w_.shard().unsubscribe(sub);
-    reply(listen_complete_result(id));
+  for (const Listen& l : listens_) {
+    w_.shard().unsubscribe(l.sub);
+    reply(listen_complete_result(l.id));
+    end_listen_usage(l);
   }
   listens_.clear();
   maybe_finish();

@@ -6,10 +6,12 @@
 // subscriptionId. Loop-affine; freed once libuv has closed its handles.
 #include <uv.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "auth.h"
 #include "conn.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
@@ -24,7 +26,7 @@ class StdioConn final : public Conn, public StreamSink {
    * Adopts the fds (in_fd == out_fd for a socket) and starts reading. On failure returns
    * nullptr with `err` set, and the fds are closed.
    */
-  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, std::string& err);
+  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, bool from_unix_listener, std::string& err);
 
   // Conn
   void begin_shutdown() override;
@@ -44,7 +46,16 @@ class StdioConn final : public Conn, public StreamSink {
     uv_tcp_t tcp;
   };
 
+  struct Listen {
+    std::string id;  // the request id as JSON text
+    SubId sub;
+    std::int64_t subscriptions;  // counted against the tenant until the listen ends
+  };
+
   StdioConn(Worker& w, bool exit_on_eof);
+  /** Takes the connection slot of the tenant it is bound to; false (and replies) when refused. */
+  bool authenticate(RpcRequest& r);
+  void end_listen_usage(const Listen& l);
   int init_handle(Handle& h, int fd, bool readable);
   uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
   void on_read(ssize_t nread, const uv_buf_t* buf);
@@ -74,7 +85,11 @@ class StdioConn final : public Conn, public StreamSink {
   bool session_ = false;    // a 2025-era initialize created the session subscription
   SubId session_sub_ = 0;
   TenantId tenant_ = kDefaultTenant;
-  std::vector<std::pair<std::string, SubId>> listens_;  // (id JSON text, subscription)
+  bool tenant_bound_ = false;    // counted against tenant_'s connections
+  bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant
+  std::optional<ClientIdentity> identity_;  // from its token: which URIs it may subscribe to
+  std::vector<std::string> session_uris_;   // resources/subscribe, counted against the tenant
+  std::vector<Listen> listens_;
 };
 
 }  // namespace mcpfan::detail

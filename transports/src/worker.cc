@@ -26,6 +26,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
       shard_(state.hub->shard(index)),
       sessions_(state.sessions),
       limits_(state.limits),
+      state_(state),
       metrics_text_(std::move(metrics_text)),
       publish_decoder_(PublishLimits{config_.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
@@ -150,7 +151,7 @@ void Worker::accept_unix() {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or an error the next readiness will show again
     Worker* to = peers_[next_peer_++ % peers_.size()];
-    to->post(ControlMsg{ControlMsg::Type::Adopt, fd, fd, false});
+    to->post(ControlMsg{ControlMsg::Type::Adopt, fd, fd, false, true});
   }
 }
 
@@ -179,7 +180,7 @@ void Worker::on_control() {
       if (stopping_) {
         ::close(msg.in_fd);
         if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
-      } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, err)) {
+      } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
         fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
       }
     }

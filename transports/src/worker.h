@@ -36,6 +36,7 @@ struct ControlMsg {
   int in_fd = -1;    // Adopt: a stdio-framed client's fds (equal for a socket)
   int out_fd = -1;
   bool exit_on_eof = false;
+  bool from_unix_listener = false;  // a --unix client: authenticates unless --unix-tenant is set
 };
 
 class Worker {
@@ -59,6 +60,7 @@ class Worker {
   [[nodiscard]] Shard& shard() noexcept { return shard_; }
   [[nodiscard]] Hub& hub() noexcept { return hub_; }
   [[nodiscard]] Limits& limits() noexcept { return limits_; }
+  [[nodiscard]] ServerState& state() noexcept { return state_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
   [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
@@ -89,6 +91,7 @@ class Worker {
   Shard& shard_;
   SessionRegistry& sessions_;
   Limits& limits_;
+  ServerState& state_;
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

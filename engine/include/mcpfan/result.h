@@ -17,6 +17,10 @@ inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kUnsupportedVersion = -32022;
+// mcpfan's own, in the implementation-defined server-error range:
+inline constexpr int kUnauthorized = -32030;   // no valid credentials (HTTP 401)
+inline constexpr int kForbidden = -32031;      // credentials valid, but not for this tenant (HTTP 403)
+inline constexpr int kLimitExceeded = -32032;  // a configured limit refused it (HTTP 429)
 }  // namespace rpc_code
 
 struct Error {

@@ -48,6 +48,14 @@ struct ServerConfig {
   std::int64_t max_subscriptions_per_tenant = 0;  // resource URIs subscribed
   std::size_t max_tenants = 10000;                // distinct tenants with clients; more are refused
   std::size_t metrics_tenants = 100;              // tenants labelled by name in /metrics; the rest sum as "_other"
+
+  // ---- authentication (all empty: no auth, every client is tenant "default") ----
+  std::string jwt_secret_file;      // HS256 secret for client tokens
+  std::string jwt_public_key_file;  // RS256/ES256 public key (PEM) for client tokens
+  std::string publish_keys_file;    // lines "KEY TENANT" ("*" = any tenant)
+  std::string unix_tenant;          // --unix clients belong to this tenant without a token
+  double publish_rate = 0;          // notifications per second per publisher key (0 = unlimited)
+  double publish_burst = 0;         // bucket size; 0 = one second's worth
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
   /** Called (on a worker thread) when a stdio client attached with exit_on_eof ends. */
   std::function<void()> on_stdio_eof;

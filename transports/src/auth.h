@@ -1,0 +1,144 @@
+#pragma once
+// Authentication building blocks (issue 5; design §6 --jwt-secret-file, --jwt-public-key-file,
+// --publish-keys-file): client JWTs (HS256 with a shared secret, RS256/ES256 with a public key)
+// and static publisher keys.
+//
+// Thread-safety: ClientAuth and PublisherKeys are immutable once loaded; every const method may
+// run concurrently from any number of threads. Nothing here touches a libuv loop.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "mcpfan/result.h"
+
+namespace mcpfan::detail {
+
+/** Who a verified client token speaks for, and which resource URIs it may subscribe to. */
+struct ClientIdentity {
+  std::string tenant;                     // claim `tenant`: 1..64 chars of [A-Za-z0-9._-]
+  std::vector<std::string> uri_prefixes;  // claim `uris`, when present
+  bool uris_restricted = false;           // true when the token carries `uris` (even an empty array)
+  std::int64_t exp = 0;                   // claim `exp`, 0 when the token has none
+
+  /** True when the token does not restrict URIs, or `uri` starts with one of its prefixes. */
+  [[nodiscard]] bool uri_allowed(std::string_view uri) const noexcept;
+};
+
+enum class AuthFailure : std::uint8_t {
+  Missing,         // no Authorization header / empty value
+  Malformed,       // not "Bearer <jwt>", not three base64url parts, bad JSON, over 8 KiB
+  BadSignature,    // signature does not verify (tampered header, payload or signature)
+  WrongAlgorithm,  // header `alg` is not one the configuration accepts (incl. "none")
+  Expired,         // `exp` has passed
+  NotYetValid,     // `nbf` is in the future
+  MissingTenant,   // no `tenant` claim, or an empty one
+  BadClaims,       // a claim has the wrong type or shape
+};
+
+/** snake_case name of a failure, for a Prometheus label value ("bad_signature"). */
+[[nodiscard]] std::string_view auth_failure_name(AuthFailure kind) noexcept;
+
+/** `message` names the problem for logs and the client; it never contains the token or a key. */
+struct AuthError {
+  AuthFailure kind;
+  std::string message;
+};
+
+using AuthResult = std::variant<ClientIdentity, AuthError>;
+
+/**
+ * The token of an `Authorization` header value "Bearer <token>": scheme case-insensitive,
+ * exactly one space before the token, whitespace around the whole value tolerated.
+ * Missing for an empty (or all-whitespace) value, Malformed otherwise.
+ * The returned view points into `header_value`.
+ */
+[[nodiscard]] std::variant<std::string_view, AuthError> parse_bearer(std::string_view header_value);
+
+/**
+ * Verifies client JWTs. The token's header `alg` is checked against what is configured before
+ * any signature check: HS256 only with a secret, RS256 only with an RSA public key, ES256 only
+ * with a P-256 public key; "none" never. Claims: `exp`/`nbf` optional integers (seconds),
+ * `tenant` required, `uris` optional array of URI prefixes.
+ */
+class ClientAuth {
+ public:
+  static constexpr std::size_t kMaxTokenBytes = 8192;
+  static constexpr std::size_t kMinSecretBytes = 32;
+  static constexpr std::size_t kMaxUris = 64;
+
+  /** Disabled: no key configured; every verify fails with WrongAlgorithm. */
+  ClientAuth() = default;
+
+  /**
+   * Reads the HS256 secret file (raw bytes, trailing whitespace trimmed, at least 32 bytes) and/or
+   * the PEM public key file ("PUBLIC KEY" or "RSA PUBLIC KEY"; RSA of at least 2048 bits → RS256,
+   * EC P-256 → ES256). Either path may be empty. `leeway_s` widens the exp/nbf checks.
+   * Errors name the file and the problem.
+   */
+  [[nodiscard]] static Result<ClientAuth> load(const std::string& secret_file, const std::string& public_key_file,
+                                               std::int64_t leeway_s = 0);
+
+  /** True when a secret or a public key is configured. */
+  [[nodiscard]] bool enabled() const noexcept { return !secret_.empty() || public_alg_ != PublicAlg::None; }
+
+  /** The accepted algorithms, e.g. "HS256, RS256" ("none" when disabled). */
+  [[nodiscard]] std::string accepted_algorithms() const;
+
+  /** parse_bearer() then verify_token(). `now_unix_s` is the current time in seconds. */
+  [[nodiscard]] AuthResult verify_bearer(std::string_view authorization_header_value, std::int64_t now_unix_s) const;
+
+  /** Verifies a compact JWS "header.payload.signature" and extracts the identity. */
+  [[nodiscard]] AuthResult verify_token(std::string_view token, std::int64_t now_unix_s) const;
+
+ private:
+  enum class PublicAlg : std::uint8_t { None, RS256, ES256 };
+
+  std::string secret_;      // HS256 key, empty when not configured
+  std::string public_pem_;  // the public key re-encoded as SubjectPublicKeyInfo PEM (what libjwt reads)
+  PublicAlg public_alg_ = PublicAlg::None;
+  std::int64_t leeway_s_ = 0;
+};
+
+/** What a publisher key grants: one tenant, or any tenant ("*"). */
+struct PublisherGrant {
+  bool any_tenant = false;
+  std::string tenant;          // empty when any_tenant
+  std::size_t key_index = 0;   // 0-based position of the key in the file: stable, for per-key limits
+};
+
+/**
+ * Static publisher keys from a file of lines "KEY TENANT" ("*" = any tenant); blank lines and
+ * lines starting with '#' are ignored. Keys are at least 16 bytes, unique, and kept only as
+ * SHA-256 digests.
+ */
+class PublisherKeys {
+ public:
+  static constexpr std::size_t kMinKeyBytes = 16;
+
+  /** Disabled: no keys. */
+  PublisherKeys() = default;
+
+  /** Errors name the file and line; a file with no keys is an error (it would disable auth). */
+  [[nodiscard]] static Result<PublisherKeys> load(const std::string& path);
+
+  [[nodiscard]] bool enabled() const noexcept { return !entries_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+  /** The grant for the key in "Bearer <key>", or nullopt (missing, malformed or unknown). */
+  [[nodiscard]] std::optional<PublisherGrant> lookup_bearer(std::string_view authorization_header_value) const;
+
+ private:
+  using Digest = std::array<unsigned char, 32>;
+  struct Entry {
+    Digest digest;
+    std::string tenant;  // "*" = any
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace mcpfan::detail
