@@ -138,3 +138,47 @@ TEST(Shutdown, SigtermIdleServerExitsZero) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+// Issue 5: SIGTERM with 1,000 open streams, right after a publish: every client gets the
+// notification whole, then its final result, then the end of the stream; no event is cut;
+// the process exits 0.
+TEST(Shutdown, SigtermDrainsThousandStreamsCleanly) {
+  constexpr size_t kStreams = 1000;
+  ASSERT_GE(RaiseFdLimit(2 * kStreams + 256), 2 * kStreams + 64) << "RLIMIT_NOFILE too low for this test";
+  ServerProcess srv({"--workers", "2", "--shutdown-grace-ms", "10000"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::vector<std::unique_ptr<SseStream>> streams;
+  std::vector<SseStream*> ptrs;
+  for (size_t i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<SseStream>());
+    std::string err;
+    std::string body = RpcBody(std::to_string(i), "subscriptions/listen", R"("notifications":{"toolsListChanged":true})", "2026-07-28");
+    ASSERT_TRUE(streams.back()->Start(srv.port(), McpPost(body, McpHeaders("2026-07-28", "subscriptions/listen")), &err)) << i << ": " << err;
+    ptrs.push_back(streams.back().get());
+  }
+  ASSERT_EQ(PumpAll(ptrs, [](SseStream& s) { return !s.events().empty(); }, Ms(30000)), kStreams) << "acks";
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", double(kStreams)));
+  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed","params":{"pad":")" + std::string(2000, 'p') + "\"}}"));
+  ASSERT_TRUE(srv.Signal(SIGTERM));
+  size_t ended = PumpAll(ptrs, [](SseStream& s) { return s.ended() || s.eof(); }, Ms(30000));
+  EXPECT_EQ(ended, kStreams);
+  for (size_t i = 0; i < kStreams; ++i) {
+    SseStream& s = *streams[i];
+    ASSERT_TRUE(s.ended()) << "stream " << i << " closed without the chunked terminator";
+    ASSERT_TRUE(s.protocol_error().empty()) << "stream " << i << ": " << s.protocol_error();
+    ASSERT_EQ(s.events().size(), 3u) << "stream " << i << ": ack, notification, final result:" << DescribeEvents(s.events());
+    Json note(s.events()[1].data);
+    ASSERT_EQ(note.GetString({"method"}), "notifications/tools/list_changed") << "stream " << i;
+    ASSERT_EQ(note.GetString({"params", "pad"}).value_or("").size(), 2000u) << "stream " << i << ": event cut";
+    Json last(s.events()[2].data);
+    ASSERT_EQ(last.GetString({"result", "resultType"}), "complete") << "stream " << i << ": " << last.text();
+  }
+  ASSERT_TRUE(srv.WaitExit(Ms(15000)));
+  EXPECT_EQ(srv.DescribeStatus(), "exit 0");
+}
+
+}  // namespace
+}  // namespace itest
