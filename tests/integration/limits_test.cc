@@ -121,7 +121,9 @@ TEST(Limits, StalledWriterIsClosedAfterWriteTimeoutOthersKeepReceiving) {
   // Memory held for the stalled stream is released with it.
   long rss_after = RssKib(srv.pid());
   RecordProperty("rss_growth_kib", std::to_string(rss_after - rss_before));
+#ifndef MCPFAN_SANITIZED  // ASan keeps freed memory in its quarantine, resident by design
   EXPECT_LT(rss_after - rss_before, 32 * 1024) << "RSS grew from " << rss_before << " to " << rss_after << " KiB";
+#endif
   // The stalled client, reading at last, finds its stream cut.
   Deadline end = After(Ms(10000));
   while (!stalled.eof() && Clock::now() < end) stalled.conn().ReadSome(After(Ms(200)));

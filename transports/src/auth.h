@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "mcpfan/result.h"
+
+struct evp_pkey_st;  // OpenSSL's EVP_PKEY
 
 namespace mcpfan::detail {
 
@@ -60,10 +63,11 @@ using AuthResult = std::variant<ClientIdentity, AuthError>;
 [[nodiscard]] std::variant<std::string_view, AuthError> parse_bearer(std::string_view header_value);
 
 /**
- * Verifies client JWTs. The token's header `alg` is checked against what is configured before
- * any signature check: HS256 only with a secret, RS256 only with an RSA public key, ES256 only
- * with a P-256 public key; "none" never. Claims: `exp`/`nbf` optional integers (seconds),
- * `tenant` required, `uris` optional array of URI prefixes.
+ * Verifies client JWTs (compact JWS). The header's `alg` is checked against what is configured
+ * before any signature check: HS256 only with a secret, RS256 only with an RSA public key, ES256
+ * only with a P-256 public key; "none" never. Signatures are checked with OpenSSL against the key
+ * parsed once at load. Claims, read only from a verified token: `exp`/`nbf` optional integers
+ * (seconds), `tenant` required, `uris` optional array of URI prefixes.
  */
 class ClientAuth {
  public:
@@ -98,8 +102,8 @@ class ClientAuth {
  private:
   enum class PublicAlg : std::uint8_t { None, RS256, ES256 };
 
-  std::string secret_;      // HS256 key, empty when not configured
-  std::string public_pem_;  // the public key re-encoded as SubjectPublicKeyInfo PEM (what libjwt reads)
+  std::string secret_;                     // HS256 key, empty when not configured
+  std::shared_ptr<evp_pkey_st> public_key_;  // OpenSSL EVP_PKEY, only read (shared by copies)
   PublicAlg public_alg_ = PublicAlg::None;
   std::int64_t leeway_s_ = 0;
 };
