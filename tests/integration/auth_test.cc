@@ -318,3 +318,47 @@ TEST(Auth, OpenListenerNeedsAuthOrInsecure) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+// Runs a shell command, returns its stdout (trailing newline stripped) or nullopt on failure.
+std::optional<std::string> RunCapture(const std::string& cmd) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (::pclose(p) != 0) return std::nullopt;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// RS256 and ES256 end to end: keys from the openssl CLI, tokens from mcpfan-token, the
+// server configured with the public key only.
+TEST(Auth, PublicKeyTokensFromMcpfanToken) {
+  for (std::string_view alg : {"RS256", "ES256"}) {
+    SCOPED_TRACE(std::string(alg));
+    TempDir dir;
+    std::string priv = dir.path() + "/key.pem", pub = dir.path() + "/pub.pem";
+    std::string gen = alg == "RS256" ? "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048"
+                                     : "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256";
+    ASSERT_TRUE(RunCapture(gen + " -out " + priv + " 2>/dev/null && openssl pkey -in " + priv + " -pubout -out " + pub));
+    auto token = RunCapture(std::string(MCPFAN_TOKEN_BIN) + " --alg " + std::string(alg) + " --key-file " + priv +
+                            " --tenant acme --uris file:///acme/");
+    ASSERT_TRUE(token && !token->empty());
+    ServerProcess srv({"--jwt-public-key-file", pub, "--workers", "1"});
+    ASSERT_TRUE(srv.ok()) << srv.error();
+    SseStream ok;
+    EXPECT_TRUE(OpenAuthedListen(ok, srv.port(), *token, "1", R"({"resourceSubscriptions":["file:///acme/x"]})"));
+    auto forbidden = McpCall(srv.port(), ListenRequest("2", R"({"resourceSubscriptions":["file:///b"]})", {Bearer(*token)}));
+    EXPECT_TRUE(IsRpcError(forbidden, 403, -32602, "2", {"file:///b"}));
+    // An HS256 token is refused when only a public key is configured.
+    auto hs = McpCall(srv.port(), ListenRequest("3", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "acme"))}));
+    EXPECT_EQ(hs.http.status, 401);
+  }
+}
+
+}  // namespace
+}  // namespace itest
