@@ -12,6 +12,7 @@ struct PublishDecoder::Impl {
   PublishLimits limits;
   od::parser parser;
   simdjson::dom::parser validator;  // ondemand skips what it does not visit; this checks every byte
+  std::string raw;  // the body as sent, padded for simdjson
   std::string buf;  // the minified body, padded for simdjson
   std::vector<NotificationParts> parts;
 };
@@ -61,15 +62,20 @@ PublishDecoder::~PublishDecoder() = default;
 Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, TenantRegistry& tenants,
                                                        std::optional<TenantId> forced_tenant) {
   Impl& m = *impl_;
-  // Minify first: raw values are then copied straight into the payload with no newline
-  // that would break an SSE `data:` line or a stdio frame.
-  m.buf.resize(body.size() + simdjson::SIMDJSON_PADDING);
-  std::size_t len = 0;
-  if (simdjson::minify(body.data(), body.size(), m.buf.data(), len) != simdjson::SUCCESS) {
+  // Validate the body as sent, every byte: minify does not validate, and it joins tokens
+  // ("1 2" -> "12", "tr ue" -> "true"), so a body checked only after minifying could be
+  // invalid JSON that is accepted (found by fuzz_publish_decoder).
+  m.raw.assign(body);
+  m.raw.resize(body.size() + simdjson::SIMDJSON_PADDING);
+  simdjson::dom::element root;
+  if (m.validator.parse(m.raw.data(), body.size(), false).get(root)) {
     return Error{rpc_code::kParseError, "body is not valid JSON"};
   }
-  simdjson::dom::element root;
-  if (m.validator.parse(m.buf.data(), len, false).get(root)) {
+  // Then minify: raw values are copied straight into the payload with no newline that
+  // would break an SSE `data:` line or a stdio frame.
+  m.buf.resize(body.size() + simdjson::SIMDJSON_PADDING);
+  std::size_t len = 0;
+  if (simdjson::minify(m.raw.data(), body.size(), m.buf.data(), len) != simdjson::SUCCESS) {
     return Error{rpc_code::kParseError, "body is not valid JSON"};
   }
   od::document doc;

@@ -62,3 +62,31 @@ TEST(JsonText, Utf8PassesThrough) {
 
 }  // namespace
 }  // namespace mcpfan
+
+namespace mcpfan {
+namespace {
+
+// Found by fuzz_http: a Host header or path with invalid UTF-8, echoed in an error body,
+// made the body invalid JSON. Invalid sequences become U+FFFD; valid ones pass through.
+TEST(JsonTextUtf8, InvalidSequencesBecomeReplacementCharacters) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  auto lit = [](std::string_view s) {
+    std::string out;
+    append_json_string(out, s);
+    return out;
+  };
+  EXPECT_EQ(lit("12\xad""7"), "\"12" + fffd + "7\"");                  // lone continuation byte
+  EXPECT_EQ(lit("/\xff\xfe"), "\"/" + fffd + fffd + "\"");              // bytes never valid
+  EXPECT_EQ(lit("\xc0\xaf"), "\"" + fffd + fffd + "\"");                // overlong '/'
+  EXPECT_EQ(lit("\xed\xa0\x80"), "\"" + fffd + fffd + fffd + "\"");     // a surrogate
+  EXPECT_EQ(lit("\xf4\x90\x80\x80"), "\"" + fffd + fffd + fffd + fffd + "\"");  // above U+10FFFF
+  EXPECT_EQ(lit("\xe2\x98"), "\"" + fffd + fffd + "\"");                // truncated
+  EXPECT_EQ(lit("ok \xe2\x98\x95"), "\"ok \xe2\x98\x95\"");
+  simdjson::dom::parser parser;
+  for (std::string_view s : {"12\xad""7", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x98"}) {
+    EXPECT_EQ(parser.parse(lit(s)).error(), simdjson::SUCCESS) << lit(s);
+  }
+}
+
+}  // namespace
+}  // namespace mcpfan

@@ -262,3 +262,36 @@ TEST_F(PublishDecoderTest, ReuseWithAShorterBodySeesNoStaleBytes) {
 
 }  // namespace
 }  // namespace mcpfan
+
+namespace mcpfan {
+namespace {
+
+class PublishDecoderFuzzFindings : public ::testing::Test {
+ protected:
+  TenantRegistry tenants;
+  PublishDecoder decoder;
+};
+
+// Found by fuzz_publish_decoder: minifying before validating joined separate tokens into
+// valid ones ("1 2" -> "12", "tr ue" -> "true"), so invalid JSON was accepted.
+TEST_F(PublishDecoderFuzzFindings, TokensSplitByWhitespaceAreAParseError) {
+  for (std::string_view body : {R"({"method":"notifications/resources/updated","params":{"uri":"a://b","n":1 2}})",
+                                R"({"method":"notifications/resources/updated","params":{"uri":"a://b","ok":tr ue}})",
+                                "    -  1"}) {
+    auto r = decoder.decode(body, tenants);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code, rpc_code::kParseError) << body << ": " << r.error().message;
+  }
+}
+
+TEST_F(PublishDecoderFuzzFindings, ABoundPublisherCannotGrowTheTenantTable) {
+  TenantId acme = tenants.intern("acme");
+  std::size_t before = tenants.size();
+  auto r = decoder.decode(R"({"tenant":"someone-else","method":"notifications/tools/list_changed"})", tenants, acme);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, rpc_code::kForbidden);
+  EXPECT_EQ(tenants.size(), before);
+}
+
+}  // namespace
+}  // namespace mcpfan

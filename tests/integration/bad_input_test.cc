@@ -255,3 +255,34 @@ TEST_F(BadInput, ClientDisconnectsMidStream) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+// Found by fuzz_http: a `ping` sent as a notification (no id) was answered with a result
+// whose id was empty, i.e. invalid JSON. A notification gets 202 and no body.
+TEST(FuzzFindings, PingNotificationGets202) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::string body = R"({"jsonrpc":"2.0","method":"ping","params":{"_meta":)" + Envelope("2026-07-28") + "}}";
+  auto r = Roundtrip(srv.port(), McpPost(body, McpHeaders("2026-07-28", "ping")));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  EXPECT_TRUE(r->body.empty()) << r->body;
+}
+
+// Found by fuzz_http: invalid UTF-8 in a Host header or path, echoed in the error body.
+TEST(FuzzFindings, ErrorBodiesStayValidJsonWithInvalidUtf8) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  for (std::string req : {std::string("GET /healthz HTTP/1.1\r\nHost: 12\xad""7.0.0.1\r\n\r\n"),
+                          std::string("GET /\xff\xfe HTTP/1.1\r\nHost: localhost\r\n\r\n")}) {
+    auto r = Roundtrip(srv.port(), req);
+    ASSERT_TRUE(r);
+    EXPECT_GE(r->status, 400);
+    EXPECT_TRUE(Json(r->body).ok()) << r->body;
+  }
+}
+
+}  // namespace
+}  // namespace itest

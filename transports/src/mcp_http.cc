@@ -451,7 +451,7 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
     respond_discover(c, r, version);
   } else if (r.method == "subscriptions/listen") {
     start_listen(c, r, *caller);
-  } else if (r.method == "ping") {
+  } else if (r.method == "ping" && r.has_id) {
     c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
   } else if (!r.has_id) {
     // Notifications are answered 202. Over HTTP a listen is cancelled by closing its stream
