@@ -251,10 +251,45 @@ METRICS = {
         ("latency p99.9 (ms)", "r:sustained.latency_ms.p999", "low", None),
         ("latency max (ms)", "r:sustained.latency_ms.max", "low", None),
         ("server CPU per delivery (µs)", "r:server.cpu_us_per_delivery", "low", "cpu_us_per_write"),
+        ("server: coalesced (/metrics)", "r:server_metrics.coalesced", "info", None),
+        ("server: stream writes per delivery (/metrics)", "r:server_metrics.writes_per_delivery", "info", None),
         ("load generator CPU per delivery (µs)", "r:loadgen.cpu_us_per_delivery", "info", None),
         ("server RSS peak, process tree (MiB)", "p:rss_peak_mib", "low", None),
         ("server RSS growth while publishing, process tree (MiB)", "p:rss_growth_mib", "low", None),
         ("TCP socket buffers, whole machine, peak growth (MiB)", "p:tcp_mem_growth_mib", "low", None),
+    ],
+    # sustained with slow readers (--slow-readers): the fast streams' figures are the point
+    "slow": [
+        ("fast streams: latency p50 (ms)", "r:sustained.fast.latency_ms.p50", "low", None),
+        ("fast streams: latency p99 (ms)", "r:sustained.fast.latency_ms.p99", "low", None),
+        ("fast streams: latency p99.9 (ms)", "r:sustained.fast.latency_ms.p999", "low", None),
+        ("fast streams: latency max (ms)", "r:sustained.fast.latency_ms.max", "low", None),
+        ("fast streams: received / expected", "ratio_fast", "high", None),
+        ("fast streams: lost", "r:sustained.fast.lost", "low", None),
+        ("fast streams: coalesced (seen by the load generator)", "r:sustained.fast.coalesced", "info", None),
+        ("slow streams: latency p50 (ms)", "r:sustained.slow.latency_ms.p50", "low", None),
+        ("slow streams: latency max (ms)", "r:sustained.slow.latency_ms.max", "low", None),
+        ("slow streams: updates received", "r:sustained.slow.received", "info", None),
+        ("slow streams: ended by the server", "r:sustained.slow.closed_by_server", "info", None),
+        ("server: coalesced (/metrics)", "r:server_metrics.coalesced", "info", None),
+        ("server: closed for backpressure (/metrics)", "r:server_metrics.slow_consumer_closes", "info", None),
+        ("server: stream writes per delivery (/metrics)", "r:server_metrics.writes_per_delivery", "info", None),
+        ("server CPU per delivery (µs)", "r:server.cpu_us_per_delivery", "low", None),
+        ("server RSS peak, process tree (MiB)", "p:rss_peak_mib", "low", None),
+        ("server RSS growth while publishing, process tree (MiB)", "p:rss_growth_mib", "low", None),
+        ("TCP socket buffers, whole machine, peak growth (MiB)", "p:tcp_mem_growth_mib", "low", None),
+    ],
+    # --capacity: mcpfan alone, N streams of one kind, a 3-round burst
+    "capacity": [
+        ("streams", "n", "info", None),
+        ("every stream got every round exactly once (runs ok / runs)", "exactly_once", "high", None),
+        ("connect all streams (s)", "r:connect_s", "low", None),
+        ("time to last delivery, median (ms)", "r:burst.last_delivery_ms.median", "low", None),
+        ("time to last delivery, max (ms)", "r:burst.last_delivery_ms.max", "low", None),
+        ("deliveries/s", "r:burst.deliveries_per_s", "high", None),
+        ("server CPU per delivery (µs)", "r:server.cpu_us_per_delivery", "low", None),
+        ("server RSS per stream (KiB)", "r:server.rss_kib_per_stream", "low", None),
+        ("server RSS peak, process tree (MiB)", "p:rss_peak_mib", "low", None),
     ],
     "storm": [
         ("all reconnected + a publish reached all (s)", "r:storm.reconnect_s", "low", None),
@@ -268,6 +303,18 @@ def _metric_value(rec, src):
     if src == "ratio":
         exp, got = _get(rec.get("result") or {}, "sustained.expected"), _get(rec.get("result") or {}, "sustained.received")
         return got / exp if exp else None
+    if src == "ratio_fast":
+        r = rec.get("result") or {}
+        exp, got = _get(r, "sustained.fast.expected"), _get(r, "sustained.fast.received")
+        return got / exp if exp else None
+    if src == "n":
+        return rec.get("n") if rec.get("result") else None
+    if src == "exactly_once":
+        r = rec.get("result")
+        if not r:
+            return None
+        ok = rec.get("exit") == 0 and _get(r, "checks.duplicates") == 0 and _get(r, "burst.rounds") is not None
+        return 1.0 if ok else 0.0
     if src == "okfrac":
         r = rec.get("result") or {}
         st = r.get("storm") or {}
@@ -306,7 +353,7 @@ def _ratio(a, b):
 
 def _case_order(case):
     kind, _, n = case.partition("-")
-    order = {"burst": 0, "sustained": 1, "overload": 2, "storm": 3}
+    order = {"burst": 0, "sustained": 1, "overload": 2, "slow": 3, "storm": 4, "capacity_listen": 5, "capacity_stdio": 6}
     return (order.get(kind, 9), int(n) if n.isdigit() else 0)
 
 
@@ -398,15 +445,19 @@ def summarise(d):
 
     for case in cases:
         kind = case.split("-")[0]
-        section = "sustained" if kind == "overload" else kind
+        section = {"overload": "sustained", "capacity_listen": "capacity", "capacity_stdio": "capacity"}.get(kind, kind)
         recs = [r for r in runs if r["case"] == case]
         n = recs[0].get("n")
         desc = {
             "burst": f"burst: {n} listen streams on one URI, one publish at a time",
             "sustained": f"sustained: {n} streams, steady publish rate",
             "overload": f"overload: {n} streams × the rate below to one URI (beyond what the box can write)",
+            "slow": f"slow readers: {n} streams, a fraction of them reading slowly through a small receive buffer "
+                    f"(fast streams' latency apart)",
             "storm": f"storm: {n} streams drop and reconnect at once",
-        }[kind]
+            "capacity_listen": f"capacity: {n} listen streams (SSE) on one mcpfan, a 3-round burst",
+            "capacity_stdio": f"capacity: {n} stdio streams (--unix) on one mcpfan, a 3-round burst",
+        }.get(kind, case)
         argv = recs[0].get("argv") or ""
         lines.append(f"## {case} — {desc}")
         lines.append("")
@@ -476,7 +527,14 @@ HEADLINE = [
     ("overload", "server RSS growth while publishing, process tree (MiB)"),
     ("overload", "TCP socket buffers, whole machine, peak growth (MiB)"),
     ("overload", "server CPU per delivery (µs)"),
+    ("slow", "fast streams: latency p99 (ms)"),
+    ("slow", "server: coalesced (/metrics)"),
+    ("slow", "server RSS growth while publishing, process tree (MiB)"),
     ("storm", "all reconnected + a publish reached all (s)"),
+    ("capacity_listen", "every stream got every round exactly once (runs ok / runs)"),
+    ("capacity_listen", "server RSS per stream (KiB)"),
+    ("capacity_stdio", "every stream got every round exactly once (runs ok / runs)"),
+    ("capacity_stdio", "server RSS per stream (KiB)"),
 ]
 
 

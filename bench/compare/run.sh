@@ -3,11 +3,14 @@
 # side in one run on this machine, plus the raw-socket ceiling. One command:
 #
 #   bash bench/compare/run.sh [--reps 3] [--n 1000,10000] [--servers mcpfan,nchan,sdkhub]
-#                             [--scenarios burst,sustained,overload,storm] [--rounds auto]
+#                             [--scenarios burst,sustained,overload,slow,storm] [--rounds auto]
 #                             [--sustained-load 20000] [--duration 10]
 #                             [--overload-streams 1000] [--overload-rate 1000]
+#                             [--slow-streams 200] [--slow-rate 500] [--slow-duration 15]
+#                             [--slow-fraction 0.2] [--slow-bps 4096] [--slow-pad 2048]
+#                             [--capacity] [--capacity-n 19000]
 #                             [--sdkhub-max-n 10000] [--out DIR] [--loadgen PATH]
-#                             [--no-install] [--no-build]
+#                             [--build-dir DIR] [--no-install] [--no-build]
 #
 # 1. installs what is missing: nginx, libnginx-mod-nchan, gnuplot-nox (Debian), the SDK hub's
 #    pinned npm packages (npm ci in bench/compare/sdkhub);
@@ -15,6 +18,9 @@
 # 3. measures the raw-socket ceiling (bench/ceiling.cc);
 # 4. for rep in 1..K, for each case, for each server (mcpfan, nchan, sdkhub): starts a fresh
 #    server on loopback, runs tools/mcpfan-load against it with --server-pid, stops it by PID;
+#    --capacity (off by default): after the reps, mcpfan alone holds
+#    --capacity-n (19,000) listen streams, then as many stdio streams on its --unix socket,
+#    each receiving a 3-round burst exactly once (one run each);
 # 5. prints the table (medians over reps, ratios) and writes runs.jsonl, summary.json, table.md
 #    and gnuplot charts to bench/results/<date>/.
 # Every wait is bounded; every process is stopped by its PID (also on exit: trap). Loopback only.
@@ -26,13 +32,23 @@ root="$(cd "$here/../.." && pwd)"
 reps=3
 nlist="1000,10000"
 servers="mcpfan,nchan,sdkhub"
-scenarios="burst,sustained,overload,storm"
+scenarios="burst,sustained,overload,slow,storm"
 rounds=auto                 # burst publishes per run; auto = max(10, 100000 / N), so each run
                             # has >= 100,000 deliveries and /proc's 10 ms CPU ticks stay < 2 %
 sustained_load=20000        # deliveries/s the sustained case aims at: rate = load / N
 duration=10
 overload_streams=1000
 overload_rate=1000
+# slow: a fraction of the streams read slowly (small SO_RCVBUF, a few KiB/s); publishes are
+# padded so their socket buffers fill within seconds and the server has to coalesce or drop.
+slow_streams=200
+slow_rate=500
+slow_duration=15
+slow_fraction=0.2
+slow_bps=4096
+slow_pad=2048
+capacity=0
+capacity_n=19000
 sdkhub_max_n=10000
 out=""
 loadgen=""
@@ -41,7 +57,7 @@ build=1
 build_dir="$root/build-compare"
 cmdline="bash bench/compare/run.sh $*"
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -53,6 +69,14 @@ while [[ $# -gt 0 ]]; do
     --duration) duration="$2"; shift 2 ;;
     --overload-streams) overload_streams="$2"; shift 2 ;;
     --overload-rate) overload_rate="$2"; shift 2 ;;
+    --slow-streams) slow_streams="$2"; shift 2 ;;
+    --slow-rate) slow_rate="$2"; shift 2 ;;
+    --slow-duration) slow_duration="$2"; shift 2 ;;
+    --slow-fraction) slow_fraction="$2"; shift 2 ;;
+    --slow-bps) slow_bps="$2"; shift 2 ;;
+    --slow-pad) slow_pad="$2"; shift 2 ;;
+    --capacity) capacity=1; shift ;;
+    --capacity-n) capacity_n="$2"; shift 2 ;;
     --sdkhub-max-n) sdkhub_max_n="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --loadgen) loadgen="$2"; shift 2 ;;
@@ -72,7 +96,8 @@ IFS=, read -r -a SERVERS <<<"$servers"
 IFS=, read -r -a SCENARIOS <<<"$scenarios"
 for n in "${NS[@]}"; do [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le 19000 ]] || die "--n: $n is not in 1..19000"; done
 for s in "${SERVERS[@]}"; do [[ "$s" =~ ^(mcpfan|nchan|sdkhub)$ ]] || die "--servers: unknown server $s"; done
-for s in "${SCENARIOS[@]}"; do [[ "$s" =~ ^(burst|sustained|overload|storm)$ ]] || die "--scenarios: unknown scenario $s"; done
+for s in "${SCENARIOS[@]}"; do [[ "$s" =~ ^(burst|sustained|overload|slow|storm)$ ]] || die "--scenarios: unknown scenario $s"; done
+[[ "$capacity_n" =~ ^[0-9]+$ && "$capacity_n" -ge 1 && "$capacity_n" -le 19000 ]] || die "--capacity-n: $capacity_n is not in 1..19000"
 [[ "$reps" =~ ^[0-9]+$ && "$reps" -ge 1 ]] || die "--reps must be >= 1"
 has_server() { [[ ",$servers," == *",$1,"* ]]; }
 
@@ -200,6 +225,9 @@ json.dump({"date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "command": """$cmdline""", 
            "servers": "$servers", "scenarios": "$scenarios", "rounds": "$rounds",
            "sustained_load": $sustained_load, "duration_s": $duration,
            "overload": {"streams": $overload_streams, "rate": $overload_rate},
+           "slow": {"streams": $slow_streams, "rate": $slow_rate, "duration_s": $slow_duration, "fraction": $slow_fraction,
+                    "read_bytes_per_s": $slow_bps, "pad_bytes": $slow_pad},
+           "capacity": {"on": bool($capacity), "streams": $capacity_n},
            "versions": {"mcpfan": "$mcpfan_v", "nginx": "$nginx_v", "nchan": "$nchan_v",
                         "sdk_server": "$sdk_v", "node": "$node_v"}}, open(sys.argv[1], "w"), indent=1)
 EOF
@@ -297,12 +325,14 @@ for sc in "${SCENARIOS[@]}"; do
         CASES+=("sustained-$n|sustained|$n|--rate $rate --duration $duration")
       done ;;
     overload) CASES+=("overload-$overload_streams|sustained|$overload_streams|--rate $overload_rate --duration $duration") ;;
+    slow) CASES+=("slow-$slow_streams|sustained|$slow_streams|--rate $slow_rate --duration $slow_duration --slow-readers $slow_fraction --slow-read-bytes-per-s $slow_bps --pad-bytes $slow_pad") ;;
     storm) for n in "${NS[@]}"; do CASES+=("storm-$n|storm|$n|"); done ;;
   esac
 done
 
-run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA
-  local rep="$1" srv="$2" case="$3" scen="$4" n="$5" extra="$6"
+run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA [KIND] [TIMEOUT_S]
+  # KIND: the load generator's --kind for mcpfan (listen by default; stdio uses its --unix socket)
+  local rep="$1" srv="$2" case="$3" scen="$4" n="$5" extra="$6" kind="${7:-listen}" tmo_override="${8:-}"
   local tag="r$rep-$srv-$case" note=""
   if [[ "$srv" == sdkhub && "$n" -gt "$sdkhub_max_n" ]]; then
     log "$tag: skipped (N=$n > --sdkhub-max-n $sdkhub_max_n)"
@@ -321,15 +351,22 @@ run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA
   fi
   local target="http://127.0.0.1:$SRV_PORT" kindargs
   case "$srv" in
-    mcpfan) kindargs=(--kind listen --target "$target") ;;
+    mcpfan)
+      if [[ "$kind" == stdio ]]; then kindargs=(--kind stdio --target "$target" --unix "$work/$tag.sock")
+      else kindargs=(--kind "$kind" --target "$target"); fi ;;
     nchan) kindargs=(--kind nchan --target "$target" --sub-path /sub/bench --publish-url "$target/pub/bench") ;;
     sdkhub) kindargs=(--kind sdkhub --target "$target" --publish-url "$target/publish") ;;
   esac
   # bound: connect + the scenario itself + margin
   local tmo=120
-  [[ "$scen" == sustained ]] && tmo=$(( duration + 120 ))
   local -a extra_a=()
   [[ -n "$extra" ]] && read -r -a extra_a <<<"$extra"
+  if [[ "$scen" == sustained ]]; then    # this case's own --duration
+    local i d="$duration"
+    for ((i = 0; i + 1 < ${#extra_a[@]}; i++)); do [[ "${extra_a[i]}" == --duration ]] && d="${extra_a[i+1]}"; done
+    tmo=$(( ${d%.*} + 120 ))
+  fi
+  [[ -n "$tmo_override" ]] && tmo="$tmo_override"
   local -a argv=("$loadgen" "${kindargs[@]}" --streams "$n" --scenario "$scen" "${extra_a[@]}"
                  --server-pid "$(server_pid_for_loadgen)" --timeout-s "$tmo")
   local watch="$work/$tag.watch.json"
@@ -363,6 +400,22 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
   done
 done
+
+# capacity (--capacity): mcpfan alone, capacity_n listen streams, then capacity_n stdio streams
+# (its --unix socket), each stream receiving a 3-round burst exactly once; one run each.
+if [[ $capacity -eq 1 ]]; then
+  if ! has_server mcpfan; then
+    log "capacity: skipped (mcpfan is not in --servers)"
+  else
+    nofile="$(ulimit -n)"
+    if [[ "$nofile" != unlimited && "$nofile" -lt $(( capacity_n + 200 )) ]]; then
+      log "capacity: the descriptor limit is $nofile (ulimit -n), under $capacity_n + 200: the runs will likely fail"
+    fi
+    for kind in listen stdio; do
+      run_case 1 mcpfan "capacity_$kind-$capacity_n" burst "$capacity_n" "--rounds 3" "$kind" 300
+    done
+  fi
+fi
 
 # the ceiling once more at the end: the summary takes, per N, the better of the two measurements
 # (the limit is what the machine can do when nothing else disturbs it)

@@ -12,6 +12,14 @@
 // memmem (no JSON parsing), one clock read per read() call. Sequence numbers are unique
 // per run (wall-clock based), so replayed messages from earlier runs (nchan's message
 // buffer) are recognised as stale.
+//
+// Slow readers (--slow-readers F, sustained only): a fraction F of the streams, spread evenly
+// over the stream indices, get a small SO_RCVBUF and read at most --slow-read-bytes-per-s
+// (token bucket, refilled every 20 ms; reading pauses with uv_read_stop while the bucket is
+// empty). The server's socket buffers towards them fill up, so it has to hold, coalesce or
+// drop their updates; the report keeps the fast streams' latency apart from the slow ones'.
+// For mcpfan (kinds listen/session/stdio) /metrics is read before and after the measured
+// phase, for the server's own coalesced and closed-for-backpressure counts.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -71,7 +79,15 @@ struct Options {
   int server_pid = 0;
   double timeout_s = 120;
   int window = 1024;
+  double slow_fraction = 0;       // --slow-readers
+  double slow_bps = 2048;         // --slow-read-bytes-per-s
+  int slow_rcvbuf = 4096;         // --slow-rcvbuf (SO_RCVBUF of a slow stream's socket)
+  int pad_bytes = 0;              // --pad-bytes: "bench/pad" string of this length in each publish
+  std::string metrics_url;        // --metrics-url; default <target>/metrics for mcpfan kinds
+  bool no_metrics = false;        // --no-metrics
 };
+
+constexpr uint64_t kSlowTickMs = 20;
 
 struct Url {
   sockaddr_in addr{};
@@ -168,7 +184,10 @@ struct Stream {
   AfterClose after_close = AfterClose::Nothing;
   uint8_t attempts = 0;
   bool handle_open = false;
+  bool slow = false;      // a slow reader (--slow-readers)
+  bool paused = false;    // slow reader: reading stopped until its bucket refills
   uint64_t retry_at = 0;
+  double tokens = 0;      // slow reader: bytes it may read now
   uint64_t last_seq = 0;  // local sequence index of the newest delivery
   std::string carry;      // response head being assembled
   BodyDecoder body;
@@ -229,6 +248,14 @@ class Loadgen {
   void AfterClosed(Stream* st);
   static void OnRetryTimer(uv_timer_t* t);
   static void OnTick(uv_timer_t* t);
+  static void OnSlowTick(uv_timer_t* t);
+
+  // server counters (mcpfan's /metrics)
+  struct Metrics {
+    bool ok = false;
+    double published = 0, deliveries = 0, coalesced = 0, slow_closes = 0, writes = 0, streams = 0;
+  };
+  Metrics FetchMetrics();
 
   // publishing
   void EnsureSeq(uint64_t i);
@@ -257,7 +284,14 @@ class Loadgen {
   uv_timer_t wake_{};
   uv_timer_t retry_timer_{};
   uv_timer_t tick_{};
+  uv_timer_t slow_tick_{};
   bool retry_timer_on_ = false;
+  Url metrics_;
+  bool metrics_on_ = false;
+  std::unique_ptr<HttpPool> metrics_pool_;
+  Metrics m0_, m1_;
+  uint32_t slow_n_ = 0, open_slow_ = 0;
+  uint64_t slow_tick_last_ = 0;
   Url target_, pub_;
   std::string mcp_path_;
   std::vector<sockaddr_in> sources_;
@@ -292,11 +326,16 @@ class Loadgen {
   uint64_t phase_base_ = 1;
   uint64_t final_seq_ = UINT64_MAX;
   uint64_t at_final_ = 0;
+  uint64_t at_final_slow_ = 0;
   uint64_t received_ = 0;
   uint64_t coalesced_ = 0;
+  uint64_t received_slow_ = 0;
+  uint64_t coalesced_slow_ = 0;
+  uint64_t slow_closed_ = 0;  // slow streams the server ended during the sustained phase
   uint64_t phase_last_ns_ = 0;
   bool hist_on_ = false;
   Histogram hist_;
+  Histogram hist_fast_, hist_slow_;  // with slow readers: the two classes apart
 
   // sustained publisher
   uint64_t sus_base_ = 0, sus_total_ = 0, sus_done_ = 0, sus_start_ = 0;
@@ -311,6 +350,11 @@ class Loadgen {
     double dps = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
     double publish_lag_ms = 0;
     double drain_s = 0;
+    struct Class {
+      uint32_t streams = 0;
+      uint64_t expected = 0, received = 0, coalesced = 0, lost = 0, at_final = 0, closed = 0;
+      double p50 = 0, p99 = 0, p999 = 0, max = 0;
+    } fast, slow;
   } sus_;
   struct {
     bool ran = false;
@@ -357,6 +401,20 @@ bool Loadgen::Setup(std::string* err) {
     *err = "--unix path too long";
     return false;
   }
+  if (o_.slow_fraction > 0 && o_.scenario != Scenario::Sustained) {
+    *err = "--slow-readers needs --scenario sustained";
+    return false;
+  }
+  // /metrics: mcpfan's counters around the measured phase (mcpfan kinds by default).
+  if (!o_.no_metrics) {
+    std::string mu = o_.metrics_url;
+    if (mu.empty() && (o_.kind == Kind::Listen || o_.kind == Kind::Session || o_.kind == Kind::Stdio)) mu = base + "/metrics";
+    if (!mu.empty()) {
+      if (!ParseUrl(mu, &metrics_, err)) return false;
+      if (metrics_.path.empty()) metrics_.path = "/metrics";
+      metrics_on_ = true;
+    }
+  }
 
   // File descriptors: raise the soft limit to the hard limit.
   rlimit rl{};
@@ -388,15 +446,23 @@ bool Loadgen::Setup(std::string* err) {
   uv_timer_init(&loop_, &wake_);
   uv_timer_init(&loop_, &retry_timer_);
   uv_timer_init(&loop_, &tick_);
+  uv_timer_init(&loop_, &slow_tick_);
   retry_timer_.data = this;
   tick_.data = this;
+  slow_tick_.data = this;
   n_ = uint32_t(o_.streams);
   streams_.reset(new Stream[n_]);
   for (uint32_t i = 0; i < n_; ++i) {
     streams_[i].lg = this;
     streams_[i].idx = i;
+    // Slow readers spread evenly over the indices (and so over the source addresses):
+    // stream i is slow when floor((i + 1) F) > floor(i F).
+    streams_[i].slow = o_.slow_fraction > 0 &&
+                       std::floor((double(i) + 1) * o_.slow_fraction) > std::floor(double(i) * o_.slow_fraction);
+    if (streams_[i].slow) ++slow_n_;
   }
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
+  if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
   if (o_.kind == Kind::Session) control_ = std::make_unique<HttpPool>(&loop_, target_.addr, kControlConnections, 1);
   return true;
 }
@@ -404,6 +470,7 @@ bool Loadgen::Setup(std::string* err) {
 void Loadgen::Teardown() {
   uv_timer_stop(&tick_);
   uv_timer_stop(&retry_timer_);
+  uv_timer_stop(&slow_tick_);
   for (uint32_t i = 0; i < n_; ++i) {
     Stream* st = &streams_[i];
     if (st->handle_open && st->state != SState::Closing) {
@@ -414,9 +481,11 @@ void Loadgen::Teardown() {
   }
   publishers_->Close();
   if (control_) control_->Close();
+  if (metrics_pool_) metrics_pool_->Close();
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&retry_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&slow_tick_), nullptr);
   // Nothing is left to start new work: this returns once every close callback has run.
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
@@ -465,6 +534,8 @@ void Loadgen::ConnectTcp(Stream* st) {
   if (uv_fileno(st->handle(), &fd) == 0) {
     int one = 1;
     setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    // Before connect, so the advertised window (and its scale) is set by it.
+    if (st->slow) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o_.slow_rcvbuf, sizeof o_.slow_rcvbuf);
   }
   const sockaddr_in& src = sources_[st->idx % sources_.size()];
   rc = uv_tcp_bind(&st->h.tcp, reinterpret_cast<const sockaddr*>(&src), 0);
@@ -567,6 +638,10 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
   if (self->o_.kind == Kind::Stdio) {
     st->state = SState::AwaitAck;
     st->lines.Reset(LineFramer::Mode::JsonLines);
+    uv_os_fd_t fd;  // a Unix socket: its receive buffer hardly bounds the sender (see README)
+    if (st->slow && uv_fileno(st->handle(), &fd) == 0) {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &self->o_.slow_rcvbuf, sizeof self->o_.slow_rcvbuf);
+    }
   } else {
     st->state = SState::AwaitHead;
   }
@@ -576,8 +651,11 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
 }
 
 void Loadgen::OnStreamAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  Loadgen* self = static_cast<Stream*>(h->data)->lg;
-  *buf = uv_buf_init(self->rbuf_, sizeof self->rbuf_);
+  auto* st = static_cast<Stream*>(h->data);
+  Loadgen* self = st->lg;
+  size_t len = sizeof self->rbuf_;
+  if (st->slow && st->state == SState::Open) len = std::min(len, size_t(std::max(1.0, st->tokens)));
+  *buf = uv_buf_init(self->rbuf_, unsigned(len));
 }
 
 void Loadgen::OnStreamRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
@@ -589,6 +667,32 @@ void Loadgen::OnStreamRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
     return;
   }
   self->Feed(st, buf->base, size_t(nread), NowNs());
+  if (st->slow && st->state == SState::Open) {
+    st->tokens -= double(nread);
+    if (st->tokens < 1 && !st->paused) {
+      st->paused = true;
+      uv_read_stop(s);  // until OnSlowTick refills the bucket
+    }
+  }
+}
+
+void Loadgen::OnSlowTick(uv_timer_t* t) {
+  auto* self = static_cast<Loadgen*>(t->data);
+  uint64_t now = NowNs();
+  double dt = double(now - self->slow_tick_last_) / kSec;
+  self->slow_tick_last_ = now;
+  // A bucket holds at most 1 s worth (at least one 4 KiB read), so a paused reader does not
+  // save up a burst.
+  double cap = std::max(self->o_.slow_bps, 4096.0);
+  for (uint32_t i = 0; i < self->n_; ++i) {
+    Stream* st = &self->streams_[i];
+    if (!st->slow || st->state != SState::Open) continue;
+    st->tokens = std::min(cap, st->tokens + self->o_.slow_bps * dt);
+    if (st->paused && st->tokens >= 1) {
+      st->paused = false;
+      uv_read_start(st->stream(), &Loadgen::OnStreamAlloc, &Loadgen::OnStreamRead);
+    }
+  }
 }
 
 void Loadgen::Feed(Stream* st, const char* p, size_t n, uint64_t now) {
@@ -696,13 +800,24 @@ void Loadgen::Deliver(Stream* st, uint64_t seq, uint64_t now) {
     return;
   }
   coalesced_ += i - st->last_seq - 1;
+  if (st->slow) {
+    coalesced_slow_ += i - st->last_seq - 1;
+    ++received_slow_;
+  }
   st->last_seq = i;
   ++received_;
   ++count_[i];
   last_ns_[i] = now;
   phase_last_ns_ = now;
-  if (hist_on_) hist_.Record(now > send_ns_[i] ? now - send_ns_[i] : 0);
-  if (i == final_seq_) ++at_final_;
+  if (hist_on_) {
+    uint64_t lat = now > send_ns_[i] ? now - send_ns_[i] : 0;
+    hist_.Record(lat);
+    if (slow_n_) (st->slow ? hist_slow_ : hist_fast_).Record(lat);
+  }
+  if (i == final_seq_) {
+    ++at_final_;
+    if (st->slow) ++at_final_slow_;
+  }
 }
 
 bool Loadgen::OnFramingError(Stream* st, const char* what) {
@@ -718,6 +833,9 @@ bool Loadgen::OnFramingError(Stream* st, const char* what) {
 
 void Loadgen::Confirm(Stream* st) {
   st->state = SState::Open;
+  st->tokens = 0;
+  st->paused = false;
+  if (st->slow) ++open_slow_;
   st->attempts = 0;
   st->carry.clear();
   st->carry.shrink_to_fit();
@@ -745,7 +863,10 @@ void Loadgen::FailAttempt(Stream* st, const std::string& why) {
 }
 
 void Loadgen::CloseStream(Stream* st, AfterClose then) {
-  if (st->state == SState::Open) --open_;
+  if (st->state == SState::Open) {
+    --open_;
+    if (st->slow) --open_slow_;
+  }
   st->after_close = then;
   if (st->handle_open) {
     if (st->state == SState::Closing) return;
@@ -798,6 +919,13 @@ void Loadgen::OnRetryTimer(uv_timer_t* t) {
 }
 
 void Loadgen::OnEnd(Stream* st, const std::string& why) {
+  if (st->state == SState::Open && st->slow && sustained_phase_) {
+    // A server may end a reader that does not keep up (mcpfan past --max-pending-bytes):
+    // counted, not a failure.
+    ++slow_closed_;
+    CloseStream(st, AfterClose::Nothing);
+    return;
+  }
   if (st->state == SState::Open) {
     ++dropped_;
     if (first_error_.empty()) first_error_ = "stream " + std::to_string(st->idx) + " dropped: " + why;
@@ -821,7 +949,9 @@ void Loadgen::EnsureSeq(uint64_t i) {
 
 std::string Loadgen::PublishRequest(uint64_t seq, uint64_t ts) const {
   std::string body = R"({"method":"notifications/resources/updated","params":{"uri":")" + JsonEscape(o_.uri) +
-                     R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts) + "}}}";
+                     R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts);
+  if (o_.pad_bytes > 0) body += R"(,"bench/pad":")" + std::string(size_t(o_.pad_bytes), 'x') + "\"";
+  body += "}}}";
   return "POST " + pub_.path + " HTTP/1.1\r\nHost: " + pub_.hostport +
          "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
@@ -886,6 +1016,10 @@ void Loadgen::ResetPhase(uint64_t base) {
   received_ = 0;
   coalesced_ = 0;
   at_final_ = 0;
+  received_slow_ = 0;
+  coalesced_slow_ = 0;
+  at_final_slow_ = 0;
+  slow_closed_ = 0;
   phase_last_ns_ = 0;
 }
 
@@ -950,8 +1084,14 @@ bool Loadgen::RunSustained() {
   ResetPhase(sus_base_);
   final_seq_ = sus_base_ + sus_total_ - 1;
   hist_.Reset();
+  hist_fast_.Reset();
+  hist_slow_.Reset();
   hist_on_ = true;
   sustained_phase_ = true;
+  if (slow_n_) {
+    slow_tick_last_ = NowNs();
+    uv_timer_start(&slow_tick_, &Loadgen::OnSlowTick, kSlowTickMs, kSlowTickMs);
+  }
   ProcSample c0 = Sample();
   uint64_t self0 = SelfCpuUs();
   sus_done_ = 0;
@@ -964,10 +1104,12 @@ bool Loadgen::RunSustained() {
   if (ok) {
     // Drain: every stream that is still open must end up with the final publish. Bounded:
     // stop when deliveries stall for 5 s, and stay 2 s inside --timeout-s for the report.
+    // Slow readers are not waited for: what the server handed to the kernel for them can
+    // take minutes to read at their rate (reported as "behind", not lost).
     uint64_t drain_deadline = global_deadline_ > 2 * kSec + t_published ? global_deadline_ - 2 * kSec : t_published;
     uint64_t seen = received_, progress_at = NowNs();
     for (;;) {
-      bool done = RunUntil([this] { return at_final_ >= open_ && acked_ == published_; },
+      bool done = RunUntil([this] { return at_final_ - at_final_slow_ >= open_ - open_slow_ && acked_ == published_; },
                            std::min(drain_deadline, NowNs() + kSec), "sustained drain", /*fatal_on_timeout=*/false);
       uint64_t now = NowNs();
       if (received_ != seen) {
@@ -980,16 +1122,40 @@ bool Loadgen::RunSustained() {
   sus_.drain_s = double(NowNs() - t_published) / kSec;
   hist_on_ = false;
   sustained_phase_ = false;
+  uv_timer_stop(&slow_tick_);
   ProcSample c1 = Sample();
   self_cpu_us_ = SelfCpuUs() - self0;
   // Accounting covers what was published (all of it, unless the run was cut short).
   uint64_t last = sus_base_ + sus_done_ - 1;
-  uint64_t lost = 0;
-  for (uint32_t s = 0; s < n_; ++s) lost += last - std::min(last, streams_[s].last_seq);
+  uint64_t lost = 0, behind_slow = 0;
+  for (uint32_t s = 0; s < n_; ++s) (streams_[s].slow ? behind_slow : lost) += last - std::min(last, streams_[s].last_seq);
   sus_.expected = sus_done_ * n_;
   sus_.received = received_;
   sus_.coalesced = coalesced_;
-  sus_.lost = lost;
+  sus_.lost = lost;  // fast streams only: a slow reader still behind is not a loss
+  if (slow_n_) {
+    auto fill = [](auto& c, const Histogram& h) {
+      c.p50 = double(h.Quantile(0.50)) / kMs;
+      c.p99 = double(h.Quantile(0.99)) / kMs;
+      c.p999 = double(h.Quantile(0.999)) / kMs;
+      c.max = double(h.max()) / kMs;
+    };
+    sus_.fast.streams = n_ - slow_n_;
+    sus_.fast.expected = sus_done_ * sus_.fast.streams;
+    sus_.fast.received = received_ - received_slow_;
+    sus_.fast.coalesced = coalesced_ - coalesced_slow_;
+    sus_.fast.lost = lost;
+    sus_.fast.at_final = at_final_ - at_final_slow_;
+    fill(sus_.fast, hist_fast_);
+    sus_.slow.streams = slow_n_;
+    sus_.slow.expected = sus_done_ * slow_n_;
+    sus_.slow.received = received_slow_;
+    sus_.slow.coalesced = coalesced_slow_;
+    sus_.slow.lost = behind_slow;
+    sus_.slow.at_final = at_final_slow_;
+    sus_.slow.closed = slow_closed_;
+    fill(sus_.slow, hist_slow_);
+  }
   uint64_t first_send = send_ns_[sus_base_];
   double span = phase_last_ns_ > first_send ? double(phase_last_ns_ - first_send) / kSec : 0;
   sus_.dps = span > 0 ? double(received_) / span : 0;
@@ -1034,6 +1200,46 @@ bool Loadgen::RunStorm() {
   return ok;
 }
 
+// ---------------------------------------------------------------- server metrics
+
+// GET /metrics (Prometheus text) and pick mcpfan's counters; bounded to 3 s, never fatal.
+Loadgen::Metrics Loadgen::FetchMetrics() {
+  if (!metrics_on_ || fatal_) return {};
+  // Shared with the callback: an answer arriving after the 3 s bound must not touch this frame.
+  auto st = std::make_shared<std::pair<bool, Metrics>>();
+  Job j;
+  j.build = [this] {
+    return "GET " + metrics_.path + " HTTP/1.1\r\nHost: " + metrics_.hostport + "\r\nAccept: text/plain\r\n\r\n";
+  };
+  j.done = [st](Reply& r) {
+    st->first = true;
+    Metrics& m = st->second;
+    if (r.status != 200) return;
+    auto pick = [&](std::string_view name, double* out) {
+      size_t at = 0;
+      while ((at = r.body.find(name, at)) != std::string::npos) {
+        bool line_start = at == 0 || r.body[at - 1] == '\n';
+        size_t after = at + name.size();
+        if (line_start && after < r.body.size() && r.body[after] == ' ') {
+          *out = std::strtod(r.body.c_str() + after + 1, nullptr);
+          return true;
+        }
+        at = after;
+      }
+      return false;
+    };
+    m.ok = pick("mcpfan_deliveries_total", &m.deliveries);
+    pick("mcpfan_published_total", &m.published);
+    pick("mcpfan_coalesced_total", &m.coalesced);
+    pick("mcpfan_slow_consumer_closes_total", &m.slow_closes);
+    pick("mcpfan_stream_writes_total", &m.writes);
+    pick("mcpfan_listen_streams_open", &m.streams);
+  };
+  metrics_pool_->Submit(std::move(j));
+  RunUntil([&] { return st->first; }, NowNs() + 3 * kSec, "GET /metrics", /*fatal_on_timeout=*/false);
+  return st->first ? st->second : Metrics{};
+}
+
 // ---------------------------------------------------------------- report
 
 void Loadgen::Report(bool ok) {
@@ -1058,12 +1264,40 @@ void Loadgen::Report(bool ok) {
       << ", received " << sus_.received << ", coalesced " << sus_.coalesced << ", lost " << sus_.lost << "; " << Num(sus_.dps, 0)
       << " deliveries/s\n    latency ms: p50 " << Num(sus_.p50) << ", p99 " << Num(sus_.p99) << ", p99.9 " << Num(sus_.p999)
       << ", max " << Num(sus_.max) << "; last publish sent " << Num(sus_.publish_lag_ms) << " ms after its schedule; drained " << Num(sus_.drain_s) << " s after it\n";
+    auto human = [&](const char* name, const auto& c) {
+      h << "    " << name << " streams (" << c.streams << "): received " << c.received << " of " << c.expected << ", coalesced "
+        << c.coalesced << ", " << (&c == &sus_.slow ? "behind " : "lost ") << c.lost << ", at the final publish " << c.at_final;
+      if (&c == &sus_.slow) h << ", ended by the server " << c.closed;
+      h << "; latency ms p50 " << Num(c.p50) << ", p99 " << Num(c.p99) << ", p99.9 " << Num(c.p999) << ", max " << Num(c.max) << "\n";
+    };
+    if (slow_n_) {
+      h << "    slow readers: " << slow_n_ << " of " << n_ << " streams read at most " << Num(o_.slow_bps, 0) << " B/s with SO_RCVBUF "
+        << o_.slow_rcvbuf << "\n";
+      human("fast", sus_.fast);
+      human("slow", sus_.slow);
+    }
     section = R"("sustained":{"rate":)" + Num(o_.rate) + R"(,"duration_s":)" + Num(o_.duration) + R"(,"expected":)" +
               std::to_string(sus_.expected) + R"(,"received":)" + std::to_string(sus_.received) + R"(,"coalesced":)" +
               std::to_string(sus_.coalesced) + R"(,"lost":)" + std::to_string(sus_.lost) + R"(,"latency_ms":{"p50":)" +
               Num(sus_.p50) + R"(,"p99":)" + Num(sus_.p99) + R"(,"p999":)" + Num(sus_.p999) + R"(,"max":)" + Num(sus_.max) +
               R"(},"deliveries_per_s":)" + Num(sus_.dps, 0) + R"(,"publish_lag_ms":)" + Num(sus_.publish_lag_ms) +
-              R"(,"drain_s":)" + Num(sus_.drain_s) + "}";
+              R"(,"drain_s":)" + Num(sus_.drain_s);
+    auto cls = [&](const char* name, const auto& c) {
+      return std::string(",\"") + name + R"(":{"streams":)" + std::to_string(c.streams) + R"(,"expected":)" +
+             std::to_string(c.expected) + R"(,"received":)" + std::to_string(c.received) + R"(,"coalesced":)" +
+             std::to_string(c.coalesced) + (&c == &sus_.slow ? R"(,"behind":)" : R"(,"lost":)") + std::to_string(c.lost) +
+             R"(,"at_final":)" + std::to_string(c.at_final) +
+             (&c == &sus_.slow ? R"(,"closed_by_server":)" + std::to_string(c.closed) : std::string()) +
+             R"(,"latency_ms":{"p50":)" + Num(c.p50) + R"(,"p99":)" + Num(c.p99) + R"(,"p999":)" + Num(c.p999) +
+             R"(,"max":)" + Num(c.max) + "}}";
+    };
+    if (slow_n_) {
+      section += R"(,"slow_readers":{"fraction":)" + Num(o_.slow_fraction, 4) + R"(,"read_bytes_per_s":)" + Num(o_.slow_bps, 0) +
+                 R"(,"rcvbuf":)" + std::to_string(o_.slow_rcvbuf) + "}";
+      section += cls("fast", sus_.fast);
+      section += cls("slow", sus_.slow);
+    }
+    section += "}";
   } else if (o_.scenario == Scenario::Storm && storm_.ran) {
     h << "  storm: " << n_ << " streams dropped at once; all re-confirmed after " << Num(storm_.confirm_s) << " s, a publish reached all after "
       << Num(storm_.reconnect_s) << " s" << (storm_.all_received ? "" : " (NOT all received)") << "\n";
@@ -1083,6 +1317,23 @@ void Loadgen::Report(bool ok) {
     server = R"("server":{"rss_kib_per_stream":)" + Num(rss, 3) + R"(,"cpu_us_per_delivery":)" + Num(cpu, 3) +
              R"(,"pss_kib_per_stream":)" + Num(pss, 3) + R"(,"processes":)" + std::to_string(rss1_.processes) + "}";
   }
+  std::string smetrics;
+  if (metrics_on_) {
+    if (m0_.ok && m1_.ok) {
+      double del = m1_.deliveries - m0_.deliveries, wr = m1_.writes - m0_.writes;
+      h << "  server /metrics over the measured phase: published " << Num(m1_.published - m0_.published, 0) << ", deliveries queued "
+        << Num(del, 0) << ", coalesced " << Num(m1_.coalesced - m0_.coalesced, 0) << ", closed for backpressure "
+        << Num(m1_.slow_closes - m0_.slow_closes, 0) << ", stream writes " << Num(wr, 0) << " ("
+        << Num(del > 0 ? wr / del : NAN, 3) << " per delivery)\n";
+      smetrics = R"("server_metrics":{"published":)" + Num(m1_.published - m0_.published, 0) + R"(,"deliveries":)" + Num(del, 0) +
+                 R"(,"coalesced":)" + Num(m1_.coalesced - m0_.coalesced, 0) + R"(,"slow_consumer_closes":)" +
+                 Num(m1_.slow_closes - m0_.slow_closes, 0) + R"(,"stream_writes":)" + Num(wr, 0) + R"(,"writes_per_delivery":)" +
+                 Num(del > 0 ? wr / del : NAN, 4) + R"(,"listen_streams_open_after":)" + Num(m1_.streams, 0) + "}";
+    } else {
+      h << "  server /metrics: not available (" << metrics_.hostport << metrics_.path << ")\n";
+      smetrics = R"("server_metrics":null)";
+    }
+  }
   double self_per = phase_deliveries_ ? double(self_cpu_us_) / double(phase_deliveries_) : NAN;
   if (phase_deliveries_) h << "  load generator: " << Num(double(self_cpu_us_) / 1000, 0) << " ms CPU in the measured phase = " << Num(self_per, 2) << " us/delivery\n";
   uint64_t violations = Violations();
@@ -1098,6 +1349,7 @@ void Loadgen::Report(bool ok) {
                   R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" + (connect_s_ >= 0 ? Num(connect_s_) : "null");
   if (!section.empty()) j += "," + section;
   if (!server.empty()) j += "," + server;
+  if (!smetrics.empty()) j += "," + smetrics;
   j += R"(,"loadgen":{"cpu_us_per_delivery":)" + Num(self_per, 3) + R"(,"sources":)" + std::to_string(sources_.size()) +
        R"(,"window":)" + std::to_string(o_.window) + "}";
   j += R"(,"checks":{"framing_errors":)" + std::to_string(framing_errors_) + R"(,"id_lines":)" + std::to_string(id_lines_) +
@@ -1135,11 +1387,13 @@ int Loadgen::Run() {
   bool ok = ConnectAll();
   rss1_ = Sample();
   if (ok) {
+    m0_ = FetchMetrics();
     switch (o_.scenario) {
       case Scenario::Burst: ok = RunBurst(); break;
       case Scenario::Sustained: ok = RunSustained(); break;
       case Scenario::Storm: ok = RunStorm(); break;
     }
+    m1_ = FetchMetrics();
   }
   if (sus_.ran && sus_.lost) ok = false;
   if (Violations()) ok = false;
@@ -1175,6 +1429,16 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json_file, "also append the result JSON line to FILE");
   app.add_option("--timeout-s", o.timeout_s, "hard bound on the whole run")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
   app.add_option("--connect-window", o.window, "handshakes in flight at once (connect and storm)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--slow-readers", o.slow_fraction, "sustained: fraction of the streams that read slowly (0..1)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--slow-read-bytes-per-s", o.slow_bps, "a slow stream reads at most this many bytes per second")
+      ->capture_default_str()->check(CLI::Range(1.0, 1e9));
+  app.add_option("--slow-rcvbuf", o.slow_rcvbuf, "SO_RCVBUF of a slow stream's socket, set before connect (the kernel doubles it)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  app.add_option("--metrics-url", o.metrics_url, "server counters to read before/after the measured phase (default for listen/session/stdio: <target>/metrics)");
+  app.add_flag("--no-metrics", o.no_metrics, "do not read the server's /metrics");
+  app.add_option("--pad-bytes", o.pad_bytes, "add a \"bench/pad\" string of this many bytes to every publish's _meta")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
   const char* kinds[] = {"listen", "session", "stdio", "nchan", "sdkhub"};
   for (int k = 0; k < 5; ++k) {

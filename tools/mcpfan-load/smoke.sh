@@ -2,6 +2,7 @@
 # loadgen_smoke: starts mcpfan on an ephemeral loopback port, runs mcpfan-load
 #   1. burst: 200 listen streams, 3 rounds
 #   2. sustained: 200 listen streams, 50 publishes/s for 2 s
+#   3. the same with 10 % slow readers (fast/slow split, mcpfan's /metrics read)
 # and checks each exits 0 with a last-line JSON object showing every delivery received.
 # The server is stopped by its PID (TERM, then KILL after 3 s), also on failure.
 #
@@ -88,6 +89,16 @@ lost="$(json_get "$tmp/sustained.json" '.sustained.lost')"
 # 50/s to 200 streams is far below what mcpfan writes: nothing should even be coalesced.
 [[ "$received" == "$expected" && "$coalesced" == "0" ]] || fail "sustained: received $received, coalesced $coalesced of $expected"
 has "$tmp/sustained.json" '.sustained.latency_ms.p99' || fail "sustained: no p99"
+
+# Slow readers: 10 % of the streams read 2 KiB/s; the fast ones must still get everything, and
+# mcpfan's /metrics counters must be reported.
+run slow --streams 200 --scenario sustained --rate 50 --duration 2 --slow-readers 0.1 --slow-read-bytes-per-s 2048
+[[ "$(json_get "$tmp/slow.json" '.sustained.fast.streams')" == "180" ]] || fail "slow: want 180 fast streams"
+[[ "$(json_get "$tmp/slow.json" '.sustained.slow.streams')" == "20" ]] || fail "slow: want 20 slow streams"
+[[ "$(json_get "$tmp/slow.json" '.sustained.fast.received')" == "$(json_get "$tmp/slow.json" '.sustained.fast.expected')" ]] \
+  || fail "slow: the fast streams did not receive every update"
+has "$tmp/slow.json" '.sustained.fast.latency_ms.p99' || fail "slow: no fast p99"
+has "$tmp/slow.json" '.server_metrics.deliveries' || fail "slow: no server_metrics from /metrics"
 
 echo "loadgen_smoke: OK (burst median $(json_get "$tmp/burst.json" '.burst.last_delivery_ms.median') ms;" \
      "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms)"
