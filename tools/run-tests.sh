@@ -26,3 +26,11 @@ if [ "${MCPFAN_SANITIZE_TESTS:-1}" != "0" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug "-DMCPFAN_SANITIZE=address;undefined" -DMCPFAN_BUILD_BENCH=OFF
 fi
+
+# libFuzzer targets (tests/fuzz): each replays its regressions, then fuzzes for a bounded time.
+# MCPFAN_FUZZ_SECONDS=0 skips them.
+fuzz_seconds="${MCPFAN_FUZZ_SECONDS:-60}"
+if [ "$fuzz_seconds" != "0" ]; then
+  echo "== fuzzing: ${fuzz_seconds} s per target =="
+  bash "$root/tools/run-fuzz.sh" "$fuzz_seconds"
+fi

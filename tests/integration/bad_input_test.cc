@@ -286,3 +286,26 @@ TEST(FuzzFindings, ErrorBodiesStayValidJsonWithInvalidUtf8) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+// Noticed while fuzzing: a HEAD answer carried a body, which a keep-alive client would read
+// as the start of the next response.
+TEST(FuzzFindings, HeadAnswerHasNoBody) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Conn c;
+  ASSERT_TRUE(c.Connect(srv.port()));
+  ASSERT_TRUE(c.Send("HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                     "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(c.WaitClosed(kIo));
+  const std::string& in = c.in();
+  std::size_t first_end = in.find("\r\n\r\n");
+  ASSERT_NE(first_end, std::string::npos) << in;
+  EXPECT_EQ(in.rfind("HTTP/1.1 405", 0), 0u) << in;
+  EXPECT_EQ(in.substr(first_end + 4, 12), "HTTP/1.1 200") << "bytes after the HEAD answer's headers: " << in;
+}
+
+}  // namespace
+}  // namespace itest

@@ -1,0 +1,378 @@
+#include "fuzz_support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sched.h>
+#include <simdjson.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#include "fuzz_check.h"
+
+namespace mcpfan::fuzz {
+
+namespace {
+
+struct Instance {
+  std::unique_ptr<Server> server;
+  std::uint16_t port = 0;
+};
+Instance* g_instance = nullptr;
+constexpr std::uint64_t kSessionIdleMs = 200;  // sessions made by `initialize` inputs expire, not pile up
+
+void stop_at_exit() {
+  // Runs before LeakSanitizer's own atexit check (registered earlier, so it runs later).
+  if (!g_instance) return;
+  g_instance->server->stop();
+  delete g_instance;
+  g_instance = nullptr;
+}
+
+Instance& instance() {
+  if (g_instance) return *g_instance;
+  // As tools/mcpfan/main.cc does: libuv writes to peers that may have gone.
+  std::signal(SIGPIPE, SIG_IGN);
+  ServerConfig c;
+  c.host = "127.0.0.1";
+  c.port = 0;
+  c.workers = 1;
+  c.max_body = 16 * 1024;
+  c.max_header_bytes = 4 * 1024;
+  c.max_url_length = 1024;
+  c.max_uri_length = 256;
+  c.max_uris_per_listen = 16;
+  c.keepalive_ms = 50;
+  c.shutdown_grace_ms = 200;
+  c.session_idle_ms = kSessionIdleMs;
+  c.max_line_bytes = 4 * 1024;
+  c.max_requests_per_connection = 8;  // pipelined inputs reach "the last one is answered with close"
+  auto s = std::make_unique<Server>(std::move(c));
+  auto port = s->start();
+  FUZZ_CHECK(port.ok(), "the fuzz server did not start: %s", port.error().message.c_str());
+  g_instance = new Instance{std::move(s), port.value()};
+  std::atexit(stop_at_exit);
+  return *g_instance;
+}
+
+long now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int hang_ms() {
+  static const int ms = [] {
+    const char* e = std::getenv("MCPFAN_FUZZ_HANG_MS");
+    int v = e ? std::atoi(e) : 0;
+    return v > 0 ? v : 2000;
+  }();
+  return ms;
+}
+
+constexpr int kPauseMs = 2;  // the longest pause between pieces
+constexpr std::size_t kMaxPauses = 8;
+
+enum class ReadState { Open, Eof, Reset };
+
+ReadState drain(int fd, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) return ReadState::Eof;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return ReadState::Open;
+    return ReadState::Reset;
+  }
+}
+
+[[noreturn]] void hang(const char* transport, const char* what, std::size_t sent, std::size_t total,
+                       const std::string& got) {
+  check_failed(__FILE__, __LINE__, "hang", "%s: %s within %d ms (set MCPFAN_FUZZ_HANG_MS); %zu of %zu input bytes "
+               "written; %zu bytes received: %s", transport, what, hang_ms(), sent, total, got.size(),
+               printable(got, 300).c_str());
+}
+
+// ---- HTTP response checks ----
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && strncasecmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+
+simdjson::dom::parser& json_parser() {
+  static simdjson::dom::parser p;
+  return p;
+}
+
+void check_json_message(std::string_view json, const char* where) {
+  simdjson::dom::element root;
+  auto err = parse_json(json_parser(), json, root);
+  FUZZ_CHECK(!err, "%s is not JSON (%s): %s", where, simdjson::error_message(err), printable(json).c_str());
+  FUZZ_CHECK(root.is_object(), "%s is not a JSON object: %s", where, printable(json).c_str());
+}
+
+// The complete lines of an SSE body: events, data lines of JSON, comments.
+void check_sse_body(std::string_view body) {
+  while (true) {
+    auto nl = body.find('\n');
+    if (nl == std::string_view::npos) return;  // an unterminated last line: the stream was cut
+    std::string_view line = body.substr(0, nl);
+    body.remove_prefix(nl + 1);
+    if (line.empty() || line.front() == ':' || line == "event: message") continue;
+    FUZZ_CHECK(line.substr(0, 6) == "data: ", "an SSE line that is not event/data/comment: %s", printable(line).c_str());
+    check_json_message(line.substr(6), "an SSE data line");
+  }
+}
+
+struct ResponseState {
+  std::string field, value, content_type, body;
+  bool in_value = false;
+  bool in_message = false;
+  bool sse = false;
+  unsigned status = 0;
+  unsigned messages = 0;
+
+  void commit() {
+    if (starts_with_ci(field, "content-type") && field.size() == 12) content_type = value;
+    field.clear();
+    value.clear();
+  }
+};
+
+int on_message_begin(http_parser* p) {
+  auto* s = static_cast<ResponseState*>(p->data);
+  s->field.clear();
+  s->value.clear();
+  s->content_type.clear();
+  s->body.clear();
+  s->in_value = false;
+  s->in_message = true;
+  s->sse = false;
+  return 0;
+}
+
+int on_header_field(http_parser* p, const char* at, std::size_t len) {
+  auto* s = static_cast<ResponseState*>(p->data);
+  if (s->in_value) s->commit();
+  s->in_value = false;
+  s->field.append(at, len);
+  return 0;
+}
+
+int on_header_value(http_parser* p, const char* at, std::size_t len) {
+  auto* s = static_cast<ResponseState*>(p->data);
+  s->in_value = true;
+  s->value.append(at, len);
+  return 0;
+}
+
+int on_headers_complete(http_parser* p) {
+  auto* s = static_cast<ResponseState*>(p->data);
+  if (s->in_value || !s->field.empty()) s->commit();
+  s->in_value = false;
+  s->status = p->status_code;
+  s->sse = starts_with_ci(s->content_type, "text/event-stream");
+  FUZZ_CHECK(s->status != 500, "the server answered 500: an exception left a request handler");
+  return 0;
+}
+
+int on_body(http_parser* p, const char* at, std::size_t len) {
+  static_cast<ResponseState*>(p->data)->body.append(at, len);
+  return 0;
+}
+
+int on_message_complete(http_parser* p) {
+  auto* s = static_cast<ResponseState*>(p->data);
+  s->in_message = false;
+  ++s->messages;
+  if (s->sse) {
+    check_sse_body(s->body);
+  } else if (starts_with_ci(s->content_type, "application/json")) {
+    check_json_message(s->body, "an application/json body");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Server& server() { return *instance().server; }
+std::uint16_t http_port() { return instance().port; }
+
+int connect_http() {
+  // Each input is a new connection, and ours is the side that sends the first FIN, so each
+  // leaves a TIME_WAIT socket. Spreading the source over 250 loopback addresses keeps the
+  // ephemeral ports from running out at any exec rate.
+  static unsigned next = 0;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    FUZZ_CHECK(fd >= 0, "socket: %s", std::strerror(errno));
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    src.sin_addr.s_addr = htonl(0x7f000100u + 1 + (next++ % 250));  // 127.0.1.1 .. 127.0.1.250
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(http_port());
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
+        ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      return fd;
+    }
+    ::close(fd);
+  }
+  check_failed(__FILE__, __LINE__, "connect", "cannot connect to the fuzz server: %s", std::strerror(errno));
+}
+
+std::vector<std::string_view> split_input(std::string_view data) {
+  std::vector<std::string_view> pieces;
+  for (;;) {
+    auto at = data.find(kSplitMarker);
+    if (at == std::string_view::npos) break;
+    pieces.push_back(data.substr(0, at));
+    data.remove_prefix(at + kSplitMarker.size());
+  }
+  pieces.push_back(data);
+  return pieces;
+}
+
+namespace {
+
+// Between two pieces: long enough for the server to read the first on its own. On a Unix
+// socket that is exact: SIOCOUTQ counts sent bytes the peer has not read yet. Over TCP
+// (where it counts unacknowledged bytes, and loopback acknowledges before the server reads)
+// wait until an answer starts to arrive or a millisecond has passed.
+void pause(int fd, ReadState& st, std::string& got) {
+  int domain = 0;
+  socklen_t len = sizeof domain;
+  bool unix_socket = ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+  timespec start{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  auto elapsed_us = [&] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (ts.tv_sec - start.tv_sec) * 1000000L + (ts.tv_nsec - start.tv_nsec) / 1000L;
+  };
+  if (unix_socket) {
+    int unread = 1;
+    while (st == ReadState::Open && elapsed_us() < kPauseMs * 1000L && ::ioctl(fd, SIOCOUTQ, &unread) == 0 && unread > 0) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) st = drain(fd, got);
+      else sched_yield();
+    }
+    return;
+  }
+  std::size_t before = got.size();
+  while (st == ReadState::Open && got.size() == before && elapsed_us() < 1000) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1) > 0) st = drain(fd, got);
+  }
+}
+
+}  // namespace
+
+Received exchange(int fd, const std::vector<std::string_view>& pieces, const char* transport) {
+  Received r;
+  ReadState st = ReadState::Open;
+  std::size_t total = 0, sent = 0;
+  for (auto p : pieces) total += p.size();
+  bool write_failed = false;
+
+  for (std::size_t i = 0; i < pieces.size() && st == ReadState::Open && !write_failed; ++i) {
+    std::string_view left = pieces[i];
+    long deadline = now_ms() + hang_ms();
+    while (!left.empty() && st == ReadState::Open) {
+      long wait = deadline - now_ms();
+      if (wait <= 0) hang(transport, "the server stopped reading its input", sent, total, r.bytes);
+      pollfd p{fd, POLLIN | POLLOUT, 0};
+      if (::poll(&p, 1, static_cast<int>(wait)) < 0) continue;  // EINTR
+      if (p.revents & (POLLIN | POLLHUP | POLLERR)) st = drain(fd, r.bytes);
+      if ((p.revents & POLLOUT) && st == ReadState::Open) {
+        ssize_t w = ::send(fd, left.data(), left.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+          left.remove_prefix(static_cast<std::size_t>(w));
+          sent += static_cast<std::size_t>(w);
+        } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          write_failed = true;  // the server closed (after an answer with Connection: close)
+          break;
+        }
+      }
+    }
+    if (i + 1 < pieces.size() && i < kMaxPauses && st == ReadState::Open) pause(fd, st, r.bytes);
+  }
+
+  if (st == ReadState::Open) ::shutdown(fd, SHUT_WR);
+  long deadline = now_ms() + hang_ms();
+  while (st == ReadState::Open) {
+    long wait = deadline - now_ms();
+    if (wait <= 0) hang(transport, "after the client's FIN the server neither closed nor finished", sent, total, r.bytes);
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(wait)) > 0) st = drain(fd, r.bytes);
+  }
+  r.clean_eof = st == ReadState::Eof;
+  static const bool verbose = std::getenv("MCPFAN_FUZZ_VERBOSE") != nullptr;
+  if (verbose) {  // for reproducing: what went in and what came back
+    std::fprintf(stderr, "---- %s: %zu bytes in %zu piece(s); %zu bytes back, %s ----\n%.*s\n---- end ----\n",
+                 transport, total, pieces.size(), r.bytes.size(), r.clean_eof ? "then FIN" : "then reset",
+                 static_cast<int>(r.bytes.size()), r.bytes.data());
+  }
+  return r;
+}
+
+void check_http_responses(std::string_view bytes) {
+  static const http_parser_settings settings = [] {
+    http_parser_settings s{};
+    s.on_message_begin = on_message_begin;
+    s.on_header_field = on_header_field;
+    s.on_header_value = on_header_value;
+    s.on_headers_complete = on_headers_complete;
+    s.on_body = on_body;
+    s.on_message_complete = on_message_complete;
+    return s;
+  }();
+  ResponseState state;
+  http_parser parser;
+  http_parser_init(&parser, HTTP_RESPONSE);
+  parser.data = &state;
+  std::size_t n = http_parser_execute(&parser, &settings, bytes.data(), bytes.size());
+  auto err = HTTP_PARSER_ERRNO(&parser);
+  FUZZ_CHECK(err == HPE_OK && n == bytes.size(), "malformed HTTP response (%s at byte %zu): %s",
+             http_errno_name(err), n, printable(bytes.substr(n > 200 ? n - 200 : 0), 400).c_str());
+  if (!state.in_message) return;
+  if (state.sse) {  // a stream the client's FIN cancelled: its complete lines were checked
+    check_sse_body(state.body);
+    return;
+  }
+  http_parser_execute(&parser, &settings, nullptr, 0);  // EOF: completes a read-until-close body
+  FUZZ_CHECK(!state.in_message, "a response cut short (status %u, %zu body bytes): %s", state.status,
+             state.body.size(), printable(bytes.substr(bytes.size() > 300 ? bytes.size() - 300 : 0)).c_str());
+}
+
+void check_stdio_lines(std::string_view bytes) {
+  while (true) {
+    auto nl = bytes.find('\n');
+    if (nl == std::string_view::npos) return;  // a last line cut by the close
+    check_json_message(bytes.substr(0, nl), "a stdio line");
+    bytes.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace mcpfan::fuzz

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus, tests/fuzz/corpus/<target>/<name>: valid and near-valid inputs.
+
+Run it again after changing a seed here (it rewrites every file it names and removes none);
+the files are committed, so the fuzz run needs no Python.
+"""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+V26 = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": V26,
+        "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}}
+SPLIT = b"@@SPLIT@@"
+
+
+def j(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def rpc(method, params=None, id_=None, with_id=True):
+    m = {"jsonrpc": "2.0"}
+    if with_id:
+        m["id"] = id_
+    m["method"] = method
+    if params is not None:
+        m["params"] = params
+    return j(m)
+
+
+def listen(id_="listen:0", notifications=None, meta=META):
+    p = {"_meta": meta}
+    if notifications is not None:
+        p["notifications"] = notifications
+    return rpc("subscriptions/listen", p, id_)
+
+
+ALL = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True,
+       "resourceSubscriptions": ["file:///project/", "file:///project/a.txt", "mem://x"]}
+
+# ---- JSON-RPC messages: the rpc decoder's seeds, and the bodies / lines of the others ----
+RPC = {
+    "listen_all": listen("listen:0", ALL),
+    "listen_int_id": listen(7, {"toolsListChanged": True}),
+    "listen_uint64_id": listen(18446744073709551615, {"promptsListChanged": True}),
+    "listen_negative_id": listen(-3, {"resourceSubscriptions": ["a://b"]}),
+    "listen_no_filter": listen("1"),
+    "listen_draft": listen("d", {"toolsListChanged": True},
+                           {"io.modelcontextprotocol/protocolVersion": "DRAFT-2026-v1"}),
+    "listen_unknown_version": listen("v", {"toolsListChanged": True},
+                                     {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}),
+    "listen_dup_uris": listen("dup", {"resourceSubscriptions": ["x://a", "x://a", "x://b/", "x://a"]}),
+    "listen_unknown_keys": listen("u", {"sampling": True, "toolsListChanged": False, "elicitation": {}}),
+    "listen_escaped_uri": listen("e", {"resourceSubscriptions": ["file:///\u00e9t\u00e9/\"q\"\\\n\u0001", "\u2028"]}),
+    "listen_empty_uri": listen("x", {"resourceSubscriptions": [""]}),
+    "listen_uri_not_string": listen("x", {"resourceSubscriptions": [1, None]}),
+    "listen_flag_not_bool": listen("x", {"toolsListChanged": "yes"}),
+    "listen_filter_array": listen("x", []),
+    "listen_many_uris": listen("m", {"resourceSubscriptions": ["u://%d" % i for i in range(20)]}),
+    "listen_long_uri": listen("l", {"resourceSubscriptions": ["file:///" + "a" * 300]}),
+    "listen_escaped_key": b'{"jsonrpc":"2.0","id":"k","method":"subscriptions/listen","params":{"_meta":'
+                          b'{"io.modelcontextprotocol\\/protocolVersion":"2026-07-28"},"notifications":'
+                          b'{"tools\\u004cistChanged":true,"\\u0000":true}}}',
+    "listen_no_id": rpc("subscriptions/listen", {"_meta": META, "notifications": ALL}, with_id=False),
+    "discover": rpc("server/discover", {"_meta": META}, 1),
+    "discover_no_params": rpc("server/discover", None, "d"),
+    "ping": rpc("ping", {"_meta": META}, "p"),
+    "cancelled_string": rpc("notifications/cancelled", {"requestId": "listen:0", "reason": "bye"}, with_id=False),
+    "cancelled_int": rpc("notifications/cancelled", {"requestId": 7}, with_id=False),
+    "cancelled_bad": rpc("notifications/cancelled", {"requestId": 1.5}, with_id=False),
+    "initialize": rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                     "clientInfo": {"name": "c", "version": "1"}}, 0),
+    "initialize_2025_06": rpc("initialize", {"protocolVersion": "2025-06-18"}, "i"),
+    "initialize_unknown": rpc("initialize", {"protocolVersion": "1999"}, 1),
+    "initialized": rpc("notifications/initialized", None, with_id=False),
+    "subscribe": rpc("resources/subscribe", {"uri": "file:///project/a.txt"}, 2),
+    "unsubscribe": rpc("resources/unsubscribe", {"uri": "file:///project/a.txt"}, 3),
+    "subscribe_empty": rpc("resources/subscribe", {"uri": ""}, 4),
+    "set_level": rpc("logging/setLevel", {"level": "debug"}, 5),
+    "unknown_method": rpc("tools/list", {}, 6),
+    "empty_method": b'{"jsonrpc":"2.0","id":1,"method":""}',
+    "batch": b"[" + rpc("ping", None, 1) + b"," + rpc("ping", None, 2) + b"]",
+    "jsonrpc_1": b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+    "no_method": b'{"jsonrpc":"2.0","id":1}',
+    "id_null": b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+    "id_float": b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}',
+    "id_object": b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}',
+    "id_escaped": b'{"jsonrpc":"2.0","id":"\\u0000\\"\\\\\\/\\ud83d\\ude00","method":"ping"}',
+    "params_array": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1,2]}',
+    "meta_not_object": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":[]}}',
+    "meta_version_int": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":2026}}}',
+    "duplicate_keys": b'{"jsonrpc":"2.0","id":1,"id":"two","method":"ping","method":"server/discover"}',
+    "whitespace": b' \t\r\n{ "jsonrpc" : "2.0" , "id" : 1 , "method" : "ping" } \r\n',
+    "bom": b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    "truncated": listen("listen:0", ALL)[:57],
+    "bad_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe","method":"ping"}',
+    "overlong_utf8": b'{"jsonrpc":"2.0","id":"\xc0\xaf","method":"ping"}',
+    "lone_high_surrogate": b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+    "lone_low_surrogate": b'{"jsonrpc":"2.0","id":"\\udc00x","method":"ping"}',
+    "deep_nesting": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 1100 + b"]" * 1100 + b"}}",
+    "huge_numbers": b'{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping","params":{"a":1e400,"b":-0.0e-999}}',
+    "huge_int_id": b'{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}',
+    "not_object": b'"subscriptions/listen"',
+    "empty": b"",
+}
+
+# ---- publish bodies ----
+PUB = {
+    "design_example": j({"tenant": "acme", "method": "notifications/resources/updated",
+                         "params": {"uri": "file:///project/config.json", "_meta": {"origin/rev": 42}}}),
+    "list_changed": j({"method": "notifications/tools/list_changed"}),
+    "array_all_kinds": j([
+        {"method": "notifications/resources/updated", "params": {"uri": "file:///project/a.txt", "_meta": {"origin/rev": 42}}},
+        {"method": "notifications/tools/list_changed"},
+        {"tenant": "beta", "method": "notifications/prompts/list_changed", "params": {}},
+        {"jsonrpc": "2.0", "method": "notifications/resources/list_changed", "params": {"uri": "ignored://x"}}]),
+    "array_three": j([{"method": "notifications/tools/list_changed"}] * 3),
+    "empty_array": b"[]",
+    "params_values": j({"method": "notifications/resources/updated",
+                        "params": {"uri": "mem://v", "n": -1.5e-3, "t": True, "z": None, "a": [1, {"b": [None]}],
+                                   "s": "line\nbreak \u2028 \"q\" \\", "o": {}}}),
+    "meta_subscription_id": j({"method": "notifications/resources/updated",
+                               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "forged", "k": 1},
+                                          "uri": "mem://m"}}),
+    "meta_escaped_subscription_id": b'{"method":"notifications/tools/list_changed","params":{"_meta":'
+                                    b'{"io.modelcontextprotocol\\/subscriptionId":1,"x":2}}}',
+    "empty_meta": j({"method": "notifications/prompts/list_changed", "params": {"_meta": {}}}),
+    "two_metas": b'{"method":"notifications/tools/list_changed","params":{"_meta":{"a":1},"x":0,"_meta":{"b":2}}}',
+    "two_uris": b'{"method":"notifications/resources/updated","params":{"uri":"a://1","uri":"a://2"}}',
+    "escaped_keys": b'{"method":"notifications/resources/updated","params":{"u\\u0072i":"a://\\u00e9","\\u0000k\\n":1,'
+                    b'"_meta":{"\\"":"\\ud83d\\ude00"}}}',
+    "uri_unicode": j({"method": "notifications/resources/updated", "params": {"uri": "file:///\u65e5\u672c/\u00e9"}}),
+    "uri_long": j({"method": "notifications/resources/updated", "params": {"uri": "file:///" + "b" * 300}}),
+    "uri_missing": j({"method": "notifications/resources/updated", "params": {}}),
+    "uri_empty": j({"method": "notifications/resources/updated", "params": {"uri": ""}}),
+    "uri_not_string": j({"method": "notifications/resources/updated", "params": {"uri": ["x"]}}),
+    "unknown_field": j({"method": "notifications/tools/list_changed", "id": 1}),
+    "unknown_method": j({"method": "notifications/message", "params": {}}),
+    "method_not_string": j({"method": 1}),
+    "tenant_empty": j({"tenant": "", "method": "notifications/tools/list_changed"}),
+    "tenant_long": j({"tenant": "t" * 300, "method": "notifications/tools/list_changed"}),
+    "tenant_acme": j({"tenant": "acme", "method": "notifications/tools/list_changed"}),
+    "tenant_other": j({"tenant": "other", "method": "notifications/tools/list_changed"}),
+    "tenant_twice": b'{"tenant":"other","tenant":"acme","method":"notifications/tools/list_changed"}',
+    "params_array": j({"method": "notifications/tools/list_changed", "params": [1]}),
+    "meta_array": j({"method": "notifications/tools/list_changed", "params": {"_meta": [1]}}),
+    "jsonrpc_1": j({"jsonrpc": "1.0", "method": "notifications/tools/list_changed"}),
+    "array_bad_second": j([{"method": "notifications/tools/list_changed"}, 7]),
+    "string_body": b'"notifications/tools/list_changed"',
+    "whitespace": b' [ {\n "method" : "notifications/resources/updated" ,\t"params":{ "uri" : "a://b" } } ] ',
+    "truncated": b'{"method":"notifications/resources/updated","params":{"uri":"a://b"',
+    "bad_utf8": b'{"method":"notifications/resources/updated","params":{"uri":"a://\xed\xa0\x80"}}',
+    "lone_surrogate_key": b'{"method":"notifications/tools/list_changed","params":{"\\udc00":1,"_meta":{"\\ud800":2}}}',
+    "deep_nesting": b'{"method":"notifications/tools/list_changed","params":{"d":' + b"[" * 1100 + b"]" * 1100 + b"}}",
+    "deep_ok": b'{"method":"notifications/tools/list_changed","params":{"d":' + b"[" * 500 + b"]" * 500 + b"}}",
+    "huge_numbers": b'{"method":"notifications/tools/list_changed","params":{"a":1e400,"b":18446744073709551616,"c":-0}}',
+    "trailing_garbage": b'{"method":"notifications/tools/list_changed"}x',
+}
+
+
+def http(method, path, headers=(), body=b"", content_length=True, version=b"HTTP/1.1"):
+    h = [method + b" " + path + b" " + version, b"Host: 127.0.0.1"]
+    h += list(headers)
+    if content_length and (body or method == b"POST"):
+        h.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join(h) + b"\r\n\r\n" + body
+
+
+CT = b"Content-Type: application/json"
+ACC = b"Accept: application/json, text/event-stream"
+
+
+def mcp_post(body, method_header=None, version=V26.encode(), extra=()):
+    hs = [CT, ACC]
+    if version:
+        hs.append(b"MCP-Protocol-Version: " + version)
+    if method_header:
+        hs.append(b"Mcp-Method: " + method_header)
+    return http(b"POST", b"/mcp", hs + list(extra), body)
+
+
+def chunked(method, path, headers, body, sizes=(7, 13, 1000)):
+    out, i, k = [], 0, 0
+    while i < len(body):
+        n = sizes[k % len(sizes)]
+        part = body[i:i + n]
+        out.append(b"%x\r\n" % len(part) + part + b"\r\n")
+        i += n
+        k += 1
+    out.append(b"0\r\n\r\n")
+    hs = [method + b" " + path + b" HTTP/1.1", b"Host: localhost", b"Transfer-Encoding: chunked"] + list(headers)
+    return b"\r\n".join(hs) + b"\r\n\r\n" + b"".join(out)
+
+
+PUBLISH = lambda body, extra=(): http(b"POST", b"/v1/publish", [CT] + list(extra), body)
+
+HTTP = {
+    "listen": mcp_post(RPC["listen_all"], b"subscriptions/listen"),
+    "listen_delay_fin": mcp_post(RPC["listen_all"], b"subscriptions/listen") + SPLIT,
+    "listen_then_bytes": mcp_post(RPC["listen_int_id"], b"subscriptions/listen") + SPLIT + b"GET /healthz HTTP/1.1\r\n\r\n",
+    "listen_draft_no_headers": mcp_post(RPC["listen_draft"], None, None),
+    "listen_header_mismatch": mcp_post(RPC["listen_all"], b"server/discover", b"DRAFT-2026-v1"),
+    "listen_missing_headers": mcp_post(RPC["listen_all"], None, None),
+    "listen_unknown_version": mcp_post(RPC["listen_unknown_version"], b"subscriptions/listen", b"2099-01-01"),
+    "listen_bad_params": mcp_post(RPC["listen_flag_not_bool"], b"subscriptions/listen"),
+    "listen_long_uri": mcp_post(RPC["listen_long_uri"], b"subscriptions/listen"),
+    "discover": mcp_post(RPC["discover"], b"server/discover"),
+    "ping": mcp_post(RPC["ping"], b"ping"),
+    "cancelled": mcp_post(rpc("notifications/cancelled", {"_meta": META, "requestId": "listen:0"}, with_id=False)),
+    "unknown_method": mcp_post(rpc("tools/list", {"_meta": META}, 9), b"tools/list"),
+    "parse_error": mcp_post(RPC["truncated"], b"subscriptions/listen"),
+    "batch": mcp_post(RPC["batch"], b"ping"),
+    "initialize": mcp_post(RPC["initialize"], None, None),
+    "session_post_unknown": mcp_post(RPC["ping"].replace(b',"params":{"_meta":' + j(META) + b"}", b""), None, b"2025-11-25",
+                                     [b"Mcp-Session-Id: 0123456789abcdef"]),
+    "session_subscribe_unknown": mcp_post(RPC["subscribe"], None, None, [b"Mcp-Session-Id: x"]),
+    "session_get_unknown": http(b"GET", b"/mcp", [b"Accept: text/event-stream", b"Mcp-Session-Id: abc"]),
+    "session_get_no_id": http(b"GET", b"/mcp", [b"Accept: text/event-stream"]),
+    "session_delete_unknown": http(b"DELETE", b"/mcp", [b"Mcp-Session-Id: abc"]),
+    "publish": PUBLISH(PUB["design_example"]),
+    "publish_array": PUBLISH(PUB["array_all_kinds"]),
+    "publish_bad": PUBLISH(PUB["uri_missing"]),
+    "publish_get": http(b"GET", b"/v1/publish"),
+    "healthz": http(b"GET", b"/healthz"),
+    "metrics": http(b"GET", b"/metrics"),
+    "not_found": http(b"GET", b"/nope?x=1"),
+    "put_mcp": http(b"PUT", b"/mcp", [CT], b"{}"),
+    "head_healthz": http(b"HEAD", b"/healthz"),
+    "options_mcp": http(b"OPTIONS", b"/mcp", [b"Origin: http://localhost:3000"]),
+    "wrong_content_type": http(b"POST", b"/mcp", [b"Content-Type: text/plain", ACC], RPC["ping"]),
+    "content_type_params": http(b"POST", b"/mcp", [b"Content-Type: Application/JSON ; charset=utf-8", ACC,
+                                                  b"MCP-Protocol-Version: 2026-07-28", b"Mcp-Method: ping"], RPC["ping"]),
+    "bad_accept": http(b"POST", b"/mcp", [CT, b"Accept: image/png"], RPC["ping"]),
+    "origin_bad": mcp_post(RPC["ping"], b"ping", extra=[b"Origin: http://evil.example"]),
+    "origin_ok": mcp_post(RPC["ping"], b"ping", extra=[b"Origin: http://127.0.0.1:8080"]),
+    "host_bad": http(b"GET", b"/healthz", [b"Host: attacker.example"]),
+    "repeated_headers": mcp_post(RPC["ping"], b"ping", extra=[b"Mcp-Method: ping", b"MCP-Protocol-Version: 2026-07-28"]),
+    "pipelined": http(b"GET", b"/healthz") + PUBLISH(PUB["list_changed"]) + mcp_post(RPC["discover"], b"server/discover")
+                 + http(b"GET", b"/metrics"),
+    "pipelined_then_listen": http(b"GET", b"/healthz") + mcp_post(RPC["listen_all"], b"subscriptions/listen")
+                             + http(b"GET", b"/healthz"),
+    "pipelined_split": http(b"GET", b"/healthz")[:9] + SPLIT + http(b"GET", b"/healthz")[9:] + PUBLISH(PUB["tenant_acme"])[:30]
+                       + SPLIT + PUBLISH(PUB["tenant_acme"])[30:],
+    "split_in_header": mcp_post(RPC["ping"], b"ping")[:40] + SPLIT + mcp_post(RPC["ping"], b"ping")[40:],
+    "split_in_body": mcp_post(RPC["listen_all"], b"subscriptions/listen")[:-20] + SPLIT
+                     + mcp_post(RPC["listen_all"], b"subscriptions/listen")[-20:] + SPLIT,
+    "chunked_publish": chunked(b"POST", b"/v1/publish", [CT], PUB["array_all_kinds"]),
+    "chunked_listen": chunked(b"POST", b"/mcp", [CT, ACC, b"MCP-Protocol-Version: 2026-07-28",
+                                                b"Mcp-Method: subscriptions/listen"], RPC["listen_all"], (1, 2, 50)),
+    "chunked_extensions": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\n{\"met\r\n0\r\nTrailer: x\r\n\r\n",
+    "chunked_bad_size": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+    "chunked_and_length": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    "expect_continue": http(b"POST", b"/v1/publish", [CT, b"Expect: 100-continue"], PUB["list_changed"]),
+    "expect_continue_split": http(b"POST", b"/mcp", [CT, ACC, b"Expect: 100-Continue", b"MCP-Protocol-Version: 2026-07-28",
+                                                     b"Mcp-Method: ping", b"Content-Length: %d" % len(RPC["ping"])],
+                                  b"", content_length=False) + SPLIT + RPC["ping"],
+    "expect_other": http(b"POST", b"/v1/publish", [CT, b"Expect: 200-ok"], PUB["list_changed"]),
+    "body_too_large_declared": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 20000\r\n\r\n{}",
+    "body_too_large_chunked": chunked(b"POST", b"/v1/publish", [CT], b"[" + b" " * 17000 + b"]", (4000,)),
+    "headers_too_large": http(b"GET", b"/healthz", [b"X-Pad: " + b"p" * 4200]),
+    "many_headers": http(b"GET", b"/healthz", [b"X-H%d: v" % i for i in range(300)]),
+    "url_too_long": http(b"GET", b"/" + b"u" * 1100),
+    "http10": http(b"GET", b"/healthz", version=b"HTTP/1.0"),
+    "http10_keepalive": http(b"GET", b"/healthz", [b"Connection: keep-alive"], version=b"HTTP/1.0") + http(b"GET", b"/metrics"),
+    "connection_close": http(b"GET", b"/healthz", [b"Connection: close"]) + http(b"GET", b"/healthz"),
+    "bare_lf": b"GET /healthz HTTP/1.1\nHost: localhost\n\n",
+    "obs_fold": b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: 1\r\n  folded\r\n\r\n",
+    "garbage": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+    "truncated_headers": b"POST /mcp HTTP/1.1\r\nContent-Type: applic",
+    "truncated_body": http(b"POST", b"/v1/publish", [CT], PUB["design_example"])[:-10],
+    "null_in_header": b"GET /healthz HTTP/1.1\r\nHost: local\x00host\r\n\r\n",
+    "upgrade": b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    "connect_method": b"CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    "absolute_url": b"GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    "empty": b"",
+}
+
+# ---- stdio: lines ----
+NL = b"\n"
+STDIO = {
+    "listen": RPC["listen_all"] + NL,
+    "listen_draft": RPC["listen_draft"] + NL,
+    "listen_without_meta": rpc("subscriptions/listen", {"notifications": ALL}, "x") + NL,
+    "listen_twice_same_id": RPC["listen_all"] + NL + RPC["listen_all"] + NL,
+    "listen_then_cancel": RPC["listen_int_id"] + NL + RPC["cancelled_int"] + NL + RPC["ping"] + NL,
+    "listen_cancel_string": RPC["listen_all"] + NL + RPC["cancelled_string"] + NL,
+    "listen_wait": RPC["listen_all"] + NL + SPLIT + RPC["ping"] + NL + SPLIT,
+    "listen_unknown_version": RPC["listen_unknown_version"] + NL,
+    "discover": RPC["discover"] + NL,
+    "session": RPC["initialize"] + NL + RPC["initialized"] + NL + RPC["subscribe"] + NL + RPC["unsubscribe"] + NL
+               + RPC["set_level"] + NL + RPC["ping"] + NL,
+    "initialize_twice": RPC["initialize"] + NL + RPC["initialize_2025_06"] + NL,
+    "subscribe_before_initialize": RPC["subscribe"] + NL,
+    "unknown_method": RPC["unknown_method"] + NL,
+    "notifications_bad": RPC["cancelled_bad"] + NL + RPC["listen_no_id"] + NL,
+    "crlf": RPC["ping"] + b"\r\n" + RPC["discover"] + b"\r\n",
+    "blank_lines": b"\n \t\n\r\n" + RPC["ping"] + b"\n\n",
+    "no_final_newline": RPC["ping"] + NL + RPC["discover"],
+    "split_lines": RPC["listen_all"][:30] + SPLIT + RPC["listen_all"][30:] + NL + RPC["ping"][:5] + SPLIT + RPC["ping"][5:] + NL,
+    "long_line": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 4200 + b'"}}' + NL + RPC["ping"] + NL,
+    "long_line_split": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 3000 + SPLIT + b"y" * 2000
+                       + b'"}}' + NL + RPC["ping"] + NL,
+    "long_line_no_newline": b"[" * 4500,
+    "parse_error": RPC["truncated"] + NL + RPC["ping"] + NL,
+    "bad_utf8": RPC["bad_utf8"] + NL,
+    "lone_surrogate": RPC["lone_low_surrogate"] + NL,
+    "deep_nesting": RPC["deep_nesting"] + NL,
+    "huge_numbers": RPC["huge_numbers"] + NL,
+    "batch": RPC["batch"] + NL,
+    "escaped_id": RPC["id_escaped"] + NL + RPC["listen_escaped_uri"] + NL,
+    "many_uris": RPC["listen_many_uris"] + NL + RPC["listen_long_uri"] + NL,
+    "null_bytes": b'{"jsonrpc":"2.0","id":1,"method":"ping"}\x00\n\x00\n',
+    "empty": b"",
+}
+
+DICTS = {
+    "json": [b"{", b"}", b"[", b"]", b":", b",", b'"', b'\\"', b"\\\\", b"\\u0000", b"\\ud800", b"\\udc00",
+             b"\\ud83d\\ude00", b"true", b"false", b"null", b"0", b"-1", b"1e400", b"18446744073709551616",
+             b"-9223372036854775808", b"1.5", b"\xef\xbb\xbf", b"\xff", b"\xc0\xaf", b"\xed\xa0\x80"],
+    "rpc": [b'"jsonrpc"', b'"2.0"', b'"id"', b'"method"', b'"params"', b'"_meta"', b'"result"', b'"error"',
+            b'"io.modelcontextprotocol/protocolVersion"', b'"io.modelcontextprotocol/clientInfo"',
+            b'"io.modelcontextprotocol/clientCapabilities"', b'"io.modelcontextprotocol/subscriptionId"',
+            b'"mcpfan/authorization"', b'"2026-07-28"', b'"DRAFT-2026-v1"', b'"2025-11-25"', b'"2025-06-18"',
+            b'"2025-03-26"', b'"2024-11-05"', b'"subscriptions/listen"', b'"server/discover"', b'"ping"',
+            b'"initialize"', b'"notifications/initialized"', b'"notifications/cancelled"', b'"resources/subscribe"',
+            b'"resources/unsubscribe"', b'"logging/setLevel"', b'"notifications"', b'"toolsListChanged"',
+            b'"promptsListChanged"', b'"resourcesListChanged"', b'"resourceSubscriptions"', b'"requestId"',
+            b'"protocolVersion"', b'"uri"', b'"listen:0"', b'"file:///project/"'],
+    "publish": [b'"tenant"', b'"acme"', b'"notifications/resources/updated"', b'"notifications/tools/list_changed"',
+                b'"notifications/prompts/list_changed"', b'"notifications/resources/list_changed"'],
+    "http": [b"GET ", b"POST ", b"DELETE ", b"HEAD ", b"PUT ", b"OPTIONS ", b" HTTP/1.1\r\n", b" HTTP/1.0\r\n",
+             b"\r\n", b"\r\n\r\n", b"/mcp", b"/v1/publish", b"/healthz", b"/metrics", b"Host: 127.0.0.1\r\n",
+             b"Host: localhost\r\n", b"Content-Type: application/json\r\n",
+             b"Accept: application/json, text/event-stream\r\n", b"Accept: text/event-stream\r\n",
+             b"MCP-Protocol-Version: 2026-07-28\r\n", b"Mcp-Method: subscriptions/listen\r\n",
+             b"Mcp-Session-Id: ", b"Content-Length: ", b"Transfer-Encoding: chunked\r\n",
+             b"Expect: 100-continue\r\n", b"Connection: close\r\n", b"Connection: keep-alive\r\n",
+             b"Origin: http://localhost\r\n", b"Origin: http://evil.example\r\n", b"Authorization: Bearer ",
+             b"0\r\n\r\n", b";ext=", b"Content-Length: 0\r\n", b"Content-Length: 99999\r\n"],
+    "split": [SPLIT],
+}
+
+
+def write_corpus(name, seeds):
+    d = os.path.join(HERE, "corpus", name)
+    os.makedirs(d, exist_ok=True)
+    for k, v in seeds.items():
+        with open(os.path.join(d, k), "wb") as f:
+            f.write(v)
+
+
+def dict_line(tok):
+    out = []
+    for b in tok:
+        out.append(chr(b) if 0x20 <= b < 0x7f and b not in (0x22, 0x5c) else "\\x%02x" % b)
+    return '"' + "".join(out) + '"'
+
+
+def write_dict(name, parts):
+    with open(os.path.join(HERE, name + ".dict"), "w") as f:
+        f.write("# libFuzzer dictionary for %s (written by make_corpus.py)\n" % name)
+        for p in parts:
+            for tok in DICTS[p]:
+                f.write(dict_line(tok) + "\n")
+
+
+write_corpus("fuzz_rpc_decoder", RPC)
+write_corpus("fuzz_publish_decoder", PUB)
+write_corpus("fuzz_http", HTTP)
+write_corpus("fuzz_stdio", STDIO)
+write_dict("fuzz_rpc_decoder", ["json", "rpc"])
+write_dict("fuzz_publish_decoder", ["json", "rpc", "publish"])
+write_dict("fuzz_http", ["json", "rpc", "publish", "http", "split"])
+write_dict("fuzz_stdio", ["json", "rpc", "split"])
