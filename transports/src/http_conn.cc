@@ -63,7 +63,6 @@ bool ieq(std::string_view a, std::string_view b) {
 }
 
 constexpr char kChunkEnd[] = "\r\n";
-constexpr std::size_t kGatherMax = 4096;  // batches up to this size are copied into one buffer
 // Unsent bytes a stream may leave in the kernel. Past this the socket refuses more, so a
 // slow reader's backlog stays in mcpfan, where newer updates coalesce with older ones,
 // instead of megabytes of stale frames queueing in an auto-tuned send buffer.
@@ -402,20 +401,7 @@ void HttpConn::write_batch(OutBatch&& batch) {
   // a deferred callback and an epoll re-arm of the socket (measured in a 10k-stream burst);
   // uv_try_write costs the writev alone. It refuses (UV_EAGAIN) while earlier writes are
   // queued, so order is kept.
-  int done;
-  std::size_t total = static_cast<std::size_t>(hn) + batch.bytes + 2;
-  if (total <= kGatherMax && writes_queued_ == 0) {
-    // A small batch goes out as one buffer: write() of one buffer costs less than writev()
-    // of six (about 12% per delivery in bench/ceiling.cc at 10k streams), and the copy of a
-    // few hundred bytes is cheaper than either.
-    std::string& scratch = w_.write_scratch();
-    scratch.clear();
-    for (unsigned k = 0; k < nbufs; ++k) scratch.append(bufs[k].base, bufs[k].len);
-    uv_buf_t one = uv_buf_init(scratch.data(), static_cast<unsigned>(scratch.size()));
-    done = uv_try_write(stream, &one, 1);
-  } else {
-    done = uv_try_write(stream, bufs, nbufs);
-  }
+  int done = uv_try_write(stream, bufs, nbufs);
   if (done < 0 && done != UV_EAGAIN) {
     w_.shard().write_done(stream_);
     close();

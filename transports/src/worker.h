@@ -69,8 +69,6 @@ class Worker {
   [[nodiscard]] std::string metrics_text() const { return metrics_text_(); }
   /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
   [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
-  /** Loop-wide scratch for gathering a small batch into one buffer before a write. */
-  [[nodiscard]] std::string& write_scratch() noexcept { return write_scratch_; }
   void link(Conn* c) noexcept;
   void unlink(Conn* c) noexcept;
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
@@ -99,7 +97,6 @@ class Worker {
   PublishDecoder publish_decoder_;
   RpcDecoder rpc_decoder_;
   std::string read_buf_;
-  std::string write_scratch_;
   std::vector<Worker*> peers_;
 
   uv_loop_t loop_{};
