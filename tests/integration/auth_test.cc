@@ -362,3 +362,40 @@ TEST(Auth, PublicKeyTokensFromMcpfanToken) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+TEST(Auth, TenantTableFullGets503AndMetricsLabelsAreCapped) {
+  // Tenant ids: "default" 0, then in order of first use. Two fit; the third is refused.
+  AuthServer s({"--max-tenants", "3", "--metrics-tenants", "1"});
+  ASSERT_TRUE(s.srv->ok()) << s.srv->error();
+  SseStream acme, globex;
+  ASSERT_TRUE(OpenAuthedListen(acme, s.port(), Hs256Token(kSecret, "acme"), "1", R"({"toolsListChanged":true})"));
+  ASSERT_TRUE(OpenAuthedListen(globex, s.port(), Hs256Token(kSecret, "globex"), "1", R"({"toolsListChanged":true})"));
+  auto third = McpCall(s.port(), ListenRequest("1", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "initech"))}));
+  EXPECT_TRUE(IsRpcError(third, 503, -32032, "1", {"tenants"}));
+  EXPECT_TRUE(PollMetricEq(s.port(), Hits("tenants"), 1));
+  // Only the first tenant ("default") is labelled by name; acme and globex sum as _other.
+  EXPECT_TRUE(PollMetricEq(s.port(), "mcpfan_tenant_streams{tenant=\"_other\"}", 2));
+  EXPECT_TRUE(PollMetricEq(s.port(), "mcpfan_tenant_streams{tenant=\"default\"}", 0));
+  auto acme_line = ReadMetric(s.port(), "mcpfan_tenant_streams{tenant=\"acme\"}");
+  EXPECT_FALSE(acme_line.has_value()) << "tenant label past --metrics-tenants";
+}
+
+TEST(Auth, OverLongStdioLineIsCounted) {
+  TempDir dir;
+  std::string sock = dir.path() + "/s.sock";
+  ServerProcess srv({"--unix", sock, "--max-line-bytes", "1000", "--workers", "1"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  LineChannel c;
+  ASSERT_TRUE(ConnectUnix(c, sock, kIo));
+  ASSERT_TRUE(c.SendLine(std::string(2000, 'x')));
+  auto err = c.NextJson();
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->GetInt({"error", "code"}), -32600) << err->text();
+  EXPECT_TRUE(PollMetricEq(srv.port(), Hits("line_bytes"), 1));
+}
+
+}  // namespace
+}  // namespace itest
