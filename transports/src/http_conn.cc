@@ -208,7 +208,9 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
   out += keep ? "\r\n" : "\r\nConnection: close\r\n";
   out += extra_headers;
   out += "\r\n";
-  if (parser_.method != HTTP_HEAD) out += body;  // a HEAD answer has the headers of a GET and no content
+  // A HEAD answer has the headers of a GET and no content. req_.method is set only once a
+  // request's headers are parsed: the parser's own guess reads "HELLO" as HEAD.
+  if (req_.method != HTTP_HEAD) out += body;
   write_raw(std::move(out), !keep);
   if (!keep) {
     mode_ = Mode::Draining;  // stop parsing; the close follows the write
