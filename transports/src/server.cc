@@ -95,7 +95,7 @@ void set_port(sockaddr_storage& a, std::uint16_t port) {
   else reinterpret_cast<sockaddr_in&>(a).sin_port = htons(port);
 }
 
-void metric(std::string& out, const char* name, const char* type, const char* help, long long value) {
+void metric_header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -105,6 +105,10 @@ void metric(std::string& out, const char* name, const char* type, const char* he
   out += ' ';
   out += type;
   out += '\n';
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, long long value) {
+  metric_header(out, name, type, help);
   out += name;
   out += ' ';
   out += std::to_string(value);
@@ -151,8 +155,8 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
          d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
-  out += "# HELP mcpfan_limit_hits_total Requests, connections and streams refused or closed by a configured limit.\n"
-         "# TYPE mcpfan_limit_hits_total counter\n";
+  metric_header(out, "mcpfan_limit_hits_total", "counter",
+                "Requests, connections and streams refused or closed by a configured limit.");
   for (std::size_t i = 0; i < static_cast<std::size_t>(detail::Limit::kCount); ++i) {
     auto l = static_cast<detail::Limit>(i);
     out += "mcpfan_limit_hits_total{limit=\"";
@@ -180,8 +184,7 @@ ServerState::ServerState(ServerConfig cfg)
 
 void Server::Impl::auth_metrics(std::string& out) {
   const detail::AuthCounters& a = state.auth_counters;
-  out += "# HELP mcpfan_auth_failures_total Refused credentials, by who presented them and why.\n"
-         "# TYPE mcpfan_auth_failures_total counter\n";
+  metric_header(out, "mcpfan_auth_failures_total", "counter", "Refused credentials, by who presented them and why.");
   auto line = [&out](std::string_view scope, std::string_view reason, std::uint64_t v) {
     out += "mcpfan_auth_failures_total{scope=\"";
     out += scope;
@@ -224,15 +227,7 @@ void Server::Impl::tenant_metrics(std::string& out) {
        [](const detail::TenantUsage& u) { return static_cast<long long>(u.limit_hits.load(std::memory_order_relaxed)); }},
   };
   for (const Family& f : families) {
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    out += f.help;
-    out += "\n# TYPE ";
-    out += f.name;
-    out += ' ';
-    out += f.type;
-    out += '\n';
+    metric_header(out, f.name, f.type, f.help);
     long long other = 0;
     for (std::size_t t = 0; t < known; ++t) {
       long long v = f.value(*limits.usage(static_cast<TenantId>(t)));
