@@ -24,8 +24,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   int fd = mcpfan::fuzz::connect_http();
-  auto rx = mcpfan::fuzz::exchange(fd, mcpfan::fuzz::split_input(input), "HTTP");
+  auto pieces = mcpfan::fuzz::split_input(input);
+  auto rx = mcpfan::fuzz::exchange(fd, pieces, "HTTP");
   ::close(fd);
-  if (rx.clean_eof) mcpfan::fuzz::check_http_responses(rx.bytes);
+  if (rx.clean_eof) {
+    std::string joined;
+    for (std::string_view piece : pieces) joined.append(piece);
+    mcpfan::fuzz::check_http_responses(rx.bytes, mcpfan::fuzz::head_requests(joined));
+  }
   return 0;
 }

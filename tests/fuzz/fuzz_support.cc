@@ -148,6 +148,9 @@ struct ResponseState {
   bool sse = false;
   unsigned status = 0;
   unsigned messages = 0;
+  const std::vector<bool>* head_requests = nullptr;  // per request, in order: was it HEAD
+  std::size_t finals = 0;                           // final (non-1xx) responses seen
+  bool head = false;                                // this response answers a HEAD: no body
 
   void commit() {
     if (starts_with_ci(field, "content-type") && field.size() == 12) content_type = value;
@@ -165,6 +168,7 @@ int on_message_begin(http_parser* p) {
   s->in_value = false;
   s->in_message = true;
   s->sse = false;
+  s->head = false;
   return 0;
 }
 
@@ -190,7 +194,11 @@ int on_headers_complete(http_parser* p) {
   s->status = p->status_code;
   s->sse = starts_with_ci(s->content_type, "text/event-stream");
   FUZZ_CHECK(s->status != 500, "the server answered 500: an exception left a request handler");
-  return 0;
+  if (s->status < 200) return 0;  // 100 Continue answers no request of its own
+  std::size_t i = s->finals++;
+  // The answer to a HEAD request has a GET's headers and no body (RFC 9110 §9.3.2).
+  s->head = s->head_requests && i < s->head_requests->size() && (*s->head_requests)[i];
+  return s->head ? 1 : 0;
 }
 
 int on_body(http_parser* p, const char* at, std::size_t len) {
@@ -202,7 +210,9 @@ int on_message_complete(http_parser* p) {
   auto* s = static_cast<ResponseState*>(p->data);
   s->in_message = false;
   ++s->messages;
-  if (s->sse) {
+  if (s->head) {
+    FUZZ_CHECK(s->body.empty(), "an answer to HEAD carries a body");
+  } else if (s->sse) {
     check_sse_body(s->body);
   } else if (starts_with_ci(s->content_type, "application/json")) {
     check_json_message(s->body, "an application/json body");
@@ -337,7 +347,24 @@ Received exchange(int fd, const std::vector<std::string_view>& pieces, const cha
   return r;
 }
 
-void check_http_responses(std::string_view bytes) {
+std::vector<bool> head_requests(std::string_view input) {
+  static const http_parser_settings settings = [] {
+    http_parser_settings s{};
+    s.on_headers_complete = [](http_parser* p) {
+      static_cast<std::vector<bool>*>(p->data)->push_back(p->method == HTTP_HEAD);
+      return 0;
+    };
+    return s;
+  }();
+  std::vector<bool> heads;
+  http_parser parser;
+  http_parser_init(&parser, HTTP_REQUEST);
+  parser.data = &heads;
+  http_parser_execute(&parser, &settings, input.data(), input.size());
+  return heads;
+}
+
+void check_http_responses(std::string_view bytes, const std::vector<bool>& heads) {
   static const http_parser_settings settings = [] {
     http_parser_settings s{};
     s.on_message_begin = on_message_begin;
@@ -349,6 +376,7 @@ void check_http_responses(std::string_view bytes) {
     return s;
   }();
   ResponseState state;
+  state.head_requests = &heads;
   http_parser parser;
   http_parser_init(&parser, HTTP_RESPONSE);
   parser.data = &state;

@@ -47,7 +47,9 @@ Received exchange(int fd, const std::vector<std::string_view>& pieces, const cha
  * HTTP/1.1 responses; every application/json body is JSON; every SSE `data:` line is JSON.
  * Only a text/event-stream response may end unterminated (the client's FIN cancelled it).
  */
-void check_http_responses(std::string_view bytes);
+void check_http_responses(std::string_view bytes, const std::vector<bool>& head_requests);
+/** For each request in `input` whose headers parse, in order: whether it is a HEAD request. */
+std::vector<bool> head_requests(std::string_view input);
 
 /** Every complete line a stdio client receives is one JSON-RPC message (a JSON object). */
 void check_stdio_lines(std::string_view bytes);

@@ -208,9 +208,9 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
   out += keep ? "\r\n" : "\r\nConnection: close\r\n";
   out += extra_headers;
   out += "\r\n";
-  // A HEAD answer has the headers of a GET and no content. req_.method is set only once a
-  // request's headers are parsed: the parser's own guess reads "HELLO" as HEAD.
-  if (req_.method != HTTP_HEAD) out += body;
+  // A HEAD answer has the headers of a GET and no content. Not the parser's method: it
+  // guesses HEAD from "HELLO", and keeps the last request's after it (found by fuzz_http).
+  if (!head_) out += body;
   write_raw(std::move(out), !keep);
   if (!keep) {
     mode_ = Mode::Draining;  // stop parsing; the close follows the write
@@ -540,6 +540,7 @@ int HttpConn::on_headers_complete(http_parser* p) {
   if (c->in_value_ || !c->field_.empty()) c->commit_header();
   c->in_value_ = false;
   c->req_.method = p->method;
+  c->head_ = p->method == HTTP_HEAD;
   std::size_t limit = c->w_.config().max_body;
   // http_parser sets content_length to ULLONG_MAX when the header is absent.
   if (p->content_length != ULLONG_MAX && p->content_length > limit) {
@@ -586,6 +587,7 @@ int HttpConn::on_message_complete(http_parser* p) {
     c->close_after_ = true;
     c->respond(500, "application/json", R"({"error":"internal error"})");
   }
+  c->head_ = false;  // answered: an error in whatever follows is not an answer to this HEAD
   if (c->mode_ == Mode::Requests) {
     c->pause_parser();  // resume in parse() for pipelined requests
     c->deadline_ = Deadline::Idle;

@@ -107,6 +107,7 @@ class HttpConn final : public Conn, public StreamSink {
   bool stream_open_ = false;
   bool ending_ = false;
   bool in_message_ = false;  // between the first byte of a request and its end
+  bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
