@@ -399,3 +399,31 @@ TEST(Auth, OverLongStdioLineIsCounted) {
 
 }  // namespace
 }  // namespace itest
+
+namespace itest {
+namespace {
+
+// The stdio transport refuses with the same message as HTTP: the tenant and its ceiling.
+TEST(Auth, StdioStreamCeilingNamesTenantAndLimit) {
+  TempDir dir;
+  std::string sock = dir.path() + "/s.sock";
+  AuthServer s({"--unix", sock, "--unix-tenant", "acme", "--max-streams-per-tenant", "1"});
+  ASSERT_TRUE(s.srv->ok()) << s.srv->error();
+  LineChannel c;
+  ASSERT_TRUE(ConnectUnix(c, sock, kIo));
+  ASSERT_TRUE(c.SendLine(UnixListen("1", "file:///a", "")));
+  auto ack = c.NextJson();
+  ASSERT_TRUE(ack);
+  EXPECT_FALSE(ack->Has({"error"})) << ack->text();
+  ASSERT_TRUE(c.SendLine(UnixListen("2", "file:///b", "")));
+  auto refused = c.NextJson();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->GetInt({"error", "code"}), -32032) << refused->text();
+  std::string msg = refused->GetString({"error", "message"}).value_or("");
+  EXPECT_NE(msg.find("\"acme\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1 streams"), std::string::npos) << msg;
+  EXPECT_TRUE(PollMetricEq(s.port(), Hits("streams_per_tenant"), 1));
+}
+
+}  // namespace
+}  // namespace itest

@@ -319,11 +319,7 @@ void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
 std::optional<Limit> HttpConn::bind_tenant(TenantId tenant) {
   if (tenant == conn_tenant_) return std::nullopt;
   Limits& limits = w_.limits();
-  if (tenant >= limits.max_tenants()) {
-    limits.hit(Limit::Tenants);
-    return Limit::Tenants;
-  }
-  if (!limits.acquire(tenant, Resource::Connections)) return Limit::ConnectionsPerTenant;
+  if (!limits.acquire(tenant, Resource::Connections)) return limits.refusal(tenant, Resource::Connections);
   if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
   conn_tenant_ = tenant;
   return std::nullopt;

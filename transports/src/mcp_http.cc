@@ -127,29 +127,11 @@ std::string quoted_safe(std::string_view s) {
   return out;
 }
 
-std::string tenant_name(Worker& w, TenantId t) { return w.hub().tenants().name(t); }
-
-std::string refusal_message(Worker& w, Limit l, TenantId tenant) {
-  const ServerConfig& cfg = w.config();
-  std::string who = "tenant \"" + tenant_name(w, tenant) + "\"";
-  switch (l) {
-    case Limit::ConnectionsPerTenant:
-      return who + " has reached its limit of " + std::to_string(cfg.max_connections_per_tenant) + " connections";
-    case Limit::StreamsPerTenant:
-      return who + " has reached its limit of " + std::to_string(cfg.max_streams_per_tenant) + " streams";
-    case Limit::SubscriptionsPerTenant:
-      return who + " has reached its limit of " + std::to_string(cfg.max_subscriptions_per_tenant) + " subscriptions";
-    case Limit::Tenants:
-      return "the server serves at most " + std::to_string(cfg.max_tenants) + " tenants";
-    default:
-      return std::string("limit reached: ") + std::string(limit_name(l));
-  }
-}
-
 // A request refused by a limit: 429 (503 when the tenant table is full), with a JSON-RPC
 // error when it was a request, so SDK clients surface the message.
 void respond_limited(HttpConn& c, std::string_view id, Limit l, TenantId tenant) {
-  std::string msg = refusal_message(c.worker(), l, tenant);
+  Worker& w = c.worker();
+  std::string msg = w.limits().refusal_message(l, w.hub().tenants().name(tenant));
   int status = l == Limit::Tenants ? 503 : 429;
   std::string body = id.empty() ? json_error_body(msg) : rpc_error_json(id, Error{rpc_code::kLimitExceeded, msg});
   c.respond(status, "application/json", body, "Retry-After: 1\r\n");

@@ -46,6 +46,23 @@ std::int64_t Limits::ceiling(Resource r) const noexcept {
   return 0;
 }
 
+Limit Limits::refusal(TenantId tenant, Resource r) const noexcept {
+  if (tenant >= max_tenants_) return Limit::Tenants;
+  static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant};
+  return kFor[static_cast<std::size_t>(r)];
+}
+
+std::string Limits::refusal_message(Limit l, std::string_view tenant_name) const {
+  std::string who = "tenant \"" + std::string(tenant_name) + "\" has reached its limit of ";
+  switch (l) {
+    case Limit::ConnectionsPerTenant: return who + std::to_string(ceilings_.connections) + " connections";
+    case Limit::StreamsPerTenant: return who + std::to_string(ceilings_.streams) + " streams";
+    case Limit::SubscriptionsPerTenant: return who + std::to_string(ceilings_.subscriptions) + " subscriptions";
+    case Limit::Tenants: return "the server serves at most " + std::to_string(max_tenants_) + " tenants";
+    default: return "limit reached: " + std::string(limit_name(l));
+  }
+}
+
 bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
   if (tenant >= max_tenants_) {
     hit(Limit::Tenants);
@@ -58,8 +75,7 @@ bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
   std::int64_t now = used.fetch_add(n, std::memory_order_relaxed) + n;
   if (cap > 0 && now > cap) {
     used.fetch_sub(n, std::memory_order_relaxed);
-    static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant};
-    hit(kFor[static_cast<std::size_t>(r)], tenant);
+    hit(refusal(tenant, r), tenant);
     return false;
   }
   return true;

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
+#include "auth.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan::detail {
@@ -60,6 +62,10 @@ class Limits {
    * (the hit is counted, nothing is taken). A tenant past the table is refused too.
    */
   [[nodiscard]] bool acquire(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
+  /** The limit that refuses `r` for `tenant` (after acquire() returned false). */
+  [[nodiscard]] Limit refusal(TenantId tenant, Resource r) const noexcept;
+  /** What a refused client is told, on every transport: the tenant and the ceiling it hit. */
+  [[nodiscard]] std::string refusal_message(Limit l, std::string_view tenant_name) const;
   void release(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
 
   [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
@@ -83,7 +89,7 @@ namespace mcpfan::detail {
 
 /** Refused credentials, by reason: mcpfan_auth_failures_total{scope, reason}. */
 struct AuthCounters {
-  static constexpr std::size_t kClientReasons = 8;  // AuthFailure's values
+  static constexpr std::size_t kClientReasons = static_cast<std::size_t>(AuthFailure::BadClaims) + 1;
   std::array<std::atomic<std::uint64_t>, kClientReasons> client{};
   std::atomic<std::uint64_t> client_forbidden_uri{0};     // a `uris` claim that does not cover the URI
   std::atomic<std::uint64_t> client_wrong_tenant{0};      // a session used with another tenant's token

@@ -225,14 +225,24 @@ bool StdioConn::authenticate(RpcRequest& r) {
     return false;
   }
   if (!tenant_bound_) {
-    Limits& limits = w_.limits();
-    Limit refused = tenant_ >= limits.max_tenants() ? Limit::Tenants : Limit::ConnectionsPerTenant;
-    if (tenant_ >= limits.max_tenants() ? (limits.hit(Limit::Tenants), true) : !limits.acquire(tenant_, Resource::Connections)) {
-      if (r.has_id) reply_error(r.id, rpc_code::kLimitExceeded, std::string("limit reached: ") + std::string(limit_name(refused)));
+    if (!w_.limits().acquire(tenant_, Resource::Connections)) {
+      if (r.has_id) reply_limited(r.id, Resource::Connections);
       return false;
     }
     tenant_bound_ = true;
   }
+  return true;
+}
+
+void StdioConn::reply_limited(std::string_view id, Resource r) {
+  Limits& limits = w_.limits();
+  reply_error(id, rpc_code::kLimitExceeded, limits.refusal_message(limits.refusal(tenant_, r), w_.hub().tenants().name(tenant_)));
+}
+
+bool StdioConn::refuse_uri(std::string_view id, const std::string& uri) {
+  if (!identity_ || identity_->uri_allowed(uri)) return false;
+  w_.state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+  reply_error(id, rpc_code::kInvalidParams, "resource URI not allowed for this token: " + uri);
   return true;
 }
 
@@ -266,10 +276,7 @@ void StdioConn::handle_request(RpcRequest& r) {
     reply(rpc_result_json(r.id, discover_result()));
   } else if (m == "initialize") {
     if (!session_) {
-      if (!w_.limits().acquire(tenant_, Resource::Streams)) {
-        reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: streams_per_tenant");
-        return;
-      }
+      if (!w_.limits().acquire(tenant_, Resource::Streams)) return reply_limited(r.id, Resource::Streams);
       Filter f;
       f.tenant = tenant_;
       f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
@@ -286,16 +293,9 @@ void StdioConn::handle_request(RpcRequest& r) {
     }
     auto have = std::find(session_uris_.begin(), session_uris_.end(), r.uri);
     if (m == "resources/subscribe") {
-      if (identity_ && !identity_->uri_allowed(r.uri)) {
-        w_.state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
-        reply_error(r.id, rpc_code::kInvalidParams, "resource URI not allowed for this token: " + r.uri);
-        return;
-      }
+      if (refuse_uri(r.id, r.uri)) return;
       if (have == session_uris_.end()) {
-        if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) {
-          reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: subscriptions_per_tenant");
-          return;
-        }
+        if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) return reply_limited(r.id, Resource::Subscriptions);
         session_uris_.push_back(r.uri);
       }
       shard.add_uri(session_sub_, tenant_, r.uri);
@@ -328,22 +328,14 @@ void StdioConn::start_listen(RpcRequest& r) {
     }
   }
   for (const std::string& uri : r.listen.resource_uris) {
-    if (identity_ && !identity_->uri_allowed(uri)) {
-      w_.state().auth_counters.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
-      reply_error(r.id, rpc_code::kInvalidParams, "resource URI not allowed for this token: " + uri);
-      return;
-    }
+    if (refuse_uri(r.id, uri)) return;
   }
   auto subs = static_cast<std::int64_t>(r.listen.resource_uris.size());
   Limits& limits = w_.limits();
-  if (!limits.acquire(tenant_, Resource::Streams)) {
-    reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: streams_per_tenant");
-    return;
-  }
+  if (!limits.acquire(tenant_, Resource::Streams)) return reply_limited(r.id, Resource::Streams);
   if (!limits.acquire(tenant_, Resource::Subscriptions, subs)) {
     limits.release(tenant_, Resource::Streams);
-    reply_error(r.id, rpc_code::kLimitExceeded, "limit reached: subscriptions_per_tenant");
-    return;
+    return reply_limited(r.id, Resource::Subscriptions);
   }
   ListenPlan plan = plan_listen(std::move(r.listen), tenant_, r.id);
   plan.ack += '\n';

@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "conn.h"
+#include "server_limits.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
 
@@ -56,6 +57,10 @@ class StdioConn final : public Conn, public StreamSink {
   /** Takes the connection slot of the tenant it is bound to; false (and replies) when refused. */
   bool authenticate(RpcRequest& r);
   void end_listen_usage(const Listen& l);
+  /** Answers a request refused by the tenant's ceiling for `r` (-32032 naming it). */
+  void reply_limited(std::string_view id, Resource r);
+  /** Answers and returns true when the client's token does not cover `uri` (-32602). */
+  bool refuse_uri(std::string_view id, const std::string& uri);
   int init_handle(Handle& h, int fd, bool readable);
   uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
   void on_read(ssize_t nread, const uv_buf_t* buf);
