@@ -50,7 +50,7 @@ class CountingSink final : public mcpfan::StreamSink {
 
  private:
   Shard* shard_ = nullptr;
-  StreamId id_ = 0;
+  StreamId id_{};
   Totals* totals_ = nullptr;
 };
 
@@ -115,9 +115,9 @@ void BM_Fanout(benchmark::State& state, Case c) {
 
   auto round = [&] {
     if (c.batch == 1) {
-      hub.publish(payloads[0]);
+      (void)hub.publish(payloads[0]);
     } else {
-      hub.publish(payloads);  // one post_bulk and one wake-up per shard
+      (void)hub.publish(payloads);  // one post_bulk and one wake-up per shard
     }
     for (std::size_t s = 0; s < c.shards; ++s) {
       while (hub.shard(s).drain()) {

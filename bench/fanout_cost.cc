@@ -16,7 +16,7 @@ using namespace mcpfan;
 class CountingSink final : public StreamSink {
  public:
   Shard* shard = nullptr;
-  StreamId id = 0;
+  StreamId id{};
   std::size_t bytes = 0;
   void write_batch(OutBatch&& batch) override {
     bytes += batch.bytes;
@@ -39,7 +39,7 @@ PayloadRef make_event(const std::string& uri_json, std::string_view uri) {
 [[gnu::noinline]] void measured_fanout(Hub& hub, const PayloadRef& event, int rounds) {
   Shard& shard = hub.shard(0);
   for (int i = 0; i < rounds; ++i) {
-    hub.publish(event);
+    (void)hub.publish(event);
     (void)shard.drain();
     shard.flush();
   }

@@ -5,13 +5,42 @@ namespace mcpfan {
 Debouncer::Debouncer(std::chrono::milliseconds interval, Sink sink)
     : interval_(interval), sink_(std::move(sink)), thread_([this] { run(); }) {}
 
-Debouncer::~Debouncer() {
+Debouncer::~Debouncer() { close(); }
+
+void Debouncer::close() {
+  std::lock_guard closing(close_mu_);
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Debouncer::emit(std::unique_lock<std::mutex>& lock, const std::vector<PayloadRef>& out) {
+  std::uint64_t ticket = next_ticket_++;
+  lock.unlock();
+  {
+    std::unique_lock s(sink_mu_);
+    sink_cv_.wait(s, [&] { return serving_ == ticket; });
+  }
+  // Only the ticket holder gets here, so calls do not overlap and keep decision order:
+  // an immediate and a trailing fan-out of one key cannot swap places.
+  try {
+    sink_(out);
+  } catch (...) {
+    std::lock_guard s(sink_mu_);
+    ++serving_;
+    sink_cv_.notify_all();
+    lock.lock();
+    throw;
+  }
+  {
+    std::lock_guard s(sink_mu_);
+    ++serving_;
+  }
+  sink_cv_.notify_all();
+  lock.lock();
 }
 
 std::string Debouncer::key_of(const Payload& p) {
@@ -27,7 +56,7 @@ std::string Debouncer::key_of(const Payload& p) {
 void Debouncer::publish(const std::vector<PayloadRef>& payloads) {
   std::vector<PayloadRef> now;
   now.reserve(payloads.size());
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto t = Clock::now();
   for (const PayloadRef& p : payloads) {
     std::string key = key_of(*p);
@@ -44,10 +73,8 @@ void Debouncer::publish(const std::vector<PayloadRef>& payloads) {
       s.held = p;
     }
   }
-  // Under the lock, so an immediate and a trailing fan-out of one key cannot swap places.
-  // The sink only pushes into shard queues.
-  if (!now.empty()) sink_(now);
   cv_.notify_one();
+  if (!now.empty()) emit(lock, now);
 }
 
 void Debouncer::run() {
@@ -60,7 +87,7 @@ void Debouncer::run() {
         if (s.held) out.push_back(std::move(s.held));
       }
       keys_.clear();
-      if (!out.empty()) sink_(out);
+      if (!out.empty()) emit(lock, out);
       return;
     }
     if (due_.empty()) {
@@ -92,7 +119,7 @@ void Debouncer::run() {
       }
     }
     if (!out.empty()) {
-      sink_(out);
+      emit(lock, out);
       out.clear();
     }
   }

@@ -2,25 +2,11 @@
 
 namespace mcpfan {
 
-SubId SubscriptionIndex::create() {
-  SubId id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else {
-    id = static_cast<SubId>(records_.size());
-    records_.emplace_back();
-  }
-  Record& r = records_[id];
-  r.stamp = 0;
-  r.live = true;
-  r.keys.clear();
-  ++live_;
-  return id;
-}
+SubId SubscriptionIndex::create() { return records_.emplace(); }
 
 void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
-  Record& r = records_[sub];
+  Record* r = records_.get(sub);
+  if (!r) return;
   bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
   if (kind != Kind::ResourceUpdated) uri = {};
   auto found = map_.find(KeyView{tenant, kind, prefix, uri});
@@ -30,25 +16,25 @@ void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_v
     if (prefix) ++prefix_keys_;
   } else {
     e = &*found;
-    for (const KeyRef& k : r.keys) {
+    for (const KeyRef& k : r->keys) {
       if (k.entry == e) return;
     }
   }
-  auto slot = static_cast<std::uint32_t>(r.keys.size());
+  auto slot = static_cast<std::uint32_t>(r->keys.size());
   auto pos = static_cast<std::uint32_t>(e->second.size());
-  e->second.push_back(Member{sub, slot});
-  r.keys.push_back(KeyRef{e, pos});
+  e->second.push_back(Member{sub.index, slot});
+  r->keys.push_back(KeyRef{e, pos});
 }
 
-void SubscriptionIndex::drop(SubId sub, std::uint32_t slot) {
-  Record& r = records_[sub];
+void SubscriptionIndex::drop(std::uint32_t sub, std::uint32_t slot) {
+  Record& r = records_.at(sub);
   KeyRef k = r.keys[slot];
   auto& members = k.entry->second;
   // Swap-remove from the key's member list, then repoint the moved member's back-reference.
   Member moved = members.back();
   members[k.pos] = moved;
   members.pop_back();
-  if (k.pos < members.size()) records_[moved.sub].keys[moved.slot].pos = k.pos;
+  if (k.pos < members.size()) records_.at(moved.sub).keys[moved.slot].pos = k.pos;
   if (members.empty()) {
     const Key& key = k.entry->first;
     if (key.prefix) --prefix_keys_;
@@ -62,28 +48,25 @@ void SubscriptionIndex::drop(SubId sub, std::uint32_t slot) {
 }
 
 void SubscriptionIndex::remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
-  Record& r = records_[sub];
-  if (!r.live) return;
+  Record* r = records_.get(sub);
+  if (!r) return;
   bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
   if (kind != Kind::ResourceUpdated) uri = {};
   auto it = map_.find(KeyView{tenant, kind, prefix, uri});
   if (it == map_.end()) return;
-  for (std::uint32_t i = 0; i < r.keys.size(); ++i) {
-    if (r.keys[i].entry == &*it) {
-      drop(sub, i);
+  for (std::uint32_t i = 0; i < r->keys.size(); ++i) {
+    if (r->keys[i].entry == &*it) {
+      drop(sub.index, i);
       return;
     }
   }
 }
 
 void SubscriptionIndex::remove(SubId sub) {
-  Record& r = records_[sub];
-  if (!r.live) return;
-  while (!r.keys.empty()) drop(sub, static_cast<std::uint32_t>(r.keys.size() - 1));
-  r.keys.shrink_to_fit();
-  r.live = false;
-  free_.push_back(sub);
-  --live_;
+  Record* r = records_.get(sub);
+  if (!r) return;
+  while (!r->keys.empty()) drop(sub.index, static_cast<std::uint32_t>(r->keys.size() - 1));
+  records_.erase(sub);
 }
 
 }  // namespace mcpfan

@@ -59,8 +59,8 @@ simdjson::error_code read_members(od::object obj, std::string_view skip_key,
 PublishDecoder::PublishDecoder(PublishLimits limits) : impl_(std::make_unique<Impl>()) { impl_->limits = limits; }
 PublishDecoder::~PublishDecoder() = default;
 
-Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, TenantRegistry& tenants,
-                                                       std::optional<TenantId> forced_tenant) {
+Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const TenantTable& tenants,
+                                              std::optional<std::string_view> forced_tenant) {
   Impl& m = *impl_;
   // Validate the body as sent, every byte: minify does not validate, and it joins tokens
   // ("1 2" -> "12", "tr ue" -> "true"), so a body checked only after minifying could be
@@ -83,6 +83,7 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
     return Error{rpc_code::kParseError, "body is not valid JSON"};
   }
   m.parts.clear();
+  std::size_t accepted = 0;
 
   auto decode_one = [&](od::value v, std::size_t index, bool many) -> std::optional<Error> {
     od::object obj;
@@ -148,21 +149,19 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
     }
     if (has_tenant) {
       if (tenant.empty() || tenant.size() > 256) return bad(index, many, "\"tenant\" must be 1..256 bytes");
-      if (forced_tenant) {
-        // Compared by name, not interned: a publisher bound to one tenant must not be able to
-        // grow the tenant table with names it may not use.
-        if (tenants.name(*forced_tenant) != tenant) {
-          Error e = bad(index, many, "this publisher may not publish to tenant \"" + std::string(tenant) + "\"");
-          e.code = rpc_code::kForbidden;
-          return e;
-        }
-        p.tenant = *forced_tenant;
-      } else {
-        p.tenant = tenants.intern(tenant);
+      if (forced_tenant && *forced_tenant != tenant) {
+        Error e = bad(index, many, "this publisher may not publish to tenant \"" + std::string(tenant) + "\"");
+        e.code = rpc_code::kForbidden;
+        return e;
       }
-    } else {
-      p.tenant = forced_tenant.value_or(kDefaultTenant);
+    } else if (forced_tenant) {
+      tenant = *forced_tenant;
     }
+    ++accepted;
+    // Looked up, never created: a tenant with no clients has nobody to deliver to.
+    std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
+    if (!id) return std::nullopt;
+    p.tenant = *id;
     m.parts.push_back(std::move(p));
     return std::nullopt;
   };
@@ -190,9 +189,10 @@ Result<std::vector<PayloadRef>> PublishDecoder::decode(std::string_view body, Te
     return Error{rpc_code::kInvalidParams, "body must be a notification object or an array of them"};
   }
 
-  std::vector<PayloadRef> out;
-  out.reserve(m.parts.size());
-  for (const NotificationParts& p : m.parts) out.push_back(encode_notification(p));
+  DecodedPublish out;
+  out.accepted = accepted;
+  out.payloads.reserve(m.parts.size());
+  for (const NotificationParts& p : m.parts) out.payloads.push_back(encode_notification(p));
   return out;
 }
 

@@ -35,11 +35,6 @@ std::size_t chunk_size(const Chunk* c, const Chunk* id, Framing f) {
   if (id->bytes.empty()) return c->payload->plain(f).size();
   return c->payload->frame_size(f) + id->bytes.size();
 }
-// Same (method, uri) — the coalescing key within one subscription.
-bool same_event_key(const Chunk* a, const Chunk* b) {
-  if (!a->payload || !b->payload) return false;
-  return a->payload->kind() == b->payload->kind() && a->payload->uri() == b->payload->uri();
-}
 }  // namespace
 
 OutBatch::~OutBatch() {
@@ -68,9 +63,9 @@ Shard::Shard(ShardOptions options) : options_(options), keepalive_chunk_(own_byt
 }
 
 Shard::~Shard() {
-  for (StreamId i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].live) close_stream(i);
-  }
+  std::vector<StreamId> open;
+  streams_.for_each([&](StreamId id, Stream&) { open.push_back(id); });
+  for (StreamId id : open) close_stream(id);
   detail::release(keepalive_chunk_);
   InboxItem item;
   while (inbox_.try_dequeue(item)) item.payload.reset();
@@ -98,61 +93,41 @@ void Shard::post_task(std::function<void()> task) {
 }
 
 StreamId Shard::open_stream(StreamSink* sink, Framing framing) {
-  StreamId id;
-  if (!free_streams_.empty()) {
-    id = free_streams_.back();
-    free_streams_.pop_back();
-  } else {
-    id = static_cast<StreamId>(streams_.size());
-    streams_.emplace_back();
-  }
-  Stream& s = streams_[id];
-  s.sink = sink;
-  s.framing = framing;
-  s.live = true;
-  s.writing = s.dirty = false;
-  s.pending_bytes = 0;
-  s.last_write_ms = 0;
-  ++live_streams_;
+  StreamId id = streams_.emplace(sink, framing);
   stats_.streams.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
 void Shard::close_stream(StreamId id) {
-  Stream& s = streams_[id];
-  if (!s.live) return;
-  while (!s.subs.empty()) unsubscribe(s.subs.back());
-  for (const Pending& p : s.pending) detail::release(p.chunk), detail::release(p.id);
-  s.pending.clear();
-  s.pending.shrink_to_fit();
-  s.subs.shrink_to_fit();
-  s.live = false;
-  s.sink = nullptr;
-  s.pending_bytes = 0;
-  // A stale entry may remain in dirty_; flush() skips streams that are not live.
-  free_streams_.push_back(id);
-  --live_streams_;
+  Stream* s = streams_.get(id);
+  if (!s) return;
+  while (!s->subs.empty()) unsubscribe(s->subs.back());
+  for (const Pending& p : s->pending) detail::release(p.chunk), detail::release(p.id);
+  // A stale entry may remain in dirty_ or slow_; the handle's generation makes it a no-op.
+  streams_.erase(id);
   stats_.streams.fetch_sub(1, std::memory_order_relaxed);
 }
 
 SubId Shard::subscribe(StreamId stream, const Filter& filter, std::string id_token) {
+  Stream* s = streams_.get(stream);
+  if (!s) return SubId{};
   SubId sub = index_.create();
-  if (subs_.size() <= sub) subs_.resize(sub + 1);
-  subs_[sub] = Sub{stream, own_bytes(std::move(id_token))};
+  if (subs_.size() <= sub.index) subs_.resize(sub.index + 1);
+  subs_[sub.index] = Sub{stream, own_bytes(std::move(id_token))};
   for (int k = 0; k < kKindCount; ++k) {
     auto kind = static_cast<Kind>(k);
     if (kind != Kind::ResourceUpdated && (filter.kinds & kind_bit(kind))) index_.add(sub, filter.tenant, kind, {});
   }
   for (const std::string& uri : filter.uris) index_.add(sub, filter.tenant, Kind::ResourceUpdated, uri);
-  streams_[stream].subs.push_back(sub);
+  s->subs.push_back(sub);
   stats_.subscriptions.fetch_add(1, std::memory_order_relaxed);
   return sub;
 }
 
 void Shard::unsubscribe(SubId sub) {
-  Sub& r = subs_[sub];
-  if (!r.id) return;
-  auto& list = streams_[r.stream].subs;
+  if (!index_.contains(sub)) return;
+  Sub& r = subs_[sub.index];
+  auto& list = streams_.get(r.stream)->subs;  // a live subscription's stream is live
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (list[i] == sub) {
       list[i] = list.back();
@@ -162,16 +137,16 @@ void Shard::unsubscribe(SubId sub) {
   }
   index_.remove(sub);
   detail::release(r.id);  // queued notifications keep their own reference to the token
-  r.id = nullptr;
+  r = Sub{};
   stats_.subscriptions.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Shard::add_uri(SubId sub, TenantId tenant, std::string_view uri) {
-  if (subs_[sub].id) index_.add(sub, tenant, Kind::ResourceUpdated, uri);
+  index_.add(sub, tenant, Kind::ResourceUpdated, uri);
 }
 
 void Shard::remove_uri(SubId sub, TenantId tenant, std::string_view uri) {
-  if (subs_[sub].id) index_.remove_key(sub, tenant, Kind::ResourceUpdated, uri);
+  index_.remove_key(sub, tenant, Kind::ResourceUpdated, uri);
 }
 
 void Shard::mark_dirty(StreamId sid, Stream& s) {
@@ -183,48 +158,92 @@ void Shard::mark_dirty(StreamId sid, Stream& s) {
 
 void Shard::enqueue(StreamId sid, Stream& s, Chunk* chunk, Chunk* id) {
   if (s.writing && chunk->payload) {
-    // The stream is behind: an unwritten notification for the same (subscription, method,
-    // uri) says nothing the newer one does not, so it goes, and the newer one is appended
-    // to keep publish order. The queue then holds one entry per distinct key, so a stuck
-    // stream's memory is bounded by what it subscribes to, not by how much is published.
-    for (auto it = s.pending.begin(); it != s.pending.end(); ++it) {
-      if (it->id == id && same_event_key(it->chunk, chunk)) {
-        s.pending_bytes -= chunk_size(it->chunk, it->id, s.framing);
-        detail::release(it->chunk);
-        detail::release(it->id);
-        s.pending.erase(it);
-        stats_.coalesced.fetch_add(1, std::memory_order_relaxed);
-        break;
-      }
-    }
+    coalesce(s, chunk, id);
+  } else {
+    s.pending.push_back(Pending{chunk, id});
   }
   ++chunk->refs;
   if (id) ++id->refs;
-  s.pending.push_back(Pending{chunk, id});
   s.pending_bytes += chunk_size(chunk, id, s.framing);
   mark_dirty(sid, s);
 }
 
-void Shard::send(StreamId stream, std::string bytes) {
-  Stream& s = streams_[stream];
-  if (!s.live) return;
+// The stream is behind: an unwritten notification for the same (subscription, method, uri)
+// says nothing the newer one does not, so it goes, and the newer one is appended to keep
+// publish order. The queue then holds one entry per distinct key, so a stuck stream's
+// memory is bounded by what it subscribes to, not by how much is published. The map finds
+// the older entry in O(1); it leaves a tombstone, and tombstones are compacted away once
+// they outnumber live entries, so each enqueue costs O(1) amortised.
+void Shard::coalesce(Stream& s, Chunk* chunk, Chunk* id) {
+  if (!s.coalesce) s.coalesce = std::make_unique<CoalesceMap>();
+  CoalesceMap& map = *s.coalesce;
+  CoalesceKey key{id, chunk->payload->kind(), chunk->payload->uri()};
+  auto it = map.find(key);
+  if (it == map.end()) {
+    s.pending.push_back(Pending{chunk, id});
+    map.emplace(key, static_cast<std::uint32_t>(s.pending.size() - 1));
+    return;
+  }
+  Pending& old = s.pending[it->second];
+  s.pending_bytes -= chunk_size(old.chunk, old.id, s.framing);
+  detail::release(old.chunk);
+  detail::release(old.id);
+  old = Pending{nullptr, nullptr};
+  ++s.tombstones;
+  stats_.coalesced.fetch_add(1, std::memory_order_relaxed);
+  // The key's uri view points into the payload being released: re-key the node in place.
+  auto node = map.extract(it);
+  if (s.tombstones > 16 && s.tombstones * 2 > s.pending.size()) compact(s);
+  s.pending.push_back(Pending{chunk, id});
+  node.key() = key;
+  node.mapped() = static_cast<std::uint32_t>(s.pending.size() - 1);
+  map.insert(std::move(node));
+}
+
+// Drops tombstones and repoints the map at the entries' new places.
+void Shard::compact(Stream& s) {
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < s.pending.size(); ++i) {
+    const Pending& p = s.pending[i];
+    if (!p.chunk) continue;
+    if (p.chunk->payload) {
+      // While writing, every queued notification has its place in the map (at most the one
+      // being re-keyed is out of it, and it is a tombstone).
+      auto it = s.coalesce->find(CoalesceKey{p.id, p.chunk->payload->kind(), p.chunk->payload->uri()});
+      if (it != s.coalesce->end()) it->second = static_cast<std::uint32_t>(out);
+    }
+    s.pending[out++] = p;
+  }
+  s.pending.resize(out);
+  s.tombstones = 0;
+}
+
+SendStatus Shard::send(StreamId stream, std::string bytes) {
+  Stream* s = streams_.get(stream);
+  if (!s) return SendStatus::Closed;
   Chunk* c = own_bytes(std::move(bytes));
-  enqueue(stream, s, c, nullptr);
+  enqueue(stream, *s, c, nullptr);
   detail::release(c);
+  if (s->pending_bytes <= options_.max_pending_bytes) return SendStatus::Ok;
+  // The caller is the stream's own transport: it learns from the status, not from its sink.
+  stats_.slow_closes.fetch_add(1, std::memory_order_relaxed);
+  close_stream(stream);
+  return SendStatus::Closed;
 }
 
 void Shard::keepalive(std::uint64_t now_ms, std::uint64_t interval_ms) {
-  for (StreamId i = 0; i < streams_.size(); ++i) {
-    Stream& s = streams_[i];
-    if (!s.live || s.framing != Framing::Sse || s.writing || !s.pending.empty()) continue;
+  streams_.for_each([&](StreamId id, Stream& s) {
+    if (s.framing != Framing::Sse || s.writing || !s.pending.empty()) return;
     if (s.last_write_ms == 0) s.last_write_ms = now_ms;  // opened since the last sweep
-    if (now_ms - s.last_write_ms >= interval_ms) enqueue(i, s, keepalive_chunk_, nullptr);
-  }
+    if (now_ms - s.last_write_ms >= interval_ms) enqueue(id, s, keepalive_chunk_, nullptr);
+  });
 }
 
-void Shard::close_slow(StreamId sid, Stream& s) {
+void Shard::close_slow(StreamId sid) {
+  Stream* s = streams_.get(sid);
+  if (!s) return;
   stats_.slow_closes.fetch_add(1, std::memory_order_relaxed);
-  StreamSink* sink = s.sink;
+  StreamSink* sink = s->sink;
   close_stream(sid);
   sink->close_requested(CloseReason::SlowConsumer);
 }
@@ -233,8 +252,8 @@ void Shard::deliver(const PayloadRef& p) {
   Chunk* chunk = nullptr;  // created on the first match: the loop's one atomic reference
   std::uint64_t n = 0;
   index_.match(p->tenant(), p->kind(), p->uri(), [&](SubId sub) {
-    const Sub& r = subs_[sub];
-    Stream& s = streams_[r.stream];
+    const Sub& r = subs_[sub.index];
+    Stream& s = streams_.at(r.stream.index);  // a live subscription's stream is live
     if (!chunk) {
       chunk = new Chunk();
       chunk->payload = p;
@@ -246,20 +265,26 @@ void Shard::deliver(const PayloadRef& p) {
   detail::release(chunk);
   if (n) stats_.deliveries.fetch_add(n, std::memory_order_relaxed);
   // Closing unsubscribes, which edits the index, so it waits until the match is over.
-  for (StreamId sid : slow_) {
-    if (streams_[sid].live) close_slow(sid, streams_[sid]);
-  }
+  for (StreamId sid : slow_) close_slow(sid);
   slow_.clear();
 }
 
-void Shard::run(InboxItem& item) {
-  if (item.task) {
-    (*item.task)();
-    item.task.reset();
-  } else {
-    deliver(item.payload);
-    item.payload.reset();
+// A posted task is transport code, and a delivery allocates: an exception from either must
+// not escape into the loop's callback (std::terminate), nor skip its sequence number (the
+// shard would wait for it forever). It is counted, and the shard goes on.
+void Shard::run(InboxItem& item) noexcept {
+  try {
+    if (item.task) {
+      (*item.task)();
+    } else {
+      deliver(item.payload);
+    }
+  } catch (...) {
+    stats_.exceptions.fetch_add(1, std::memory_order_relaxed);
+    slow_.clear();
   }
+  item.task.reset();
+  item.payload.reset();
 }
 
 bool Shard::drain(std::size_t max_batches) {
@@ -291,9 +316,11 @@ void Shard::flush(std::uint64_t now_ms) {
   // Streams marked dirty while this runs (a synchronous write_done) wait for the next flush.
   flushing_.swap(dirty_);
   for (StreamId sid : flushing_) {
-    Stream& s = streams_[sid];
+    Stream* sp = streams_.get(sid);
+    if (!sp) continue;  // closed since it was marked
+    Stream& s = *sp;
     s.dirty = false;
-    if (!s.live || s.writing || s.pending.empty()) continue;
+    if (s.writing || s.pending.empty()) continue;
     OutBatch batch;
     batch.pool_ = this;
     if (!free_bufs_.empty()) {
@@ -304,10 +331,12 @@ void Shard::flush(std::uint64_t now_ms) {
       batch.refs_ = std::move(free_refs_.back());
       free_refs_.pop_back();
     }
-    batch.bufs.reserve(2 + 3 * s.pending.size());  // + the transport's framing slot and trailer
-    batch.refs_.reserve(2 * s.pending.size());
+    std::size_t live = s.pending.size() - s.tombstones;
+    batch.bufs.reserve(2 + 3 * live);  // + the transport's framing slot and trailer
+    batch.refs_.reserve(2 * live);
     batch.bufs.push_back(iovec{nullptr, 0});
     for (const Pending& p : s.pending) {
+      if (!p.chunk) continue;  // coalesced away
       auto add = [&](std::string_view v) { batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()}); batch.bytes += v.size(); };
       if (p.chunk->payload && p.id->bytes.empty()) {
         add(p.chunk->payload->plain(s.framing));
@@ -323,20 +352,38 @@ void Shard::flush(std::uint64_t now_ms) {
       batch.refs_.push_back(p.chunk);  // the pending reference moves into the batch
     }
     s.pending.clear();
+    s.tombstones = 0;
+    if (s.coalesce) s.coalesce->clear();
     s.pending_bytes = 0;
     if (batch.bytes == 0) continue;
     s.writing = true;
     s.last_write_ms = now_ms;
     stats_.writes.fetch_add(1, std::memory_order_relaxed);
-    s.sink->write_batch(std::move(batch));
+    StreamSink* sink = s.sink;  // the call may close this stream or open others: s is not used after
+    try {
+      sink->write_batch(std::move(batch));
+    } catch (...) {
+      // The transport failed mid-write (an allocation): this stream's state is unknown, so
+      // it ends here; the loop and every other stream go on.
+      stats_.exceptions.fetch_add(1, std::memory_order_relaxed);
+      if (streams_.contains(sid)) {
+        close_stream(sid);
+        try {
+          sink->close_requested(CloseReason::Failed);
+        } catch (...) {
+          stats_.exceptions.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
   }
   flushing_.clear();
 }
 
 void Shard::write_done(StreamId id) {
-  Stream& s = streams_[id];
-  s.writing = false;
-  if (s.live && !s.pending.empty()) mark_dirty(id, s);
+  Stream* s = streams_.get(id);
+  if (!s) return;
+  s->writing = false;
+  if (!s->pending.empty()) mark_dirty(id, *s);
 }
 
 }  // namespace mcpfan

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -47,7 +49,7 @@ TEST(Debouncer, BurstDeliversFirstAndNewestInOrderAndCountsTheRest) {
   std::vector<PayloadRef> sent;
   for (int i = 0; i < 100; ++i) sent.push_back(make_update("file:///hot"));
   Debouncer d(50ms, rec.sink());
-  for (auto& p : sent) d.publish({p});
+  for (auto& p : sent) d.publish(std::vector<PayloadRef>{p});
   ASSERT_TRUE(rec.wait_for(sent.back().get(), 5000ms)) << "the newest update was not delivered";
   auto seen = rec.snapshot();
   ASSERT_FALSE(seen.empty());
@@ -70,9 +72,9 @@ TEST(Debouncer, KeysDoNotHoldEachOther) {
   Debouncer d(10s, rec.sink());
   auto a = make_update("file:///a");
   auto b = make_update("file:///b");
-  auto b_other_tenant = make_update("file:///a", 7);
+  auto b_other_tenant = make_update("file:///a", TenantId{7, 1});
   auto tools = make_list_changed(Kind::ToolsListChanged);
-  d.publish({a, b, b_other_tenant, tools});
+  d.publish(std::vector<PayloadRef>{a, b, b_other_tenant, tools});
   // All four are distinct keys: fanned out within publish(), none held.
   auto seen = rec.snapshot();
   ASSERT_EQ(seen.size(), 4u);
@@ -87,8 +89,8 @@ TEST(Debouncer, HeldUpdateIsDeliveredOnDestruction) {
   auto second = make_update("file:///x");
   {
     Debouncer d(10s, rec.sink());
-    d.publish({first});
-    d.publish({second});  // within the interval: held
+    d.publish(std::vector<PayloadRef>{first});
+    d.publish(std::vector<PayloadRef>{second});  // within the interval: held
     EXPECT_EQ(rec.snapshot().size(), 1u);
   }
   auto seen = rec.snapshot();
@@ -99,14 +101,37 @@ TEST(Debouncer, HeldUpdateIsDeliveredOnDestruction) {
 TEST(Debouncer, QuietKeysAreForgotten) {
   Recorder rec;
   Debouncer d(20ms, rec.sink());
-  d.publish({make_update("file:///once")});
+  d.publish(std::vector<PayloadRef>{make_update("file:///once")});
   auto until = std::chrono::steady_clock::now() + 5s;
   while (d.tracked_keys() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(d.tracked_keys(), 0u) << "a key quiet for a whole interval keeps no state";
   // And then it is quiet again: the next update goes out at once.
   auto again = make_update("file:///once");
-  d.publish({again});
+  d.publish(std::vector<PayloadRef>{again});
   EXPECT_EQ(rec.snapshot().back(), again.get());
+}
+
+// Issue 9, item 6: the sink was called with the debouncer's mutex held, so a slow sink
+// held up every publisher's decision and the counters. Now the sink runs with no lock of
+// the debouncer held; calls stay ordered by ticket.
+TEST(Debouncer, ASlowSinkDoesNotHoldTheDebouncersLock) {
+  std::mutex gate;
+  std::unique_lock hold(gate);
+  std::atomic<bool> in_sink{false};
+  Debouncer d(1h, [&](const std::vector<PayloadRef>&) {
+    in_sink = true;
+    std::lock_guard wait(gate);  // blocks until the test lets go
+  });
+  std::thread publisher([&] { d.publish(std::vector<PayloadRef>{make_update("file:///slow")}); });
+  for (int i = 0; i < 100000 && !in_sink; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(in_sink);
+  // With the old code this blocked until the sink returned (here: never, until released).
+  auto keys = std::async(std::launch::async, [&] { return d.tracked_keys(); });
+  bool answered = keys.wait_for(60s) == std::future_status::ready;
+  hold.unlock();
+  publisher.join();
+  ASSERT_TRUE(answered) << "tracked_keys() waited for the sink";
+  EXPECT_EQ(keys.get(), 1u);
 }
 
 }  // namespace

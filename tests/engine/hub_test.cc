@@ -60,7 +60,9 @@ void expect_all_in_order(const std::vector<std::pair<std::int64_t, std::int64_t>
 TEST(Hub, ConcurrentPublishersReachEveryMatchingStreamOnceInProducerOrder) {
   Hub hub(kShards);
   ASSERT_EQ(hub.shard_count(), kShards);
-  TenantId acme = hub.tenants().intern("acme");
+  auto acme_ref = hub.tenants().acquire("acme");
+  ASSERT_TRUE(acme_ref);
+  TenantId acme = *acme_ref;
 
   // Per shard: one stream for everything, one for producer 1 only, one in another tenant.
   struct Streams {
@@ -111,10 +113,10 @@ TEST(Hub, ConcurrentPublishersReachEveryMatchingStreamOnceInProducerOrder) {
         for (int seq = 0; seq < kPerProducer; seq += 10) {
           std::vector<PayloadRef> batch;
           for (int k = seq; k < seq + 10 && k < kPerProducer; ++k) batch.push_back(make(k));
-          hub.publish(batch);
+          ASSERT_TRUE(hub.publish(batch));
         }
       } else {
-        for (int seq = 0; seq < kPerProducer; ++seq) hub.publish(make(seq));
+        for (int seq = 0; seq < kPerProducer; ++seq) ASSERT_TRUE(hub.publish(make(seq)));
       }
     });
   }
@@ -172,7 +174,7 @@ TEST(Hub, PublishesOrderedByHappensBeforeAcrossThreadsArriveInThatOrder) {
           if (std::chrono::steady_clock::now() > deadline) return;
           std::this_thread::yield();
         }
-        hub.publish(test::make_update("file:///t/" + std::to_string(seq), kDefaultTenant,
+        (void)hub.publish(test::make_update("file:///t/" + std::to_string(seq), kDefaultTenant,
                                       {{"producer", "0"}, {"seq", std::to_string(seq)}}));
         turn.store(seq + 1, std::memory_order_release);
       }
@@ -195,16 +197,72 @@ TEST(Hub, EmptyBulkPublishIsANoOp) {
   Hub hub(3);
   int wakes = 0;
   for (std::size_t i = 0; i < hub.shard_count(); ++i) hub.shard(i).set_waker([](void* n) { ++*static_cast<int*>(n); }, &wakes);
-  hub.publish(std::vector<PayloadRef>{});
+  EXPECT_TRUE(hub.publish(std::vector<PayloadRef>{}));
   EXPECT_EQ(hub.published(), 0u);
   EXPECT_EQ(wakes, 0);
-  hub.publish(test::make_list_changed(Kind::ToolsListChanged));
+  EXPECT_TRUE(hub.publish(test::make_list_changed(Kind::ToolsListChanged)));
   EXPECT_EQ(hub.published(), 1u);
   EXPECT_EQ(wakes, 3);  // one wake-up per shard
   for (std::size_t i = 0; i < hub.shard_count(); ++i) {
     EXPECT_FALSE(hub.shard(i).drain());
     EXPECT_EQ(hub.shard(i).stats().payloads.load(), 1u);
   }
+}
+
+// Issue 9, item 6: the server stopped its workers while other threads could still publish
+// (and reset the debouncer under a concurrent publish). close() is the hub's end of
+// publishing: publishes in flight finish, later ones are refused and touch no shard.
+TEST(Hub, CloseWaitsOutPublishesInFlightAndRefusesLaterOnes) {
+  Hub hub(2);
+  std::atomic<int> wakes{0};
+  for (std::size_t i = 0; i < hub.shard_count(); ++i) {
+    hub.shard(i).set_waker([](void* n) { static_cast<std::atomic<int>*>(n)->fetch_add(1); }, &wakes);
+  }
+  std::atomic<bool> go{true};
+  std::atomic<std::uint64_t> accepted{0}, refused{0};
+  std::vector<std::thread> publishers;
+  for (int t = 0; t < 4; ++t) {
+    publishers.emplace_back([&] {
+      PayloadRef p = test::make_list_changed(Kind::ToolsListChanged);
+      for (int i = 0; i < 200000 && go.load(); ++i) {
+        if (hub.publish(p)) accepted.fetch_add(1);
+        else refused.fetch_add(1);
+      }
+    });
+  }
+  while (accepted.load() < 1000) std::this_thread::yield();
+  hub.close();
+  EXPECT_TRUE(hub.closed());
+  // From here no publish reaches a shard: the inboxes hold exactly what was accepted.
+  std::uint64_t queued = accepted.load();
+  int wakes_at_close = wakes.load();
+  for (auto& t : publishers) t.join();
+  EXPECT_EQ(accepted.load(), queued) << "a publish was accepted after close() returned";
+  EXPECT_EQ(wakes.load(), wakes_at_close) << "a shard was woken after close() returned";
+  EXPECT_FALSE(hub.publish(test::make_list_changed(Kind::ToolsListChanged)));
+  for (std::size_t i = 0; i < hub.shard_count(); ++i) {
+    while (hub.shard(i).drain()) {
+    }
+    EXPECT_EQ(hub.shard(i).stats().payloads.load(), queued);
+  }
+  go = false;
+}
+
+TEST(Hub, CloseFansOutWhatTheDebouncerHolds) {
+  Hub hub(1);
+  hub.set_debounce(std::chrono::hours(1));
+  PayloadRef first = test::make_update("file:///hot"), held = test::make_update("file:///hot");
+  ASSERT_TRUE(hub.publish(first));
+  ASSERT_TRUE(hub.publish(held));  // within the interval: held
+  Shard& shard = hub.shard(0);
+  while (shard.drain()) {
+  }
+  EXPECT_EQ(shard.stats().payloads.load(), 1u);
+  hub.close();  // does not wait an hour: the held update goes out now
+  while (shard.drain()) {
+  }
+  EXPECT_EQ(shard.stats().payloads.load(), 2u);
+  EXPECT_FALSE(hub.publish(first));
 }
 
 }  // namespace

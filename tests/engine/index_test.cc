@@ -30,6 +30,9 @@ std::vector<SubId> sorted(std::vector<SubId> v) {
 
 using Ids = std::vector<SubId>;
 
+// A tenant id as the tenant table would issue it (slot i, generation 1).
+constexpr TenantId T(std::uint32_t i) { return TenantId{i, 1}; }
+
 TEST(SubscriptionIndex, ExactUriMatch) {
   SubscriptionIndex idx;
   SubId a = idx.create();
@@ -86,22 +89,22 @@ TEST(SubscriptionIndex, SubscriptionMatchingThroughSeveralKeysIsReportedOnce) {
 TEST(SubscriptionIndex, TenantsAreIsolated) {
   SubscriptionIndex idx;
   SubId a = idx.create();
-  idx.add(a, 1, kUpdated, "file:///x");
-  idx.add(a, 1, kUpdated, "file:///p/");
-  idx.add(a, 1, Kind::ToolsListChanged, {});
+  idx.add(a, T(1), kUpdated, "file:///x");
+  idx.add(a, T(1), kUpdated, "file:///p/");
+  idx.add(a, T(1), Kind::ToolsListChanged, {});
   SubId b = idx.create();
-  idx.add(b, 2, kUpdated, "file:///x");
-  idx.add(b, 2, kUpdated, "file:///p/");
-  idx.add(b, 2, Kind::ToolsListChanged, {});
+  idx.add(b, T(2), kUpdated, "file:///x");
+  idx.add(b, T(2), kUpdated, "file:///p/");
+  idx.add(b, T(2), Kind::ToolsListChanged, {});
 
-  EXPECT_EQ(reported(idx, 1, kUpdated, "file:///x"), Ids{a});
-  EXPECT_EQ(reported(idx, 2, kUpdated, "file:///x"), Ids{b});
-  EXPECT_EQ(reported(idx, 1, kUpdated, "file:///p/q"), Ids{a});
-  EXPECT_EQ(reported(idx, 2, kUpdated, "file:///p/q"), Ids{b});
-  EXPECT_EQ(reported(idx, 1, Kind::ToolsListChanged, {}), Ids{a});
-  EXPECT_EQ(reported(idx, 2, Kind::ToolsListChanged, {}), Ids{b});
+  EXPECT_EQ(reported(idx, T(1), kUpdated, "file:///x"), Ids{a});
+  EXPECT_EQ(reported(idx, T(2), kUpdated, "file:///x"), Ids{b});
+  EXPECT_EQ(reported(idx, T(1), kUpdated, "file:///p/q"), Ids{a});
+  EXPECT_EQ(reported(idx, T(2), kUpdated, "file:///p/q"), Ids{b});
+  EXPECT_EQ(reported(idx, T(1), Kind::ToolsListChanged, {}), Ids{a});
+  EXPECT_EQ(reported(idx, T(2), Kind::ToolsListChanged, {}), Ids{b});
   EXPECT_TRUE(reported(idx, kDefaultTenant, kUpdated, "file:///x").empty());
-  EXPECT_TRUE(reported(idx, 3, Kind::ToolsListChanged, {}).empty());
+  EXPECT_TRUE(reported(idx, T(3), Kind::ToolsListChanged, {}).empty());
 }
 
 TEST(SubscriptionIndex, KindsAreIsolated) {
@@ -132,7 +135,7 @@ TEST(SubscriptionIndex, RemoveDropsSubscriptionAndFreesItsKeys) {
   idx.add(b, kDefaultTenant, kUpdated, "file:///shared");
   idx.add(a, kDefaultTenant, kUpdated, "file:///a/");
   idx.add(b, kDefaultTenant, Kind::ToolsListChanged, {});
-  idx.add(c, 7, kUpdated, "file:///c");
+  idx.add(c, T(7), kUpdated, "file:///c");
   EXPECT_EQ(idx.key_count(), 4u);
   EXPECT_EQ(idx.subscription_count(), 3u);
 
@@ -175,7 +178,7 @@ TEST(SubscriptionIndex, RemoveKeyDropsOneKeyOfALiveSubscription) {
 
   // Not held by a: no-op, even though b holds it or it exists under another tenant/kind.
   idx.remove_key(a, kDefaultTenant, kUpdated, "file:///shared");
-  idx.remove_key(a, 9, kUpdated, "file:///one");
+  idx.remove_key(a, T(9), kUpdated, "file:///one");
   idx.remove_key(a, kDefaultTenant, kUpdated, "file:///nowhere");
   EXPECT_EQ(reported(idx, kDefaultTenant, kUpdated, "file:///shared"), Ids{b});
   EXPECT_EQ(reported(idx, kDefaultTenant, kUpdated, "file:///one"), Ids{a});
@@ -190,26 +193,36 @@ TEST(SubscriptionIndex, RemoveKeyDropsOneKeyOfALiveSubscription) {
   EXPECT_EQ(idx.subscription_count(), 1u);  // a lives on with no keys
 }
 
-TEST(SubscriptionIndex, IdsAreDenseAndReused) {
+TEST(SubscriptionIndex, SlotsAreDenseAndReusedWithANewGeneration) {
   SubscriptionIndex idx;
   SubId a = idx.create();
   SubId b = idx.create();
   SubId c = idx.create();
-  EXPECT_EQ((std::set<SubId>{a, b, c}), (std::set<SubId>{0, 1, 2}));
+  EXPECT_EQ((std::set<std::uint32_t>{a.index, b.index, c.index}), (std::set<std::uint32_t>{0, 1, 2}));
 
   idx.add(b, kDefaultTenant, kUpdated, "file:///old");
   idx.remove(b);
+  EXPECT_FALSE(idx.contains(b));
   SubId b2 = idx.create();
-  EXPECT_EQ(b2, b);
-  // The reused id starts with no keys.
+  EXPECT_EQ(b2.index, b.index);
+  EXPECT_NE(b2, b) << "a reused slot must come with a new generation";
+  // The reused slot starts with no keys.
   EXPECT_TRUE(reported(idx, kDefaultTenant, kUpdated, "file:///old").empty());
   EXPECT_EQ(idx.key_count(), 0u);
+  // The stale id names nothing: using it leaves the slot's new subscription alone.
+  idx.add(b, kDefaultTenant, kUpdated, "file:///stale");
+  EXPECT_TRUE(reported(idx, kDefaultTenant, kUpdated, "file:///stale").empty());
+  idx.add(b2, kDefaultTenant, kUpdated, "file:///new");
+  idx.remove_key(b, kDefaultTenant, kUpdated, "file:///new");
+  idx.remove(b);
+  EXPECT_TRUE(idx.contains(b2));
+  EXPECT_EQ(reported(idx, kDefaultTenant, kUpdated, "file:///new"), Ids{b2});
 
   idx.remove(a);
   idx.remove(c);
-  std::set<SubId> again{idx.create(), idx.create()};
-  EXPECT_EQ(again, (std::set<SubId>{a, c}));
-  EXPECT_EQ(idx.create(), 3u);
+  std::set<std::uint32_t> again{idx.create().index, idx.create().index};
+  EXPECT_EQ(again, (std::set<std::uint32_t>{a.index, c.index}));
+  EXPECT_EQ(idx.create().index, 3u);
   EXPECT_EQ(idx.subscription_count(), 4u);
 }
 
@@ -218,9 +231,9 @@ TEST(SubscriptionIndex, IdsAreDenseAndReused) {
 struct Model {
   using Key = std::tuple<TenantId, Kind, std::string>;
   std::map<SubId, std::set<Key>> live;
-  std::set<SubId> freed;
+  std::set<std::uint32_t> freed;  // slots
   std::map<Key, int> key_refs;
-  SubId next_dense = 0;
+  std::uint32_t next_dense = 0;
 
   static bool key_matches(const Key& k, TenantId t, Kind kind, std::string_view v) {
     const auto& [kt, kk, ku] = k;
@@ -268,16 +281,16 @@ TEST(SubscriptionIndex, RandomChurnAgreesWithNaiveModel) {
       SubId id = idx.create();
       ASSERT_EQ(model.live.count(id), 0u) << "op " << op << ": create returned a live id";
       if (!model.freed.empty()) {
-        ASSERT_EQ(model.freed.count(id), 1u) << "op " << op << ": a freed id should be reused";
-        model.freed.erase(id);
+        ASSERT_EQ(model.freed.count(id.index), 1u) << "op " << op << ": a freed slot should be reused";
+        model.freed.erase(id.index);
       } else {
-        ASSERT_EQ(id, model.next_dense) << "op " << op;
+        ASSERT_EQ(id.index, model.next_dense) << "op " << op;
         ++model.next_dense;
       }
       model.live[id];
     } else if (roll < 65) {
       auto it = std::next(model.live.begin(), static_cast<std::ptrdiff_t>(pick(model.live.size())));
-      auto tenant = static_cast<TenantId>(pick(3));
+      auto tenant = T(static_cast<std::uint32_t>(pick(3)));
       Kind kind = kinds[pick(std::size(kinds))];
       std::string uri = kind == Kind::ResourceUpdated ? sub_uris[pick(sub_uris.size())] : std::string();
       idx.add(it->first, tenant, kind, uri);
@@ -290,7 +303,7 @@ TEST(SubscriptionIndex, RandomChurnAgreesWithNaiveModel) {
         key = *std::next(it->second.begin(), static_cast<std::ptrdiff_t>(pick(it->second.size())));
       } else {
         Kind kind = kinds[pick(std::size(kinds))];
-        key = {static_cast<TenantId>(pick(3)), kind,
+        key = {T(static_cast<std::uint32_t>(pick(3))), kind,
                kind == Kind::ResourceUpdated ? sub_uris[pick(sub_uris.size())] : std::string()};
       }
       idx.remove_key(it->first, std::get<0>(key), std::get<1>(key), std::get<2>(key));
@@ -301,10 +314,10 @@ TEST(SubscriptionIndex, RandomChurnAgreesWithNaiveModel) {
       for (const auto& k : it->second) {
         if (--model.key_refs[k] == 0) model.key_refs.erase(k);
       }
-      model.freed.insert(it->first);
+      model.freed.insert(it->first.index);
       model.live.erase(it);
     } else {
-      auto tenant = static_cast<TenantId>(pick(3));
+      auto tenant = T(static_cast<std::uint32_t>(pick(3)));
       Kind kind = kinds[pick(std::size(kinds))];
       const std::string& uri = event_uris[pick(event_uris.size())];
       std::vector<SubId> got = reported(idx, tenant, kind, uri);

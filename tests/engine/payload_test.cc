@@ -42,7 +42,7 @@ struct Sample {
   std::string raw_uri = test::quoted(uri);
   NotificationParts parts;
   Sample() {
-    parts.tenant = 3;
+    parts.tenant = TenantId{3, 5};
     parts.kind = Kind::ResourceUpdated;
     parts.uri = uri;
     parts.params = {{"uri", raw_uri},
@@ -62,7 +62,7 @@ TEST_P(PayloadRoundTrip, ParsesBackWithEveryMemberInPlace) {
   PayloadRef p = encode_notification(s.parts);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->kind(), Kind::ResourceUpdated);
-  EXPECT_EQ(p->tenant(), 3u);
+  EXPECT_EQ(p->tenant(), (TenantId{3, 5}));
   EXPECT_EQ(p->uri(), s.uri);
 
   std::string frame = assemble(*p, framing, id);

@@ -2,6 +2,8 @@
 #include "mcpfan/publish_decoder.h"
 
 #include <gtest/gtest.h>
+
+#include <random>
 #include <simdjson.h>
 
 #include <string>
@@ -34,7 +36,12 @@ std::size_t count(std::string_view hay, std::string_view needle) {
 
 class PublishDecoderTest : public ::testing::Test {
  protected:
-  TenantRegistry tenants;
+  // Publishing only looks tenants up: the ones these tests name have clients (a reference).
+  PublishDecoderTest() {
+    for (const char* name : {"acme", "beta"}) held.emplace_back(tenants, *tenants.acquire(name));
+  }
+  TenantTable tenants;
+  std::vector<TenantRef> held;
   PublishDecoder decoder;
   simdjson::dom::parser parser;
 };
@@ -44,8 +51,8 @@ TEST_F(PublishDecoderTest, SingleObjectWithMetaFromTheDesignExample) {
       "params": {"uri": "file:///project/config.json", "_meta": {"origin/rev": 42}}})",
                           tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  ASSERT_EQ(r.value().size(), 1u);
-  const PayloadRef& p = r.value()[0];
+  ASSERT_EQ(r.value().payloads.size(), 1u);
+  const PayloadRef& p = r.value().payloads[0];
   EXPECT_EQ(p->kind(), Kind::ResourceUpdated);
   EXPECT_EQ(p->uri(), "file:///project/config.json");
   EXPECT_EQ(tenants.name(p->tenant()), "acme");
@@ -66,7 +73,7 @@ TEST_F(PublishDecoderTest, ArrayKeepsOrderKindsAndTenants) {
     ])",
                           tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  auto& v = r.value();
+  auto& v = r.value().payloads;
   ASSERT_EQ(v.size(), 4u);
   EXPECT_EQ(v[0]->kind(), Kind::ToolsListChanged);
   EXPECT_EQ(tenants.name(v[0]->tenant()), "acme");
@@ -82,14 +89,14 @@ TEST_F(PublishDecoderTest, ArrayKeepsOrderKindsAndTenants) {
 }
 
 TEST_F(PublishDecoderTest, ForcedTenantAppliesAndMustAgree) {
-  TenantId acme = tenants.intern("acme");
-  auto r = decoder.decode(R"({"method":"notifications/tools/list_changed"})", tenants, acme);
+  TenantId acme = *tenants.find("acme");
+  auto r = decoder.decode(R"({"method":"notifications/tools/list_changed"})", tenants, "acme");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.value()[0]->tenant(), acme);
-  auto same = decoder.decode(R"({"tenant":"acme","method":"notifications/tools/list_changed"})", tenants, acme);
+  EXPECT_EQ(r.value().payloads[0]->tenant(), acme);
+  auto same = decoder.decode(R"({"tenant":"acme","method":"notifications/tools/list_changed"})", tenants, "acme");
   ASSERT_TRUE(same.ok());
-  EXPECT_EQ(same.value()[0]->tenant(), acme);
-  auto other = decoder.decode(R"({"tenant":"other","method":"notifications/tools/list_changed"})", tenants, acme);
+  EXPECT_EQ(same.value().payloads[0]->tenant(), acme);
+  auto other = decoder.decode(R"({"tenant":"other","method":"notifications/tools/list_changed"})", tenants, "acme");
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message.find("other"), std::string::npos) << other.error().message;
 }
@@ -100,7 +107,7 @@ TEST_F(PublishDecoderTest, MetaPassesThroughButPublisherSubscriptionIdIsDropped)
                "io.modelcontextprotocol\/subscriptionId":99,"x\"y":"z"},"extra":"kept"}})",
                           tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  std::string json = json_for(r.value()[0]);
+  std::string json = json_for(r.value().payloads[0]);
   EXPECT_EQ(count(json, "subscriptionId"), 1u) << json;
   EXPECT_EQ(json.find("forged"), std::string::npos) << json;
   auto doc = parse(parser, json);
@@ -120,20 +127,20 @@ TEST_F(PublishDecoderTest, WhitespaceAndNewlinesInsideParamsAreMinifiedAway) {
                           "    \"_meta\" : { \"m\" : [ true ,\n false ] }\n  }\n}\n",
                           tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  std::string json = json_for(r.value()[0]);
+  std::string json = json_for(r.value().payloads[0]);
   EXPECT_NE(json.find(R"("list":[1,2,3])"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("obj":{"k":"v  w\n","e":{}})"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("m":[true,false])"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("uri":"file:///a b")"), std::string::npos) << json;
-  EXPECT_EQ(r.value()[0]->uri(), "file:///a b");
+  EXPECT_EQ(r.value().payloads[0]->uri(), "file:///a b");
   parse(parser, json);
 }
 
 TEST_F(PublishDecoderTest, EscapedUriIsUnescapedForMatchingAndPassedVerbatim) {
   auto r = decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"file:///x\u0020y\/z"}})", tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r.value()[0]->uri(), "file:///x y/z");
-  EXPECT_EQ(parse(parser, json_for(r.value()[0]))["params"]["uri"].get_string().value(), "file:///x y/z");
+  EXPECT_EQ(r.value().payloads[0]->uri(), "file:///x y/z");
+  EXPECT_EQ(parse(parser, json_for(r.value().payloads[0]))["params"]["uri"].get_string().value(), "file:///x y/z");
 }
 
 TEST_F(PublishDecoderTest, LimitsAreInclusive) {
@@ -150,7 +157,7 @@ TEST_F(PublishDecoderTest, LimitsAreInclusive) {
   const std::string n = R"({"method":"notifications/tools/list_changed"})";
   auto two = small.decode("[" + n + "," + n + "]", tenants);
   ASSERT_TRUE(two.ok());
-  EXPECT_EQ(two.value().size(), 2u);
+  EXPECT_EQ(two.value().payloads.size(), 2u);
   auto three = small.decode("[" + n + "," + n + "," + n + "]", tenants);
   ASSERT_FALSE(three.ok());
   EXPECT_NE(three.error().message.find("more than 2"), std::string::npos) << three.error().message;
@@ -169,7 +176,7 @@ class PublishDecoderRejects : public ::testing::TestWithParam<BadBody> {};
 
 TEST_P(PublishDecoderRejects, WithAMessageNamingTheProblem) {
   const BadBody& b = GetParam();
-  TenantRegistry tenants;
+  TenantTable tenants;
   PublishDecoder decoder;
   auto r = decoder.decode(b.body, tenants);
   ASSERT_FALSE(r.ok()) << "accepted: " << b.body;
@@ -229,7 +236,8 @@ TEST_F(PublishDecoderTest, EmptyArrayPublishesNothing) {
   for (const char* body : {"[]", " [ \n ] "}) {
     auto r = decoder.decode(body, tenants);
     ASSERT_TRUE(r.ok()) << body << ": " << r.error().message;
-    EXPECT_TRUE(r.value().empty()) << body;
+    EXPECT_TRUE(r.value().payloads.empty()) << body;
+    EXPECT_EQ(r.value().accepted, 0u) << body;
   }
 }
 
@@ -251,10 +259,10 @@ TEST_F(PublishDecoderTest, ReuseWithAShorterBodySeesNoStaleBytes) {
   ASSERT_TRUE(r1.ok()) << r1.error().message;
   auto r2 = decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"a:b"}})", tenants);
   ASSERT_TRUE(r2.ok()) << r2.error().message;
-  EXPECT_EQ(r2.value()[0]->uri(), "a:b");
+  EXPECT_EQ(r2.value().payloads[0]->uri(), "a:b");
   // The first result's payloads own their bytes: still intact after the decoder moved on.
-  EXPECT_EQ(r1.value()[0]->uri().size(), std::string("file:///long/").size() + 3000);
-  auto doc = parse(parser, json_for(r1.value()[0]));
+  EXPECT_EQ(r1.value().payloads[0]->uri().size(), std::string("file:///long/").size() + 3000);
+  auto doc = parse(parser, json_for(r1.value().payloads[0]));
   EXPECT_EQ(doc["params"]["pad"].get_string().value().size(), 3000u);
   auto truncated = decoder.decode(R"({"method":"notifications/resources/updated")", tenants);
   EXPECT_FALSE(truncated.ok());
@@ -268,7 +276,7 @@ namespace {
 
 class PublishDecoderFuzzFindings : public ::testing::Test {
  protected:
-  TenantRegistry tenants;
+  TenantTable tenants;
   PublishDecoder decoder;
 };
 
@@ -285,12 +293,45 @@ TEST_F(PublishDecoderFuzzFindings, TokensSplitByWhitespaceAreAParseError) {
 }
 
 TEST_F(PublishDecoderFuzzFindings, ABoundPublisherCannotGrowTheTenantTable) {
-  TenantId acme = tenants.intern("acme");
+  TenantRef acme(tenants, *tenants.acquire("acme"));
   std::size_t before = tenants.size();
-  auto r = decoder.decode(R"({"tenant":"someone-else","method":"notifications/tools/list_changed"})", tenants, acme);
+  auto r = decoder.decode(R"({"tenant":"someone-else","method":"notifications/tools/list_changed"})", tenants, "acme");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, rpc_code::kForbidden);
   EXPECT_EQ(tenants.size(), before);
+}
+
+// Issue 9, item 1: a publish interned the tenant of each element as soon as it validated,
+// even when a later element rejected the body, and the table never shrank: 2,100 rejected
+// bodies of five fresh tenants each filled a 10,000-tenant table for good. Publishing now
+// only looks tenants up, so neither valid nor invalid bodies create entries.
+TEST_F(PublishDecoderFuzzFindings, PublishesNeverCreateTenants) {
+  std::mt19937 rng(9);
+  for (int i = 0; i < 100000; ++i) {
+    std::string name = "t" + std::to_string(rng());
+    std::string body = i % 2 ? R"({"tenant":")" + name + R"(","method":"notifications/tools/list_changed"})"
+                             : R"([{"tenant":")" + name + R"(","method":"notifications/tools/list_changed"},{"method":"bad"}])";
+    auto r = decoder.decode(body, tenants);
+    ASSERT_EQ(r.ok(), i % 2 == 1) << body;
+    if (r.ok()) {
+      EXPECT_EQ(r.value().accepted, 1u);
+      EXPECT_TRUE(r.value().payloads.empty()) << "nobody listens to " << name << ": nothing to encode";
+    }
+  }
+  EXPECT_EQ(tenants.size(), 1u) << "only the default tenant";
+}
+
+TEST_F(PublishDecoderFuzzFindings, ATenantWithClientsGetsItsPayloadsOthersAreCountedOnly) {
+  TenantRef acme(tenants, *tenants.acquire("acme"));
+  auto r = decoder.decode(R"([{"tenant":"acme","method":"notifications/tools/list_changed"},
+                              {"tenant":"nobody","method":"notifications/tools/list_changed"},
+                              {"method":"notifications/prompts/list_changed"}])",
+                          tenants);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().accepted, 3u);
+  ASSERT_EQ(r.value().payloads.size(), 2u);
+  EXPECT_EQ(r.value().payloads[0]->tenant(), acme.id());
+  EXPECT_EQ(r.value().payloads[1]->tenant(), kDefaultTenant);
 }
 
 }  // namespace

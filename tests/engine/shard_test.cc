@@ -65,11 +65,11 @@ TEST(Shard, FanOutWritesExactBytesPerSubscriber) {
   d.open(kSse);
 
   SubId a1 = shard.subscribe(a.id, kinds(kTools, {"file:///x"}), R"("a1")");
-  shard.send(a.id, "ACK-A\n\n");
+  EXPECT_EQ(SendStatus::Ok, shard.send(a.id, "ACK-A\n\n"));
   SubId b7 = shard.subscribe(b.id, uris({"file:///dir/"}), "7");
   SubId b8 = shard.subscribe(b.id, uris({"file:///x"}), "8");
   SubId c1 = shard.subscribe(c.id, kinds(kTools | kPrompts, {"file:///dir/y"}), R"("c")");
-  SubId d1 = shard.subscribe(d.id, kinds(kTools, {"file:///x"}, /*tenant=*/1), R"("d")");
+  SubId d1 = shard.subscribe(d.id, kinds(kTools, {"file:///x"}, /*tenant=*/TenantId{1, 1}), R"("d")");
   (void)a1, (void)c1, (void)d1;
   EXPECT_EQ(shard.subscription_count(), 5u);
   EXPECT_EQ(shard.stream_count(), 4u);
@@ -102,7 +102,7 @@ TEST(Shard, FanOutWritesExactBytesPerSubscriber) {
   EXPECT_EQ(shard.stats().writes.load(), 3u);
 
   // The other tenant's event reaches only d.
-  shard.post(make_update("file:///x", 1));
+  shard.post(make_update("file:///x", TenantId{1, 1}));
   pump(shard);
   EXPECT_EQ(d.bytes, update_frame(kSse, R"("d")", "file:///x"));
   EXPECT_EQ(a.write_calls, 1);
@@ -140,7 +140,7 @@ TEST(Shard, ControlBytesSentBeforeDrainPrecedeEarlierPublishedNotifications) {
   RecordingSink s(shard);
   s.open(kSse);
   (void)shard.subscribe(s.id, uris({"file:///early"}), R"("L")");
-  shard.send(s.id, "ACK\n\n");
+  EXPECT_EQ(SendStatus::Ok, shard.send(s.id, "ACK\n\n"));
   pump(shard);
   EXPECT_EQ(s.bytes, "ACK\n\n" + update_frame(kSse, R"("L")", "file:///early"));
 }
@@ -171,7 +171,7 @@ TEST(Shard, LineFramingWritesOneJsonLinePerMessage) {
   RecordingSink s(shard);
   s.open(kLine);
   (void)shard.subscribe(s.id, kinds(kPrompts, {"mem://a"}), R"("stdio:1")");
-  shard.send(s.id, "{\"ack\":1}\n");
+  EXPECT_EQ(SendStatus::Ok, shard.send(s.id, "{\"ack\":1}\n"));
   shard.post(make_update("mem://a", kDefaultTenant, {{"rev", "3"}}));
   shard.post(make_list_changed(Kind::PromptsListChanged));
   pump(shard);
@@ -264,17 +264,17 @@ TEST(Shard, TasksRunOnTheLoopInOrderWithPayloads) {
   RecordingSink s(shard);
   s.open(kLine);
   SubId first = shard.subscribe(s.id, uris({"file:///x"}), "1");
-  SubId second = 0;
+  SubId second{};
   shard.post(make_update("file:///y"));  // before the task: nobody wants y yet
   shard.post_task([&] { second = shard.subscribe(s.id, uris({"file:///y"}), "2"); });
   shard.post(make_update("file:///y"));
-  shard.post_task([&] { shard.send(s.id, "T\n"); });
+  shard.post_task([&] { (void)shard.send(s.id, "T\n"); });
   shard.post(make_update("file:///x"));
   shard.post_task([&] { shard.unsubscribe(first); });
   shard.post(make_update("file:///x"));  // after the unsubscribe: dropped
   int ran = 0;
   // A task posted from another thread after these (join = happens-before) runs after them.
-  std::thread([&] { shard.post_task([&] { ++ran; shard.send(s.id, "U\n"); }); }).join();
+  std::thread([&] { shard.post_task([&] { ++ran; (void)shard.send(s.id, "U\n"); }); }).join();
   shard.post(make_update("file:///y"));
   pump(shard);
   EXPECT_EQ(ran, 1);
@@ -306,7 +306,7 @@ TEST(Shard, NewerPayloadsWaitForWriteDoneThenGoOutInOneBatch) {
   // While that batch is outstanding, newer payloads queue.
   shard.post(make_update("file:///g/4"));
   shard.drain();
-  shard.send(s.id, "X");  // queued in order with the notifications already matched
+  EXPECT_EQ(SendStatus::Ok, shard.send(s.id, "X"));  // queued in order with the notifications already matched
   shard.post(make_update("file:///g/5"));
   pump(shard);
   EXPECT_EQ(s.write_calls, 1);
@@ -350,8 +350,8 @@ TEST(Shard, SameEventWhileWritingCoalescesKeepingPublishOrder) {
   EXPECT_EQ(shard.pending_bytes(s.id), 2 * one);
 
   // Control bytes never coalesce; different kinds with the same (empty) uri do not either.
-  shard.send(s.id, "K");
-  shard.send(s.id, "K");
+  EXPECT_EQ(SendStatus::Ok, shard.send(s.id, "K"));
+  EXPECT_EQ(SendStatus::Ok, shard.send(s.id, "K"));
   shard.post(make_list_changed(Kind::ToolsListChanged));
   shard.post(make_list_changed(Kind::PromptsListChanged));
   pump(shard);
@@ -525,10 +525,11 @@ TEST(Shard, UnsubscribeAndCloseStreamFreeSubscriptions) {
   EXPECT_EQ(shard.stats().deliveries.load(), 0u);
   EXPECT_EQ(s.write_calls + t.write_calls, 0);
 
-  // Stream ids are reused and start clean.
+  // Stream slots are reused, with a new generation, and start clean.
   RecordingSink u(shard);
   u.open(kSse);
-  EXPECT_TRUE(u.id == s.id || u.id == t.id);
+  EXPECT_TRUE(u.id.index == s.id.index || u.id.index == t.id.index);
+  EXPECT_TRUE(u.id != s.id && u.id != t.id);
   (void)shard.subscribe(u.id, uris({"file:///x"}), "5");
   shard.post(make_update("file:///x"));
   pump(shard);

@@ -78,7 +78,7 @@ class RecordingSink final : public StreamSink {
   [[nodiscard]] std::size_t inflight() const noexcept { return inflight_.size(); }
   [[nodiscard]] bool is_open() const noexcept { return open_; }
 
-  StreamId id = 0;
+  StreamId id{};
   std::string bytes;                    // everything completed, in write order
   std::vector<std::string> writes;      // one entry per completed batch
   std::vector<std::size_t> buf_counts;  // bufs.size() of each batch, framing slot included

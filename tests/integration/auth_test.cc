@@ -179,6 +179,10 @@ TEST(Auth, PublishersNeedAKeyBoundToTheirTenant) {
 TEST(Auth, PublishRateLimitAnswers429PerKey) {
   AuthServer s({"--publish-rate", "0.5", "--publish-burst", "3"});
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
+  // A client of acme: the tenant exists (publishing alone creates no tenant), so the hit is
+  // also counted against it.
+  SseStream listener;
+  ASSERT_TRUE(OpenAuthedListen(listener, s.port(), Hs256Token(kSecret, "acme"), "1", R"({"toolsListChanged":true})"));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(PublishAs(s.port(), kAcmeKey, UpdatedSeq("file:///r", i))) << i;
   auto r = Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}, Bearer(kAcmeKey)},
                                             UpdatedSeq("file:///r", 4)));
@@ -246,8 +250,9 @@ TEST(Auth, PerTenantConnectionAndSubscriptionCeilings) {
   std::string acme = Hs256Token(kSecret, "acme");
   auto too_many = McpCall(s.port(), ListenRequest("1", R"({"resourceSubscriptions":["a:1","a:2","a:3"]})", {Bearer(acme)}));
   EXPECT_TRUE(IsRpcError(too_many, 429, -32032, "1", {"subscriptions"}));
-  // That connection's slot is given back when the server sees it close.
-  ASSERT_TRUE(PollMetricEq(s.port(), "mcpfan_tenant_connections{tenant=\"acme\"}", 0));
+  // That connection's slot is given back when the server sees it close, and with it acme's
+  // last reference: the tenant entry is reclaimed (only "default" is left).
+  ASSERT_TRUE(PollMetricEq(s.port(), "mcpfan_tenants", 1));
   SseStream held;
   ASSERT_TRUE(OpenAuthedListen(held, s.port(), acme, "2", R"({"resourceSubscriptions":["a:1"]})"));
   auto second_conn = McpCall(s.port(), ListenRequest("3", R"({"toolsListChanged":true})", {Bearer(acme)}));

@@ -167,10 +167,15 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
                server.config().workers, static_cast<int>(getpid()));
   std::fflush(stderr);
-  if (stdio) server.attach_stdio(STDIN_FILENO, STDOUT_FILENO, /*exit_on_eof=*/true);
+  if (stdio) {
+    if (auto attached = server.attach_stdio(STDIN_FILENO, STDOUT_FILENO, /*exit_on_eof=*/true); !attached) {
+      std::fprintf(stderr, "mcpfan: --stdio: %s\n", attached.error().message.c_str());
+      return 1;
+    }
+  }
 
   uv_run(loop, UV_RUN_DEFAULT);
-  server.stop();
+  if (auto stopped = server.stop(); !stopped) std::fprintf(stderr, "mcpfan: %s\n", stopped.error().message.c_str());
   const char* why = caught == SIGINT ? "signal=SIGINT" : caught == SIGTERM ? "signal=SIGTERM" : "stdin closed";
   std::fprintf(stderr, "mcpfan: stopped (%s)\n", why);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);

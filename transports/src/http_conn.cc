@@ -300,7 +300,13 @@ void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ac
   start_sse();
   listen_id_ = std::move(id);
   Shard& shard = w_.shard();
-  shard.send(stream_, std::move(ack_event));  // first on the stream: nothing is drained before it
+  // First on the stream: nothing is drained before it. An ack past the pending-bytes bound
+  // (thousands of long URIs echoed back) ends the stream before it starts.
+  if (shard.send(stream_, std::move(ack_event)) != SendStatus::Ok) {
+    stream_open_ = false;
+    close();
+    return;
+  }
   (void)shard.subscribe(stream_, filter, listen_id_);
 }
 
@@ -316,12 +322,13 @@ void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
   session_ = std::move(session);
 }
 
-std::optional<Limit> HttpConn::bind_tenant(TenantId tenant) {
-  if (tenant == conn_tenant_) return std::nullopt;
+std::optional<Limit> HttpConn::bind_tenant(TenantId tenant, TenantRef ref) {
+  if (tenant == conn_tenant_) return std::nullopt;  // `ref` goes: the connection holds one already
   Limits& limits = w_.limits();
   if (!limits.acquire(tenant, Resource::Connections)) return limits.refusal(tenant, Resource::Connections);
   if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
   conn_tenant_ = tenant;
+  conn_tenant_ref_ = std::move(ref);  // the old tenant's reference goes after its usage
   return std::nullopt;
 }
 
@@ -338,6 +345,7 @@ void HttpConn::release_usage() {
     limits.release(stream_tenant_, Resource::Subscriptions, stream_subs_);
   }
   conn_tenant_ = stream_tenant_ = Limits::kNoTenant;
+  conn_tenant_ref_.reset();  // last: a tenant entry is reclaimed only once its usage is back to zero
 }
 
 bool HttpConn::peer_is_loopback() {
@@ -369,7 +377,10 @@ void HttpConn::release_session() {
 void HttpConn::end_listen() {
   if (!stream_open_ || ending_) return;
   ending_ = true;
-  w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_)));
+  if (w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_))) != SendStatus::Ok) {
+    stream_open_ = false;  // over the bound: the shard closed the stream, no final result
+    close();
+  }
 }
 
 void HttpConn::begin_shutdown() {

@@ -51,9 +51,10 @@ class HttpConn final : public Conn, public StreamSink {
   void begin_session_stream(std::shared_ptr<Session> session);
   /**
    * Counts this connection against `tenant`'s connection ceiling (moving it from the tenant
-   * it was counted for). Returns the limit that refused it, or nullopt.
+   * it was counted for), keeping `ref` (a reference on that tenant, or none for the default
+   * tenant) for as long as it stays bound. Returns the limit that refused it, or nullopt.
    */
-  [[nodiscard]] std::optional<Limit> bind_tenant(TenantId tenant);
+  [[nodiscard]] std::optional<Limit> bind_tenant(TenantId tenant, TenantRef ref);
   /** The listen about to begin holds one stream and `subscriptions` of `tenant` until it closes. */
   void hold_stream_usage(TenantId tenant, std::int64_t subscriptions);
   [[nodiscard]] bool peer_is_loopback();
@@ -112,13 +113,14 @@ class HttpConn final : public Conn, public StreamSink {
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
   TenantId conn_tenant_ = Limits::kNoTenant;    // counted against this tenant's connections
+  TenantRef conn_tenant_ref_;                   // keeps conn_tenant_'s entry alive
   TenantId stream_tenant_ = Limits::kNoTenant;  // the listen's stream and subscriptions are counted here
   std::int64_t stream_subs_ = 0;
   std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
   std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
   int reject_status_ = 0;
   std::string reject_message_;
-  StreamId stream_ = 0;
+  StreamId stream_{};
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
   std::string field_, value_;

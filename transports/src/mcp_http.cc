@@ -149,6 +149,7 @@ std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::str
   Worker& w = c.worker();
   ServerState& st = w.state();
   Caller caller;
+  TenantRef ref;  // none for the default tenant, which is never reclaimed
   if (st.client_auth.enabled()) {
     AuthResult res = st.client_auth.verify_bearer(req.authorization, static_cast<std::int64_t>(std::time(nullptr)));
     if (auto* e = std::get_if<AuthError>(&res)) {
@@ -162,9 +163,17 @@ std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::str
       return std::nullopt;
     }
     caller.identity = std::move(std::get<ClientIdentity>(res));
-    caller.tenant = w.hub().tenants().intern(caller.identity->tenant);
+    // Only an authenticated client creates a tenant entry; the connection keeps it alive.
+    std::optional<TenantId> t = w.hub().tenants().acquire(caller.identity->tenant);
+    if (!t) {
+      w.limits().hit(Limit::Tenants);
+      respond_limited(c, id, Limit::Tenants, Limits::kNoTenant);
+      return std::nullopt;
+    }
+    caller.tenant = *t;
+    ref = TenantRef(w.hub().tenants(), *t);
   }
-  if (auto refused = c.bind_tenant(caller.tenant)) {
+  if (auto refused = c.bind_tenant(caller.tenant, std::move(ref))) {
     respond_limited(c, id, *refused, caller.tenant);
     return std::nullopt;
   }
@@ -304,6 +313,10 @@ void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
   std::string_view version = negotiate_2025(r.init_version);
   auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()));
   s->limits = &w.limits();  // the session now holds that stream, until it is destroyed
+  // ... and its own reference on the tenant: a session outlives the connection that made it.
+  if (caller.tenant != kDefaultTenant && w.hub().tenants().retain(caller.tenant)) {
+    s->tenant_ref = TenantRef(w.hub().tenants(), caller.tenant);
+  }
   respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + s->id + "\r\n");
 }
 
@@ -454,7 +467,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     return;
   }
   ServerState& st = w.state();
-  std::optional<TenantId> forced;
+  std::optional<std::string> forced;  // the tenant a bound key publishes to
   std::size_t bucket = 0;
   if (st.publisher_keys.enabled()) {
     auto grant = st.publisher_keys.lookup_bearer(req.authorization);
@@ -469,23 +482,26 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       return;
     }
     bucket = grant->key_index;
-    if (!grant->any_tenant) forced = w.hub().tenants().intern(grant->tenant);
+    if (!grant->any_tenant) forced = grant->tenant;
   }
-  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(), forced);
+  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(),
+                                            forced ? std::optional<std::string_view>(*forced) : std::nullopt);
   if (!decoded) {
     bool forbidden = decoded.error().code == rpc_code::kForbidden;
     if (forbidden) st.auth_counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
     c.respond(forbidden ? 403 : 400, "application/json", json_error_body(decoded.error().message));
     return;
   }
-  std::vector<PayloadRef>& payloads = decoded.value();
-  if (st.publish_rate.enabled() && !payloads.empty()) {
+  std::vector<PayloadRef>& payloads = decoded.value().payloads;
+  const std::size_t accepted = decoded.value().accepted;
+  if (st.publish_rate.enabled() && accepted > 0) {
     auto now_ns = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-    if (auto wait = st.publish_rate.take(bucket, static_cast<double>(payloads.size()), now_ns)) {
-      w.limits().hit(Limit::PublishRate, forced.value_or(Limits::kNoTenant));
+    if (auto wait = st.publish_rate.take(bucket, static_cast<double>(accepted), now_ns)) {
+      std::optional<TenantId> tenant = forced ? w.hub().tenants().find(*forced) : std::nullopt;
+      w.limits().hit(Limit::PublishRate, tenant.value_or(Limits::kNoTenant));
       std::string msg = std::isinf(*wait)
-                            ? "a publish of " + std::to_string(payloads.size()) + " notifications exceeds the burst of " +
+                            ? "a publish of " + std::to_string(accepted) + " notifications exceeds the burst of " +
                                   std::to_string(static_cast<long long>(st.publish_rate.burst()))
                             : "publish rate limit exceeded; retry in " + std::to_string(*wait) + " s";
       long long retry = std::isinf(*wait) ? 1 : std::max(1LL, static_cast<long long>(std::ceil(*wait)));
@@ -493,8 +509,12 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       return;
     }
   }
-  w.hub().publish(payloads);
-  c.respond(202, "application/json", R"({"accepted":)" + std::to_string(payloads.size()) + "}");
+  if (!w.hub().publish(payloads)) {
+    c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
+    return;
+  }
+  w.hub().count_no_audience(accepted - payloads.size());
+  c.respond(202, "application/json", R"({"accepted":)" + std::to_string(accepted) + "}");
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ struct Server::Impl {
   std::unique_ptr<Hub>& hub;
   detail::SessionRegistry& sessions;
   std::vector<std::unique_ptr<Worker>> workers;
-  bool started = false;
+  std::atomic<bool> started{false};  // read by attach_stdio() on any thread
   bool stopped = false;
   std::atomic<unsigned> next_worker{0};
 
@@ -119,8 +119,9 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 std::string Server::Impl::metrics_text() {
   long long conns = 0, requests = 0, errors = 0;
-  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0;
+  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0, exceptions = 0;
   for (const auto& w : workers) {
+    exceptions += static_cast<long long>(w->stats().callback_exceptions.load(std::memory_order_relaxed));
     conns += w->stats().connections.load(std::memory_order_relaxed);
     requests += static_cast<long long>(w->stats().http_requests.load(std::memory_order_relaxed));
     errors += static_cast<long long>(w->stats().http_errors.load(std::memory_order_relaxed));
@@ -133,6 +134,7 @@ std::string Server::Impl::metrics_text() {
     coalesced += static_cast<long long>(s.coalesced.load(std::memory_order_relaxed));
     slow += static_cast<long long>(s.slow_closes.load(std::memory_order_relaxed));
     writes += static_cast<long long>(s.writes.load(std::memory_order_relaxed));
+    exceptions += static_cast<long long>(s.exceptions.load(std::memory_order_relaxed));
   }
   std::string out;
   metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", conns);
@@ -140,6 +142,9 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", subs);
   metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.",
          static_cast<long long>(hub->published()));
+  metric(out, "mcpfan_published_no_audience_total", "counter",
+         "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out.",
+         static_cast<long long>(hub->no_audience()));
   metric(out, "mcpfan_deliveries_total", "counter", "Notifications queued to streams.", deliveries);
   metric(out, "mcpfan_coalesced_total", "counter", "Unwritten notifications replaced by a newer one for the same (method, uri).", coalesced);
   metric(out, "mcpfan_slow_consumer_closes_total", "counter", "Streams closed for exceeding the pending-bytes bound.", slow);
@@ -155,6 +160,9 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
          d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+  metric(out, "mcpfan_callback_exceptions_total", "counter",
+         "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
+         exceptions);
   metric_header(out, "mcpfan_limit_hits_total", "counter",
                 "Requests, connections and streams refused or closed by a configured limit.");
   for (std::size_t i = 0; i < static_cast<std::size_t>(detail::Limit::kCount); ++i) {
@@ -177,7 +185,8 @@ ServerState::ServerState(ServerConfig cfg)
                             config.max_subscriptions_per_tenant},
              std::max<std::size_t>(config.max_tenants, 1)) {
   if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
-  hub = std::make_unique<Hub>(config.workers, config.shard);
+  hub = std::make_unique<Hub>(config.workers, config.shard, std::max<std::size_t>(config.max_tenants, 1));
+  hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
 }
 }  // namespace detail
@@ -204,12 +213,19 @@ void Server::Impl::auth_metrics(std::string& out) {
   line("publisher", "forbidden_tenant", a.publisher_forbidden_tenant.load(std::memory_order_relaxed));
 }
 
-// Per-tenant gauges. Tenant names come from tokens and publish bodies, so the label set is
-// capped: the first --metrics-tenants tenants by id are named, the rest summed as "_other".
+// Per-tenant gauges. Tenant names come from client tokens, so the label set is capped: the
+// first --metrics-tenants live tenants by slot are named, the rest summed as "_other".
 void Server::Impl::tenant_metrics(std::string& out) {
   const detail::Limits& limits = state.limits;
-  std::size_t known = std::min(hub->tenants().size(), limits.max_tenants());
-  std::size_t named = std::min(known, config.metrics_tenants);
+  struct Row {
+    std::string name;
+    const detail::TenantUsage* usage;
+  };
+  std::vector<Row> rows;
+  hub->tenants().for_each([&](TenantId id, const std::string& name) {
+    if (const detail::TenantUsage* u = limits.usage(id)) rows.push_back(Row{name, u});
+  });
+  std::size_t named = std::min(rows.size(), config.metrics_tenants);
   struct Family {
     const char* name;
     const char* type;
@@ -223,22 +239,21 @@ void Server::Impl::tenant_metrics(std::string& out) {
       {"mcpfan_tenant_connections", "gauge", "Connections bound to the tenant.", in_use(detail::Resource::Connections)},
       {"mcpfan_tenant_streams", "gauge", "Listens and 2025-era sessions of the tenant.", in_use(detail::Resource::Streams)},
       {"mcpfan_tenant_subscriptions", "gauge", "Resource URIs the tenant's clients subscribe to.", in_use(detail::Resource::Subscriptions)},
-      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers.",
+      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers since it last had no clients.",
        [](const detail::TenantUsage& u) { return static_cast<long long>(u.limit_hits.load(std::memory_order_relaxed)); }},
   };
   for (const Family& f : families) {
     metric_header(out, f.name, f.type, f.help);
     long long other = 0;
-    for (std::size_t t = 0; t < known; ++t) {
-      long long v = f.value(*limits.usage(static_cast<TenantId>(t)));
+    for (std::size_t t = 0; t < rows.size(); ++t) {
+      long long v = f.value(*rows[t].usage);
       if (t >= named) {
         other += v;
         continue;
       }
       out += f.name;
       out += "{tenant=\"";
-      // Token tenants are [A-Za-z0-9._-], but a publish body may name any tenant: escape.
-      for (char ch : hub->tenants().name(static_cast<TenantId>(t))) {
+      for (char ch : rows[t].name) {  // token tenants are [A-Za-z0-9._-]; escape anyway
         if (ch == '\\' || ch == '"') out += '\\';
         if (ch == '\n') out += "\\n";
         else out += ch;
@@ -247,18 +262,19 @@ void Server::Impl::tenant_metrics(std::string& out) {
       out += std::to_string(v);
       out += '\n';
     }
-    if (known > named) {
+    if (rows.size() > named) {
       out += f.name;
       out += "{tenant=\"_other\"} ";
       out += std::to_string(other);
       out += '\n';
     }
   }
+  metric(out, "mcpfan_tenants", "gauge", "Tenants with clients (the default tenant included).", static_cast<long long>(rows.size()));
 }
 
 Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
-Server::~Server() { stop(); }
+Server::~Server() { (void)stop(); }
 
 Hub& Server::hub() noexcept { return *impl_->hub; }
 const ServerConfig& Server::config() const noexcept { return impl_->config; }
@@ -317,26 +333,36 @@ Result<std::uint16_t> Server::start() {
   for (auto& w : m.workers) w->set_peers(peers);
   if (unix_fd >= 0) m.workers[0]->set_unix_listener(unix_fd);
   for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i]);
-  m.started = true;
+  m.started.store(true, std::memory_order_release);
   return port_of(addr);
 }
 
-void Server::stop() {
+Status Server::stop() {
   Impl& m = *impl_;
-  if (!m.started || m.stopped) return;
+  for (auto& w : m.workers) {
+    if (w->on_own_thread()) {
+      return Error{rpc_code::kInternalError, "Server::stop() called on a worker thread (from a callback); call it from the controlling thread"};
+    }
+  }
+  if (!m.started || m.stopped) return {};
   m.stopped = true;
-  for (auto& w : m.workers) w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
+  // Publishing ends first: what is accepted from here on would reach no stream. Held
+  // debounced updates go out now, while the workers can still deliver them.
+  m.hub->close();
+  for (auto& w : m.workers) (void)w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
   for (auto& w : m.workers) w->join();
-  // The debouncer's last act is to fan out what it holds, which wakes workers: stop it
-  // while they still exist (their loops are closed, so the wake-ups are dropped).
-  m.hub->set_debounce(std::chrono::milliseconds(0));
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
+  return {};
 }
 
-void Server::attach_stdio(int in_fd, int out_fd, bool exit_on_eof) {
+Status Server::attach_stdio(int in_fd, int out_fd, bool exit_on_eof) {
   Impl& m = *impl_;
-  unsigned i = m.next_worker.fetch_add(1, std::memory_order_relaxed) % m.workers.size();
-  m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, in_fd, out_fd, exit_on_eof});
+  if (!m.started.load(std::memory_order_acquire)) return Error{rpc_code::kInternalError, "attach_stdio() before start(): no worker loop runs yet"};
+  unsigned i = m.next_worker.fetch_add(1, std::memory_order_relaxed) % static_cast<unsigned>(m.workers.size());
+  if (!m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, in_fd, out_fd, exit_on_eof})) {
+    return Error{rpc_code::kInternalError, "attach_stdio(): the server is stopping"};
+  }
+  return {};
 }
 
 }  // namespace mcpfan

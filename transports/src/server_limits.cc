@@ -29,7 +29,13 @@ Limits::Limits(TenantCeilings ceilings, std::size_t max_tenants)
 
 void Limits::hit(Limit l, TenantId tenant) noexcept {
   hits_[static_cast<std::size_t>(l)].fetch_add(1, std::memory_order_relaxed);
-  if (tenant < max_tenants_) usage_[tenant].limit_hits.fetch_add(1, std::memory_order_relaxed);
+  if (tenant.index < max_tenants_) usage_[tenant.index].limit_hits.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Limits::reset_slot(std::uint32_t slot) noexcept {
+  if (slot >= max_tenants_) return;
+  for (auto& u : usage_[slot].in_use) u.store(0, std::memory_order_relaxed);
+  usage_[slot].limit_hits.store(0, std::memory_order_relaxed);
 }
 
 std::uint64_t Limits::hits(Limit l) const noexcept {
@@ -47,7 +53,7 @@ std::int64_t Limits::ceiling(Resource r) const noexcept {
 }
 
 Limit Limits::refusal(TenantId tenant, Resource r) const noexcept {
-  if (tenant >= max_tenants_) return Limit::Tenants;
+  if (tenant.index >= max_tenants_) return Limit::Tenants;
   static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant};
   return kFor[static_cast<std::size_t>(r)];
 }
@@ -64,11 +70,11 @@ std::string Limits::refusal_message(Limit l, std::string_view tenant_name) const
 }
 
 bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
-  if (tenant >= max_tenants_) {
+  if (tenant.index >= max_tenants_) {
     hit(Limit::Tenants);
     return false;
   }
-  auto& used = usage_[tenant].in_use[static_cast<std::size_t>(r)];
+  auto& used = usage_[tenant.index].in_use[static_cast<std::size_t>(r)];
   std::int64_t cap = ceiling(r);
   // Optimistic add, undone on overshoot: concurrent acquirers may both be refused near the
   // ceiling, but the ceiling is never passed.
@@ -82,7 +88,7 @@ bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
 }
 
 void Limits::release(TenantId tenant, Resource r, std::int64_t n) noexcept {
-  if (tenant < max_tenants_) usage_[tenant].in_use[static_cast<std::size_t>(r)].fetch_sub(n, std::memory_order_relaxed);
+  if (tenant.index < max_tenants_) usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_sub(n, std::memory_order_relaxed);
 }
 
 }  // namespace mcpfan::detail

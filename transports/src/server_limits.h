@@ -51,7 +51,10 @@ struct TenantCeilings {
 
 class Limits {
  public:
-  /** `max_tenants`: the size of the usage table; tenants past it are refused. */
+  /**
+   * `max_tenants`: the size of the usage table, indexed by a tenant's slot (the tenant table
+   * has the same bound). A slot given to a new tenant is zeroed by reset_slot().
+   */
   Limits(TenantCeilings ceilings, std::size_t max_tenants);
 
   void hit(Limit l, TenantId tenant = kNoTenant) noexcept;
@@ -62,6 +65,8 @@ class Limits {
    * (the hit is counted, nothing is taken). A tenant past the table is refused too.
    */
   [[nodiscard]] bool acquire(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
+  /** Forgets what a slot's previous tenant left (its limit hits). Called by the tenant table, under its lock. */
+  void reset_slot(std::uint32_t slot) noexcept;
   /** The limit that refuses `r` for `tenant` (after acquire() returned false). */
   [[nodiscard]] Limit refusal(TenantId tenant, Resource r) const noexcept;
   /** What a refused client is told, on every transport: the tenant and the ceiling it hit. */
@@ -70,11 +75,11 @@ class Limits {
 
   [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
   [[nodiscard]] const TenantUsage* usage(TenantId tenant) const noexcept {
-    return tenant < max_tenants_ ? &usage_[tenant] : nullptr;
+    return tenant.index < max_tenants_ ? &usage_[tenant.index] : nullptr;
   }
   [[nodiscard]] std::int64_t ceiling(Resource r) const noexcept;
 
-  static constexpr TenantId kNoTenant = ~TenantId{0};
+  static constexpr TenantId kNoTenant{};
 
  private:
   TenantCeilings ceilings_;

@@ -34,10 +34,11 @@ struct Session {
   std::vector<std::string> uris;   // resources/subscribe, in order, no duplicates
   int owner = -1;                  // worker holding the GET stream, or -1
   HttpConn* conn = nullptr;        // that stream; only worker `owner` may use it
-  SubId sub = 0;                   // its subscription in that worker's shard
+  SubId sub{};                     // its subscription in that worker's shard
   std::uint64_t idle_since_ms = 0; // last request, or when the stream closed
   bool ended = false;              // DELETEd or expired
   Limits* limits = nullptr;        // set when the session was counted against its tenant
+  TenantRef tenant_ref;            // keeps the tenant's entry alive (released after the usage)
 };
 
 class SessionRegistry {

@@ -58,7 +58,13 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
   // embedding host's) is trusted: the process that made it chose to.
   const ServerConfig& cfg = w.config();
   if (from_unix_listener && !cfg.unix_tenant.empty()) {
-    c->tenant_ = w.hub().tenants().intern(cfg.unix_tenant);
+    // A full tenant table leaves the connection unbound: it must authenticate like any other.
+    if (auto t = w.hub().tenants().acquire(cfg.unix_tenant)) {
+      c->tenant_ = *t;
+      c->tenant_ref_ = TenantRef(w.hub().tenants(), *t);
+    } else {
+      c->needs_auth_ = true;
+    }
   } else if (from_unix_listener && w.state().client_auth.enabled()) {
     c->needs_auth_ = true;
   }
@@ -112,6 +118,7 @@ void StdioConn::close() {
   session_uris_.clear();
   if (tenant_bound_) limits.release(tenant_, Resource::Connections);
   tenant_bound_ = false;
+  tenant_ref_.reset();  // last: the entry is reclaimed only once the usage is back to zero
   auto on_closed = [](uv_handle_t* h) {
     auto* c = static_cast<StdioConn*>(h->data);
     if (--c->open_handles_ > 0) return;
@@ -206,15 +213,26 @@ bool StdioConn::authenticate(RpcRequest& r) {
       return false;
     }
     auto& id = std::get<ClientIdentity>(res);
-    TenantId t = w_.hub().tenants().intern(id.tenant);
-    if (!needs_auth_ && t != tenant_) {
-      st.auth_counters.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
-      if (r.has_id) reply_error(r.id, rpc_code::kForbidden, "this connection is bound to tenant \"" + w_.hub().tenants().name(tenant_) + "\"");
-      return false;
+    TenantTable& tenants = w_.hub().tenants();
+    if (!needs_auth_) {
+      // Bound already (by --unix-tenant or an earlier token): a token may not move it.
+      if (tenants.name(tenant_) != id.tenant) {
+        st.auth_counters.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+        if (r.has_id) reply_error(r.id, rpc_code::kForbidden, "this connection is bound to tenant \"" + tenants.name(tenant_) + "\"");
+        return false;
+      }
+    } else {
+      std::optional<TenantId> t = tenants.acquire(id.tenant);
+      if (!t) {
+        w_.limits().hit(Limit::Tenants);
+        if (r.has_id) reply_error(r.id, rpc_code::kLimitExceeded, w_.limits().refusal_message(Limit::Tenants, id.tenant));
+        return false;
+      }
+      tenant_ = *t;
+      tenant_ref_ = TenantRef(tenants, *t);
+      needs_auth_ = false;
     }
-    tenant_ = t;
     identity_ = std::move(id);
-    needs_auth_ = false;
   }
   if (needs_auth_) {
     st.auth_counters.client[static_cast<std::size_t>(AuthFailure::Missing)].fetch_add(1, std::memory_order_relaxed);
@@ -340,14 +358,23 @@ void StdioConn::start_listen(RpcRequest& r) {
   ListenPlan plan = plan_listen(std::move(r.listen), tenant_, r.id);
   plan.ack += '\n';
   Shard& shard = w_.shard();
-  shard.send(stream_, std::move(plan.ack));  // first: nothing is matched before it
+  if (shard.send(stream_, std::move(plan.ack)) != SendStatus::Ok) {  // first: nothing is matched before it
+    limits.release(tenant_, Resource::Streams);
+    limits.release(tenant_, Resource::Subscriptions, subs);
+    stream_open_ = false;  // past the pending-bytes bound: the shard closed the stream
+    close();
+    return;
+  }
   listens_.push_back(Listen{r.id, shard.subscribe(stream_, plan.filter, r.id), subs});
 }
 
 void StdioConn::reply(std::string json) {
   if (!stream_open_) return;
   json += '\n';
-  w_.shard().send(stream_, std::move(json));
+  if (w_.shard().send(stream_, std::move(json)) != SendStatus::Ok) {
+    stream_open_ = false;  // past the pending-bytes bound: the shard closed the stream
+    close();
+  }
 }
 
 void StdioConn::reply_error(std::string_view id, int code, std::string message, std::string_view data) {

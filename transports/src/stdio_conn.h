@@ -85,11 +85,12 @@ class StdioConn final : public Conn, public StreamSink {
   int writes_in_flight_ = 0;
   std::uint64_t write_progress_ms_ = 0;  // when a write last completed (or the first was queued)
   std::string line_;        // a partial line carried between reads
-  StreamId stream_ = 0;
+  StreamId stream_{};
   bool stream_open_ = false;
   bool session_ = false;    // a 2025-era initialize created the session subscription
-  SubId session_sub_ = 0;
+  SubId session_sub_{};
   TenantId tenant_ = kDefaultTenant;
+  TenantRef tenant_ref_;         // keeps tenant_'s entry alive (none for the default tenant)
   bool tenant_bound_ = false;    // counted against tenant_'s connections
   bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant
   std::optional<ClientIdentity> identity_;  // from its token: which URIs it may subscribe to

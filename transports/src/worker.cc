@@ -42,13 +42,15 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
   // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
   uv_async_init(&loop_, &inbox_async_, [](uv_async_t* a) {
     Worker* w = self(a);
-    if (w->shard_.drain()) uv_async_send(a);
+    bool more = true;  // after an exception, look again rather than strand queued payloads
+    guarded(w->stats_, [&] { more = w->shard_.drain(); });
+    if (more) uv_async_send(a);
   });
   uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { self(a)->on_control(); });
   uv_check_init(&loop_, &flush_check_);
   uv_check_start(&flush_check_, [](uv_check_t* h) {
     Worker* w = self(h);
-    w->shard_.flush(uv_now(&w->loop_));
+    guarded(w->stats_, [&] { w->shard_.flush(uv_now(&w->loop_)); });
     if (!w->shard_.has_dirty()) uv_idle_stop(&w->flush_idle_);
   });
   uv_idle_init(&loop_, &flush_idle_);
@@ -63,16 +65,31 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
 Worker::~Worker() { join(); }
 
 void Worker::start(int listen_fd) {
-  thread_ = std::thread([this, listen_fd] { run(listen_fd); });
+  thread_ = std::thread([this, listen_fd] {
+    thread_id_.store(std::this_thread::get_id());
+    run(listen_fd);
+  });
 }
 
 void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Worker::post(ControlMsg msg) {
-  control_.enqueue(std::move(msg));
-  wake(&control_async_);
+bool Worker::post(ControlMsg msg) {
+  // Under the wake lock: once the loop has closed its handles nobody would ever read the
+  // queue, so a message is either queued before that (and handled or refused by the loop)
+  // or refused here.
+  std::lock_guard lock(wake_mu_);
+  if (handles_closed_) return false;
+  if (!control_.enqueue(std::move(msg))) return false;
+  uv_async_send(&control_async_);
+  return true;
+}
+
+void Worker::refuse_adopt(const ControlMsg& msg) noexcept {
+  if (msg.type != ControlMsg::Type::Adopt) return;
+  ::close(msg.in_fd);
+  if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
 }
 
 void Worker::wake(uv_async_t* handle) {
@@ -85,15 +102,14 @@ void Worker::wake(uv_async_t* handle) {
 void Worker::run(int listen_fd) {
   uv_tcp_init(&loop_, &listener_);
   int rc = uv_tcp_open(&listener_, listen_fd);
-  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), SOMAXCONN, &Worker::on_connection);
-  if (rc != 0) {
-    fprintf(stderr, "mcpfan: worker %u cannot listen: %s\n", index_, uv_strerror(rc));
-    ::close(listen_fd);
-  }
+  if (rc != 0) ::close(listen_fd);  // not libuv's: uv_close(listener_) will not close it
+  else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), SOMAXCONN, &Worker::on_connection);
+  // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
+  if (rc != 0) fprintf(stderr, "mcpfan: worker %u cannot listen: %s\n", index_, uv_strerror(rc));
   if (unix_fd_ >= 0) {
     uv_poll_init(&loop_, &unix_poll_, unix_fd_);
     uv_poll_start(&unix_poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
-      if (status == 0) self(p)->accept_unix();
+      if (status == 0) guarded(self(p)->stats_, [&] { self(p)->accept_unix(); });
     });
   }
   // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
@@ -103,7 +119,7 @@ void Worker::run(int listen_fd) {
       &keepalive_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms);
+        guarded(w->stats_, [&] { w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms); });
       },
       period, period);
   if (index_ == 0) {
@@ -112,7 +128,7 @@ void Worker::run(int listen_fd) {
         &session_timer_,
         [](uv_timer_t* t) {
           Worker* w = self(t);
-          w->sessions_.expire(uv_now(&w->loop_), w->config_.session_idle_ms);
+          guarded(w->stats_, [&] { (void)w->sessions_.expire(uv_now(&w->loop_), w->config_.session_idle_ms); });
         },
         every, every);
   }
@@ -120,7 +136,8 @@ void Worker::run(int listen_fd) {
   // stream, and a deadline a quarter-period late is harmless.
   std::uint64_t shortest = std::min({config_.request_timeout_ms, config_.idle_timeout_ms, config_.write_timeout_ms});
   std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
-  uv_timer_start(&sweep_timer_, [](uv_timer_t* t) { self(t)->sweep(); }, sweep_every, sweep_every);
+  uv_timer_start(
+      &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
 }
@@ -137,12 +154,20 @@ void Worker::sweep() {
 void Worker::on_connection(uv_stream_t* server, int status) {
   Worker* w = self(server);
   if (status < 0) return;
-  auto* c = new HttpConn(*w);
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(c->tcp())) == 0 && !w->stopping_) {
-    c->start();
-  } else {
-    c->close();
-  }
+  HttpConn* c = nullptr;
+  guarded(
+      w->stats_,
+      [&] {
+        c = new HttpConn(*w);
+        if (uv_accept(server, reinterpret_cast<uv_stream_t*>(c->tcp())) == 0 && !w->stopping_) {
+          c->start();
+        } else {
+          c->close();
+        }
+      },
+      [&] {
+        if (c) c->close();
+      });
 }
 
 void Worker::accept_unix() {
@@ -151,7 +176,8 @@ void Worker::accept_unix() {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or an error the next readiness will show again
     Worker* to = peers_[next_peer_++ % peers_.size()];
-    to->post(ControlMsg{ControlMsg::Type::Adopt, fd, fd, false, true});
+    ControlMsg msg{ControlMsg::Type::Adopt, fd, fd, false, true};
+    if (!to->post(msg)) refuse_adopt(msg);  // that loop has stopped
   }
 }
 
@@ -173,17 +199,21 @@ void Worker::unlink(Conn* c) noexcept {
 void Worker::on_control() {
   ControlMsg msg;
   for (int i = 0; i < 1024 && control_.try_dequeue(msg); ++i) {
-    if (msg.type == ControlMsg::Type::Stop) {
-      begin_stop();
-    } else {
-      std::string err;
-      if (stopping_) {
-        ::close(msg.in_fd);
-        if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
-      } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
-        fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
+    // One message's failure (an allocation) must not strand the ones queued behind it. An
+    // Adopt that threw may have handed its fds to libuv already: they are not closed here
+    // (a leak on allocation failure beats closing a descriptor twice).
+    guarded(stats_, [&] {
+      if (msg.type == ControlMsg::Type::Stop) {
+        begin_stop();
+      } else {
+        std::string err;
+        if (stopping_) {
+          refuse_adopt(msg);
+        } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
+          fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
+        }
       }
-    }
+    });
   }
   if (control_.size_approx() > 0) uv_async_send(&control_async_);
 }
@@ -218,6 +248,10 @@ void Worker::maybe_finish_stop() {
     std::lock_guard lock(wake_mu_);
     handles_closed_ = true;
   }
+  // Nobody reads the control queue after this: what was queued before the close is refused
+  // here (an Adopt's fds closed), and post() refuses the rest.
+  ControlMsg msg;
+  while (control_.try_dequeue(msg)) refuse_adopt(msg);
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),

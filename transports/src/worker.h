@@ -28,7 +28,33 @@ struct WorkerStats {
   std::atomic<std::int64_t> connections{0};
   std::atomic<std::uint64_t> http_requests{0};
   std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
+  std::atomic<std::uint64_t> callback_exceptions{0};  // caught at a libuv callback boundary
 };
+
+/**
+ * Runs `f` inside a libuv callback: no exception may leave one (libuv is C; it would end in
+ * std::terminate). An exception is counted and swallowed; `on_error` then cleans up what the
+ * callback was working on (typically: close that one connection). Returns false if f threw.
+ */
+template <class F, class G>
+bool guarded(WorkerStats& stats, F&& f, G&& on_error) noexcept {
+  try {
+    f();
+    return true;
+  } catch (...) {
+    stats.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+  }
+  try {
+    on_error();
+  } catch (...) {
+    stats.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+  }
+  return false;
+}
+template <class F>
+bool guarded(WorkerStats& stats, F&& f) noexcept {
+  return guarded(stats, std::forward<F>(f), [] {});
+}
 
 /** A control message from another thread. */
 struct ControlMsg {
@@ -50,7 +76,14 @@ class Worker {
   void start(int listen_fd);
   void join();
   // ---- any thread ----
-  void post(ControlMsg msg);
+  /**
+   * Queues a control message. False once the loop has closed (stopped): the message is not
+   * taken, and an Adopt's fds stay the caller's. A message taken is always acted on: fds of
+   * an Adopt that arrives while the loop stops are closed, never leaked.
+   */
+  [[nodiscard]] bool post(ControlMsg msg);
+  /** True when called on this worker's own thread. */
+  [[nodiscard]] bool on_own_thread() const noexcept { return std::this_thread::get_id() == thread_id_.load(); }
   [[nodiscard]] const WorkerStats& stats() const noexcept { return stats_; }
 
   // ---- loop-affine (connections call these) ----
@@ -81,6 +114,7 @@ class Worker {
   void begin_stop();
   void maybe_finish_stop();
   void wake(uv_async_t* handle);
+  void refuse_adopt(const ControlMsg& msg) noexcept;
   static void on_connection(uv_stream_t* server, int status);
   void accept_unix();
   void sweep();
@@ -114,6 +148,7 @@ class Worker {
   unsigned next_peer_ = 0;
   moodycamel::ConcurrentQueue<ControlMsg> control_;
   std::thread thread_;
+  std::atomic<std::thread::id> thread_id_{};
   Conn* conns_ = nullptr;   // intrusive list of open connections
   bool stopping_ = false;
   bool handles_closed_ = false;  // guarded by wake_mu_ for cross-thread readers

@@ -6,9 +6,14 @@
  * fan-out are held, each replacing the one before (counted as suppressed), and the newest
  * goes out when the interval has passed. The newest update is never lost.
  *
- * Thread-safety: publish() and the counters are thread-safe. The sink is called from the
- * publishing thread (immediate fan-outs) or from the debouncer's timer thread (trailing
- * ones), never concurrently for the same key.
+ * Thread-safety: publish(), close() and the counters are thread-safe. The sink is called
+ * from the publishing thread (immediate fan-outs) or from the debouncer's timer thread
+ * (trailing ones), one call at a time, in the order the debouncer decided them, and with no
+ * lock of the debouncer held (so a slow sink never holds up publish() deciding, nor the
+ * counters). The sink must not call back into the debouncer.
+ *
+ * Lifetime: close() (or the destructor) stops the timer thread after fanning out every held
+ * update; publish() must not be called after close().
  */
 #include <atomic>
 #include <chrono>
@@ -31,8 +36,10 @@ class Debouncer {
   using Clock = std::chrono::steady_clock;
 
   Debouncer(std::chrono::milliseconds interval, Sink sink);
-  /** Stops the timer thread; held updates are fanned out at once, not dropped. */
+  /** close(), if not done yet. */
   ~Debouncer();
+  /** Stops the timer thread; held updates are fanned out at once, not dropped. Idempotent. */
+  void close();
   Debouncer(const Debouncer&) = delete;
   Debouncer& operator=(const Debouncer&) = delete;
 
@@ -56,6 +63,8 @@ class Debouncer {
 
   static std::string key_of(const Payload& p);
   void run();
+  /** Hands `out` to the sink in decision order; called and returns with `lock` (mu_) held. */
+  void emit(std::unique_lock<std::mutex>& lock, const std::vector<PayloadRef>& out);
 
   const Clock::duration interval_;
   const Sink sink_;
@@ -64,6 +73,12 @@ class Debouncer {
   std::unordered_map<std::string, State> keys_;
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
   bool stop_ = false;
+  // Sink calls are ordered by ticket, taken under mu_ when the fan-out is decided.
+  std::mutex sink_mu_;
+  std::condition_variable sink_cv_;
+  std::uint64_t next_ticket_ = 0;  // guarded by mu_
+  std::uint64_t serving_ = 0;      // guarded by sink_mu_
+  std::mutex close_mu_;            // serialises close() callers around the join
   std::atomic<std::uint64_t> suppressed_{0};
   std::atomic<std::uint64_t> trailing_{0};
   std::thread thread_;

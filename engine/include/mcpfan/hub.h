@@ -1,14 +1,21 @@
 #pragma once
 /**
- * The engine's entry point: a set of shards (one per worker loop) and the thread-safe
- * publish operation that hands each shard one reference to an encoded payload.
+ * The engine's entry point: a set of shards (one per worker loop), the tenant table, and
+ * the thread-safe publish operation that hands each shard one reference to an encoded
+ * payload.
  *
  * Embedding: create a Hub, give each shard to a loop (set_waker so a post wakes it; the
  * loop calls drain() and flush()), attach streams with Shard::open_stream/subscribe on
  * their own loop, and call publish() from any thread.
  *
- * Thread affinity: publish(), tenants() and published() are thread-safe; shard(i) returns
- * a shard whose loop-affine methods belong to the loop that owns it.
+ * Thread affinity: publish(), close(), tenants() and the counters are thread-safe; shard(i)
+ * returns a shard whose loop-affine methods belong to the loop that owns it.
+ *
+ * Lifetime: close() ends publishing: it waits for publishes in progress, fans out what the
+ * debouncer holds, and from then on publish() returns false and touches no shard. So a host
+ * closes the hub before it stops the loops that drain the shards, and destroys the hub only
+ * once no thread can call it any more (after close(), a publish is refused, not undefined;
+ * after destruction it is undefined).
  */
 #include <atomic>
 #include <chrono>
@@ -24,34 +31,45 @@ namespace mcpfan {
 
 class Hub {
  public:
-  explicit Hub(std::size_t shards, ShardOptions options = {});
+  explicit Hub(std::size_t shards, ShardOptions options = {}, std::size_t max_tenants = 10000);
+  ~Hub();
   Hub(const Hub&) = delete;
   Hub& operator=(const Hub&) = delete;
 
   [[nodiscard]] std::size_t shard_count() const noexcept { return shards_.size(); }
   [[nodiscard]] Shard& shard(std::size_t i) noexcept { return *shards_[i]; }
-  [[nodiscard]] TenantRegistry& tenants() noexcept { return tenants_; }
+  [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
 
   /**
    * Sets a minimum interval between fan-outs of one (tenant, method, uri) (0 = off, the
-   * default). Call before publishing starts.
+   * default). Call once, before publishing starts (it is not synchronised with publish()).
    */
   void set_debounce(std::chrono::milliseconds interval);
   /** The debouncer, if set_debounce() turned one on (for its counters). */
   [[nodiscard]] const Debouncer* debouncer() const noexcept { return debouncer_.get(); }
 
-  /** Fans one payload out to every shard: one queue push and one wake-up per shard. */
-  void publish(const PayloadRef& payload);
-  /** Same for several payloads, in order, with one wake-up per shard. */
-  void publish(const std::vector<PayloadRef>& payloads);
+  /** Fans one payload out to every shard: one queue push and one wake-up per shard. False after close(). */
+  [[nodiscard]] bool publish(const PayloadRef& payload);
+  /** Same for several payloads, in order, with one wake-up per shard. False after close(). */
+  [[nodiscard]] bool publish(const std::vector<PayloadRef>& payloads);
+  /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out. Idempotent. */
+  void close();
+  [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
   [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
+  /** Counts notifications accepted for a tenant with no clients: nothing to deliver, nothing encoded. */
+  void count_no_audience(std::uint64_t n) noexcept { no_audience_.fetch_add(n, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t no_audience() const noexcept { return no_audience_.load(std::memory_order_relaxed); }
 
  private:
   void fan_out(const std::vector<PayloadRef>& payloads);
 
-  TenantRegistry tenants_;
+  TenantTable tenants_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> no_audience_{0};
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint32_t> publishing_{0};  // publishes between their closed_ check and their last post
   std::unique_ptr<Debouncer> debouncer_;  // declared last: its thread stops first
 };
 

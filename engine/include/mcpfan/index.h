@@ -18,11 +18,14 @@
 #include <vector>
 
 #include "mcpfan/kind.h"
+#include "mcpfan/slot_map.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan {
 
-using SubId = std::uint32_t;
+struct SubTag;
+/** A subscription; generation-checked, so a stale id names nothing. */
+using SubId = Handle<SubTag>;
 
 class SubscriptionIndex {
  public:
@@ -30,20 +33,24 @@ class SubscriptionIndex {
   SubscriptionIndex(const SubscriptionIndex&) = delete;
   SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
 
-  /** A new subscription with no keys. Ids are dense and reused after remove(). */
+  /** A new subscription with no keys. Slots are dense and reused after remove(), with a new generation. */
   [[nodiscard]] SubId create();
-  /** Adds a key (uri ignored for list_changed kinds). Adding a key twice is a no-op. */
+  /** True while `sub` names a live subscription. */
+  [[nodiscard]] bool contains(SubId sub) const noexcept { return records_.contains(sub); }
+  /** Adds a key (uri ignored for list_changed kinds). Adding a key twice, or to a stale id, is a no-op. */
   void add(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
-  /** Drops one key of a subscription (no-op if it does not hold it). */
+  /** Drops one key of a subscription (no-op if it does not hold it, or the id is stale). */
   void remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
-  /** Drops the subscription and all its keys; empty keys are erased. */
+  /** Drops the subscription and all its keys; empty keys are erased. No-op for a stale id. */
   void remove(SubId sub);
+  /** Slots ever used: every live SubId's index is below this (for index-parallel side tables). */
+  [[nodiscard]] std::size_t slot_bound() const noexcept { return records_.slot_count(); }
 
   /** Calls f(SubId) once for each subscription matching the event. f must not modify the index. */
   template <class F>
   void match(TenantId tenant, Kind kind, std::string_view uri, F&& f);
 
-  [[nodiscard]] std::size_t subscription_count() const noexcept { return live_; }
+  [[nodiscard]] std::size_t subscription_count() const noexcept { return records_.size(); }
   [[nodiscard]] std::size_t key_count() const noexcept { return map_.size(); }
 
  private:
@@ -65,7 +72,8 @@ class SubscriptionIndex {
     using is_transparent = void;
     std::size_t operator()(const KeyView& k) const {
       std::size_t h = std::hash<std::string_view>{}(k.uri);
-      return h ^ ((std::size_t{k.tenant} << 9) | (std::size_t(k.kind) << 1) | std::size_t(k.prefix)) * 0x9E3779B97F4A7C15ull;
+      std::size_t tenant = (std::size_t{k.tenant.gen} << 32) ^ k.tenant.index;
+      return h ^ ((tenant << 9) ^ (std::size_t(k.kind) << 1) ^ std::size_t(k.prefix)) * 0x9E3779B97F4A7C15ull;
     }
     std::size_t operator()(const Key& k) const { return (*this)(KeyView{k.tenant, k.kind, k.prefix, k.uri}); }
   };
@@ -80,7 +88,7 @@ class SubscriptionIndex {
     }
   };
   struct Member {
-    SubId sub;
+    std::uint32_t sub;   // slot of a live subscription: the index owns it, so no generation is needed
     std::uint32_t slot;  // index into that subscription's keys_
   };
   using Map = std::unordered_map<Key, std::vector<Member>, KeyHash, KeyEq>;
@@ -93,18 +101,15 @@ class SubscriptionIndex {
   };
   struct Record {
     std::uint64_t stamp = 0;  // last match() that reported this subscription
-    bool live = false;
     std::vector<KeyRef> keys;
   };
 
   template <class F>
   void visit(const KeyView& key, F& f);
-  void drop(SubId sub, std::uint32_t slot);
+  void drop(std::uint32_t sub, std::uint32_t slot);
 
   Map map_;
-  std::vector<Record> records_;
-  std::vector<SubId> free_;
-  std::size_t live_ = 0;
+  SlotMap<Record, SubTag> records_;
   std::size_t prefix_keys_ = 0;
   std::uint64_t stamp_ = 0;
 };
@@ -114,10 +119,10 @@ void SubscriptionIndex::visit(const KeyView& key, F& f) {
   auto it = map_.find(key);
   if (it == map_.end()) return;
   for (const Member& m : it->second) {
-    Record& r = records_[m.sub];
+    Record& r = records_.at(m.sub);
     if (r.stamp == stamp_) continue;
     r.stamp = stamp_;
-    f(m.sub);
+    f(records_.id_at(m.sub));
   }
 }
 

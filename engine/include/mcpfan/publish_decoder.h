@@ -3,6 +3,10 @@
  * Decodes a `POST /v1/publish` body (design §3): one notification object or an array of
  * them, `{"tenant"?, "method", "params"?}`, into encoded payloads, all or nothing.
  *
+ * Tenants are only looked up, never created: a notification for a tenant that has no
+ * clients is valid and accepted, but there is nobody to deliver it to, so it is not encoded
+ * (and a stream of publishes naming random tenants cannot fill the tenant table).
+ *
  * Thread affinity: one decoder per thread (it owns a reusable simdjson parser and buffer).
  */
 #include <memory>
@@ -21,6 +25,12 @@ struct PublishLimits {
   std::size_t max_notifications = 10000;  // per body
 };
 
+/** A decoded body: the payloads to fan out, and how many notifications it held. */
+struct DecodedPublish {
+  std::vector<PayloadRef> payloads;  // for tenants that have clients, in body order
+  std::size_t accepted = 0;          // every notification of the body (payloads + no audience)
+};
+
 class PublishDecoder {
  public:
   explicit PublishDecoder(PublishLimits limits = {});
@@ -29,12 +39,12 @@ class PublishDecoder {
   PublishDecoder& operator=(const PublishDecoder&) = delete;
 
   /**
-   * Decodes `body`. `forced_tenant`, when set (a publisher key bound to one tenant),
+   * Decodes `body`. `forced_tenant`, when set (the name a publisher key is bound to),
    * overrides and must equal any "tenant" field. On error nothing is returned, and the
    * message names the problem and the index of the offending notification.
    */
-  [[nodiscard]] Result<std::vector<PayloadRef>> decode(std::string_view body, TenantRegistry& tenants,
-                                                       std::optional<TenantId> forced_tenant = std::nullopt);
+  [[nodiscard]] Result<DecodedPublish> decode(std::string_view body, const TenantTable& tenants,
+                                              std::optional<std::string_view> forced_tenant = std::nullopt);
 
  private:
   struct Impl;

@@ -43,4 +43,19 @@ class [[nodiscard]] Result {
   std::variant<T, Error> v_;
 };
 
+/** The result of an operation that returns nothing but may fail. */
+class [[nodiscard]] Status {
+ public:
+  Status() = default;                                  // success
+  Status(Error error) : error_(std::move(error)), failed_(true) {}  // NOLINT: implicit by design
+  [[nodiscard]] bool ok() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return ok(); }
+  /** Only when !ok(). */
+  [[nodiscard]] const Error& error() const& { return error_; }
+
+ private:
+  Error error_;
+  bool failed_ = false;
+};
+
 }  // namespace mcpfan

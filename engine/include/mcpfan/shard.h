@@ -10,14 +10,23 @@
  *
  * Slow streams (design §4): while a stream's previous batch is still being written, a newer
  * notification for the same (subscription, method, uri) replaces the unwritten older one
- * (counted as coalesced); past `max_pending_bytes` the stream is closed (counted).
+ * (counted as coalesced), found through a per-stream map in O(1); past `max_pending_bytes`
+ * of unwritten output (notifications and the transport's own bytes alike) the stream is
+ * closed (counted).
+ *
+ * Streams and subscriptions are named by generation-checked handles (slot_map.h): a call
+ * with a handle whose stream or subscription has ended is a no-op, never a call on whoever
+ * reuses the slot.
  *
  * Order: moodycamel's queue is FIFO per producer only, and two publishes that follow one
  * another (the second sent after the first was acknowledged) may come from different
  * threads. So post() stamps each payload with this shard's sequence number, and drain()
  * delivers strictly in that order: a publish that happened-before another is delivered first.
  *
- * Thread affinity: post() and stats() are thread-safe; everything else is loop-affine.
+ * Thread affinity: post(), post_bulk(), post_task() and stats() are thread-safe; everything
+ * else is loop-affine (the loop that drains it). Lifetime: the shard must outlive every
+ * thread that posts to it and every sink attached to it; sinks are called only from the
+ * loop-affine methods (flush(), drain(), write_done()), never from post().
  */
 #include <sys/uio.h>
 
@@ -28,16 +37,26 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "mcpfan/index.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/result.h"
+#include "mcpfan/slot_map.h"
 
 namespace mcpfan {
 
-using StreamId = std::uint32_t;
+struct StreamTag;
+/** An output stream of one shard; generation-checked, so a stale id names nothing. */
+using StreamId = Handle<StreamTag>;
+
+/** What became of bytes handed to Shard::send(). */
+enum class SendStatus : std::uint8_t {
+  Ok,      // queued
+  Closed,  // the stream is gone: it had ended, or these bytes took it past max_pending_bytes
+};
 
 namespace detail {
 /** Loop-local refcounted output: a shared payload reference, or bytes owned here. */
@@ -76,14 +95,26 @@ class OutBatch {
   Shard* pool_ = nullptr;
 };
 
-enum class CloseReason : std::uint8_t { SlowConsumer };
+enum class CloseReason : std::uint8_t {
+  SlowConsumer,  // past max_pending_bytes
+  Failed,        // the sink's write_batch threw
+};
 
-/** Implemented by a transport for each stream it opens. Loop-affine. */
+/**
+ * Implemented by a transport for each stream it opens. Loop-affine: called on the shard's
+ * loop, from flush() (write_batch) and from drain()/flush() (close_requested), never from
+ * post() or send(). A sink may call back into its shard (write_done, send, close_stream,
+ * even for its own stream) from inside these calls.
+ */
 class StreamSink {
  public:
   /** Write the batch; call Shard::write_done(id) once it completed or failed. */
   virtual void write_batch(OutBatch&& batch) = 0;
-  /** The shard gave up on this stream; the transport must close it (and close_stream). */
+  /**
+   * The shard gave up on this stream and has already closed it: its handle names nothing
+   * now, so the transport closes its connection and needs no close_stream() (a call with the
+   * stale handle would be a harmless no-op). Not called again for this stream.
+   */
   virtual void close_requested(CloseReason reason) = 0;
 
  protected:
@@ -102,6 +133,7 @@ struct ShardStats {
   std::atomic<std::uint64_t> coalesced{0};    // unwritten notifications replaced by newer ones
   std::atomic<std::uint64_t> slow_closes{0};  // streams closed for exceeding max_pending_bytes
   std::atomic<std::uint64_t> writes{0};       // batches handed to transports
+  std::atomic<std::uint64_t> exceptions{0};   // posted tasks or deliveries that threw (caught, counted)
   std::atomic<std::int64_t> streams{0};
   std::atomic<std::int64_t> subscriptions{0};
 };
@@ -137,19 +169,29 @@ class Shard {
   /** Called when a stream becomes due for flush() and none was; lets the loop not block. */
   void set_on_dirty(void (*fn)(void*), void* arg) noexcept { on_dirty_ = fn; on_dirty_arg_ = arg; }
   [[nodiscard]] StreamId open_stream(StreamSink* sink, Framing framing);
-  /** Drops the stream's subscriptions and unwritten output. The sink is not called again. */
+  /**
+   * Drops the stream's subscriptions and unwritten output. The sink is not called again.
+   * No-op for a stale handle (the stream already ended, perhaps with its slot reused).
+   */
   void close_stream(StreamId id);
   /**
    * Adds a subscription on a stream; `id_token` is the JSON text of its subscriptionId, or
-   * empty for a subscription whose notifications carry none (Payload::plain()).
+   * empty for a subscription whose notifications carry none (Payload::plain()). Returns an
+   * invalid SubId when the stream has ended.
    */
   [[nodiscard]] SubId subscribe(StreamId stream, const Filter& filter, std::string id_token);
+  /** Ends a subscription; no-op for a stale handle. */
   void unsubscribe(SubId sub);
-  /** Adds or drops one resources/updated URI of a live subscription. */
+  /** Adds or drops one resources/updated URI of a live subscription (no-op when stale). */
   void add_uri(SubId sub, TenantId tenant, std::string_view uri);
   void remove_uri(SubId sub, TenantId tenant, std::string_view uri);
-  /** Queues bytes for the stream, ordered with its notifications (acks, results). */
-  void send(StreamId stream, std::string bytes);
+  /**
+   * Queues bytes for the stream, ordered with its notifications (acks, results), under the
+   * same max_pending_bytes bound. Closed when the stream had ended, or when these bytes took
+   * it past the bound: then the stream is closed here (counted as a slow close) and, since
+   * the caller is the transport itself, close_requested() is not called; the caller closes.
+   */
+  [[nodiscard]] SendStatus send(StreamId stream, std::string bytes);
   /** Queues an SSE keepalive comment on every SSE stream idle since `idle_since_ms`. */
   void keepalive(std::uint64_t now_ms, std::uint64_t interval_ms);
   /** Matches up to max_batches inbox batches; returns true if payloads remain queued. */
@@ -162,29 +204,53 @@ class Shard {
   /** True while some stream waits for flush(). */
   [[nodiscard]] bool has_dirty() const noexcept { return !dirty_.empty(); }
   [[nodiscard]] std::size_t subscription_count() const noexcept { return index_.subscription_count(); }
-  [[nodiscard]] std::size_t stream_count() const noexcept { return live_streams_; }
-  [[nodiscard]] std::size_t pending_bytes(StreamId id) const noexcept { return streams_[id].pending_bytes; }
+  [[nodiscard]] std::size_t stream_count() const noexcept { return streams_.size(); }
+  /** Unwritten bytes queued for the stream (0 for a stale handle). */
+  [[nodiscard]] std::size_t pending_bytes(StreamId id) const noexcept {
+    const Stream* s = streams_.get(id);
+    return s ? s->pending_bytes : 0;
+  }
+  [[nodiscard]] bool is_open(StreamId id) const noexcept { return streams_.contains(id); }
 
  private:
   friend class OutBatch;
   void recycle(std::vector<iovec>&& bufs, std::vector<detail::Chunk*>&& refs) noexcept;
   struct Pending {
-    detail::Chunk* chunk;
+    detail::Chunk* chunk;  // nullptr: a coalesced-away entry (tombstone), skipped by flush()
     detail::Chunk* id;     // subscription id token; nullptr for plain bytes
   };
+  // The coalescing key of a pending notification: (subscription token, method, uri). The
+  // uri view points into the pending entry's payload, which the entry keeps alive.
+  struct CoalesceKey {
+    const detail::Chunk* id;
+    Kind kind;
+    std::string_view uri;
+    bool operator==(const CoalesceKey&) const noexcept = default;
+  };
+  struct CoalesceHash {
+    std::size_t operator()(const CoalesceKey& k) const noexcept {
+      return std::hash<std::string_view>{}(k.uri) ^
+             (reinterpret_cast<std::uintptr_t>(k.id) * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(k.kind));
+    }
+  };
+  using CoalesceMap = std::unordered_map<CoalesceKey, std::uint32_t, CoalesceHash>;  // -> index in pending
   struct Stream {
-    StreamSink* sink = nullptr;
-    Framing framing = Framing::Sse;
-    bool live = false;
+    Stream(StreamSink* sink, Framing framing) : sink(sink), framing(framing) {}
+    StreamSink* sink;
+    Framing framing;
     bool writing = false;
     bool dirty = false;
     std::size_t pending_bytes = 0;
     std::uint64_t last_write_ms = 0;
+    std::uint32_t tombstones = 0;  // coalesced-away entries still in `pending`
     std::vector<Pending> pending;
+    // While a batch is being written: where each queued notification sits in `pending`, so
+    // a newer one for the same key replaces it in O(1). Made for streams that fall behind.
+    std::unique_ptr<CoalesceMap> coalesce;
     std::vector<SubId> subs;
   };
   struct Sub {
-    StreamId stream = 0;
+    StreamId stream;
     detail::Chunk* id = nullptr;
   };
   struct InboxItem {
@@ -197,10 +263,12 @@ class Shard {
   };
 
   void enqueue(StreamId sid, Stream& s, detail::Chunk* chunk, detail::Chunk* id);
+  void coalesce(Stream& s, detail::Chunk* chunk, detail::Chunk* id);
+  void compact(Stream& s);
   void mark_dirty(StreamId sid, Stream& s);
   void deliver(const PayloadRef& p);
-  void run(InboxItem& item);
-  void close_slow(StreamId sid, Stream& s);
+  void run(InboxItem& item) noexcept;
+  void close_slow(StreamId sid);
 
   ShardOptions options_;
   ShardStats stats_;
@@ -214,9 +282,8 @@ class Shard {
   void* on_dirty_arg_ = nullptr;
 
   SubscriptionIndex index_;
-  std::vector<Sub> subs_;  // by SubId
-  std::vector<Stream> streams_;
-  std::vector<StreamId> free_streams_;
+  std::vector<Sub> subs_;  // by SubId::index, for the subscriptions index_ holds
+  SlotMap<Stream, StreamTag> streams_;
   std::vector<StreamId> dirty_;
   std::vector<StreamId> flushing_;
   std::vector<StreamId> slow_;
@@ -224,7 +291,6 @@ class Shard {
   // Vectors of finished batches, reused so a flush allocates nothing per stream.
   std::vector<std::vector<iovec>> free_bufs_;
   std::vector<std::vector<detail::Chunk*>> free_refs_;
-  std::size_t live_streams_ = 0;
   detail::Chunk* keepalive_chunk_;
 };
 

@@ -4,8 +4,16 @@
  * socket and owning its connections and one engine Shard; HTTP/1.1 for /mcp (MCP
  * Streamable HTTP, `subscriptions/listen` over SSE), /v1/publish, /healthz and /metrics.
  *
- * Thread affinity: construct, start() and stop() from one controlling thread; hub() is
- * thread-safe to publish on (see mcpfan/hub.h).
+ * Thread affinity: construct, start(), stop() and destroy from one controlling thread (not
+ * from a worker: callbacks such as on_stdio_eof run on worker threads, and stop() called
+ * there refuses with an error instead of joining its own thread). attach_stdio() and hub()
+ * are thread-safe.
+ *
+ * Lifetimes: hub() stays valid until the Server is destroyed. stop() first closes the hub
+ * (publishes in progress finish, later ones return false and deliver nothing; debounced
+ * updates go out), then ends every stream and joins the workers. Publishing concurrently
+ * with the destructor is undefined: stop() first, then let publishing threads go, then
+ * destroy.
  */
 #include <cstdint>
 #include <functional>
@@ -57,7 +65,10 @@ struct ServerConfig {
   double publish_rate = 0;          // notifications per second per publisher key (0 = unlimited)
   double publish_burst = 0;         // bucket size; 0 = one second's worth
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
-  /** Called (on a worker thread) when a stdio client attached with exit_on_eof ends. */
+  /**
+   * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
+   * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.
+   */
   std::function<void()> on_stdio_eof;
   ShardOptions shard;
 };
@@ -69,17 +80,21 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  /** Binds and starts the worker threads; returns the bound port. */
+  /** Binds and starts the worker threads; returns the bound port. Once only. */
   [[nodiscard]] Result<std::uint16_t> start();
-  /** Ends every listen with its final result, closes every connection, joins the workers. */
-  void stop();
+  /**
+   * Closes the hub, ends every listen with its final result, closes every connection, joins
+   * the workers. Idempotent. Refused (an error, nothing done) when called on a worker thread.
+   */
+  Status stop();
 
   /**
    * Serves one stdio-framed client on these fds (equal for a socket), on the next worker
-   * in turn; the server takes ownership of them. Thread-safe; call after start().
+   * in turn. Thread-safe. On success the server owns the fds; on error (not started yet,
+   * or stopping) they stay the caller's and nothing else happens.
    * With `exit_on_eof`, config.on_stdio_eof runs when that client ends.
    */
-  void attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
+  Status attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
 
   [[nodiscard]] Hub& hub() noexcept;
   [[nodiscard]] const ServerConfig& config() const noexcept;
