@@ -1,5 +1,7 @@
 #include "mcpfan/shard.h"
 
+#include "coalesce_table.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -57,6 +59,11 @@ void Shard::recycle(std::vector<iovec>&& bufs, std::vector<Chunk*>&& refs) noexc
   } catch (...) {  // out of memory: the vectors are simply freed
   }
 }
+
+Shard::Stream::Stream(StreamSink* sink, Framing framing) : sink(sink), framing(framing) {}
+Shard::Stream::Stream(Stream&&) noexcept = default;
+Shard::Stream& Shard::Stream::operator=(Stream&&) noexcept = default;
+Shard::Stream::~Stream() = default;
 
 Shard::Shard(ShardOptions options) : options_(options), keepalive_chunk_(own_bytes(": keepalive\n\n")) {
   drain_buf_.resize(options_.drain_batch);
@@ -175,47 +182,46 @@ void Shard::enqueue(StreamId sid, Stream& s, Chunk* chunk, Chunk* id) {
 // the older entry in O(1); it leaves a tombstone, and tombstones are compacted away once
 // they outnumber live entries, so each enqueue costs O(1) amortised.
 void Shard::coalesce(Stream& s, Chunk* chunk, Chunk* id) {
-  if (!s.coalesce) s.coalesce = std::make_unique<CoalesceMap>();
-  CoalesceMap& map = *s.coalesce;
-  CoalesceKey key{id, chunk->payload->kind(), chunk->payload->uri()};
-  auto it = map.find(key);
-  if (it == map.end()) {
-    s.pending.push_back(Pending{chunk, id});
-    map.emplace(key, static_cast<std::uint32_t>(s.pending.size() - 1));
-    return;
+  if (!s.coalesce) s.coalesce = std::make_unique<detail::CoalesceTable>();
+  // Room first: once the table has a slot for this entry, nothing may throw before set().
+  if (s.pending.size() == s.pending.capacity()) s.pending.reserve(std::max<std::size_t>(8, 2 * s.pending.size()));
+  const Payload& p = *chunk->payload;
+  const std::uint64_t h = std::hash<std::string_view>{}(p.uri()) ^
+                          (reinterpret_cast<std::uintptr_t>(id) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(p.kind()));
+  bool found = false;
+  std::size_t slot = s.coalesce->find_or_add(
+      h,
+      [&](std::uint32_t pos) {
+        const Pending& q = s.pending[pos];  // a slot always names a live entry
+        return q.id == id && q.chunk->payload->kind() == p.kind() && q.chunk->payload->uri() == p.uri();
+      },
+      found);
+  if (found) {
+    Pending& old = s.pending[s.coalesce->position(slot)];
+    s.pending_bytes -= chunk_size(old.chunk, old.id, s.framing);
+    detail::release(old.chunk);
+    detail::release(old.id);
+    old = Pending{nullptr, nullptr};
+    ++s.tombstones;
+    stats_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    if (s.tombstones > 16 && s.tombstones * 2 > s.pending.size()) compact(s);
   }
-  Pending& old = s.pending[it->second];
-  s.pending_bytes -= chunk_size(old.chunk, old.id, s.framing);
-  detail::release(old.chunk);
-  detail::release(old.id);
-  old = Pending{nullptr, nullptr};
-  ++s.tombstones;
-  stats_.coalesced.fetch_add(1, std::memory_order_relaxed);
-  // The key's uri view points into the payload being released: re-key the node in place.
-  auto node = map.extract(it);
-  if (s.tombstones > 16 && s.tombstones * 2 > s.pending.size()) compact(s);
   s.pending.push_back(Pending{chunk, id});
-  node.key() = key;
-  node.mapped() = static_cast<std::uint32_t>(s.pending.size() - 1);
-  map.insert(std::move(node));
+  s.coalesce->set(slot, static_cast<std::uint32_t>(s.pending.size() - 1));
 }
 
-// Drops tombstones and repoints the map at the entries' new places.
+// Drops tombstones and repoints the table at the entries' new places.
 void Shard::compact(Stream& s) {
-  std::size_t out = 0;
+  moved_.resize(s.pending.size());
+  std::uint32_t out = 0;
   for (std::size_t i = 0; i < s.pending.size(); ++i) {
-    const Pending& p = s.pending[i];
-    if (!p.chunk) continue;
-    if (p.chunk->payload) {
-      // While writing, every queued notification has its place in the map (at most the one
-      // being re-keyed is out of it, and it is a tombstone).
-      auto it = s.coalesce->find(CoalesceKey{p.id, p.chunk->payload->kind(), p.chunk->payload->uri()});
-      if (it != s.coalesce->end()) it->second = static_cast<std::uint32_t>(out);
-    }
-    s.pending[out++] = p;
+    if (!s.pending[i].chunk) continue;
+    moved_[i] = out;
+    s.pending[out++] = s.pending[i];
   }
   s.pending.resize(out);
   s.tombstones = 0;
+  s.coalesce->remap(moved_);
 }
 
 SendStatus Shard::send(StreamId stream, std::string bytes) {

@@ -10,7 +10,7 @@
  *
  * Slow streams (design §4): while a stream's previous batch is still being written, a newer
  * notification for the same (subscription, method, uri) replaces the unwritten older one
- * (counted as coalesced), found through a per-stream map in O(1); past `max_pending_bytes`
+ * (counted as coalesced), found through a per-stream hash table in O(1); past `max_pending_bytes`
  * of unwritten output (notifications and the transport's own bytes alike) the stream is
  * closed (counted).
  *
@@ -37,7 +37,6 @@
 #include <memory>
 #include <queue>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,6 +65,7 @@ struct Chunk {
   std::uint32_t refs = 1;
 };
 void release(Chunk* c) noexcept;
+class CoalesceTable;  // engine/src/coalesce_table.h
 }  // namespace detail
 
 class Shard;
@@ -219,23 +219,12 @@ class Shard {
     detail::Chunk* chunk;  // nullptr: a coalesced-away entry (tombstone), skipped by flush()
     detail::Chunk* id;     // subscription id token; nullptr for plain bytes
   };
-  // The coalescing key of a pending notification: (subscription token, method, uri). The
-  // uri view points into the pending entry's payload, which the entry keeps alive.
-  struct CoalesceKey {
-    const detail::Chunk* id;
-    Kind kind;
-    std::string_view uri;
-    bool operator==(const CoalesceKey&) const noexcept = default;
-  };
-  struct CoalesceHash {
-    std::size_t operator()(const CoalesceKey& k) const noexcept {
-      return std::hash<std::string_view>{}(k.uri) ^
-             (reinterpret_cast<std::uintptr_t>(k.id) * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(k.kind));
-    }
-  };
-  using CoalesceMap = std::unordered_map<CoalesceKey, std::uint32_t, CoalesceHash>;  // -> index in pending
   struct Stream {
-    Stream(StreamSink* sink, Framing framing) : sink(sink), framing(framing) {}
+    // Out of line: the coalescing table's type is private to shard.cc.
+    Stream(StreamSink* sink, Framing framing);
+    Stream(Stream&&) noexcept;
+    Stream& operator=(Stream&&) noexcept;
+    ~Stream();
     StreamSink* sink;
     Framing framing;
     bool writing = false;
@@ -246,7 +235,7 @@ class Shard {
     std::vector<Pending> pending;
     // While a batch is being written: where each queued notification sits in `pending`, so
     // a newer one for the same key replaces it in O(1). Made for streams that fall behind.
-    std::unique_ptr<CoalesceMap> coalesce;
+    std::unique_ptr<detail::CoalesceTable> coalesce;
     std::vector<SubId> subs;
   };
   struct Sub {
@@ -287,6 +276,7 @@ class Shard {
   std::vector<StreamId> dirty_;
   std::vector<StreamId> flushing_;
   std::vector<StreamId> slow_;
+  std::vector<std::uint32_t> moved_;  // compact()'s old -> new positions, reused
   std::vector<InboxItem> drain_buf_;
   // Vectors of finished batches, reused so a flush allocates nothing per stream.
   std::vector<std::vector<iovec>> free_bufs_;
