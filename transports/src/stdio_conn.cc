@@ -87,7 +87,11 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
     rc = uv_read_start(
         &c->in_.stream,
         [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<StdioConn*>(h->data)->w_.read_buffer(); },
-        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) { static_cast<StdioConn*>(s->data)->on_read(nread, buf); });
+        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+          // An exception (an allocation failing for an over-long line) ends this client only.
+          auto* c = static_cast<StdioConn*>(s->data);
+          guarded(c->w_.stats(), [&] { c->on_read(nread, buf); }, [&] { c->close(); });
+        });
     if (rc == 0) return c;
   }
   err = std::string("cannot serve this fd as a stdio stream: ") + uv_strerror(rc);
