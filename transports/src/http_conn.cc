@@ -63,6 +63,14 @@ bool ieq(std::string_view a, std::string_view b) {
 }
 
 constexpr char kChunkEnd[] = "\r\n";
+// Reading stops while this many bytes of answers are unwritten, and resumes below the second.
+constexpr std::size_t kPauseBytes = 256 * 1024;
+constexpr std::size_t kResumeBytes = 64 * 1024;
+// Lingering close (nginx: lingering_timeout 5 s, lingering_time 30 s): close once nothing
+// arrived for kLingerQuietMs, after kLingerMaxMs in all, or past kLingerMaxBytes discarded.
+constexpr std::uint64_t kLingerQuietMs = 2000;
+constexpr std::uint64_t kLingerMaxMs = 10000;
+constexpr std::size_t kLingerMaxBytes = 16u << 20;
 // Unsent bytes a stream may leave in the kernel. Past this the socket refuses more, so a
 // slow reader's backlog stays in mcpfan, where newer updates coalesce with older ones,
 // instead of megabytes of stale frames queueing in an auto-tuned send buffer.
@@ -128,11 +136,42 @@ void HttpConn::start() {
   // nothing holds a descriptor as surely as one that sends slowly.
   deadline_ = Deadline::Request;
   deadline_ms_ = uv_now(w_.loop()) + cfg.request_timeout_ms;
+  start_reading();
+}
+
+void HttpConn::start_reading() {
   int rc = uv_read_start(
       reinterpret_cast<uv_stream_t*>(&tcp_),
       [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<HttpConn*>(h->data)->w_.read_buffer(); },
-      [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) { static_cast<HttpConn*>(s->data)->on_read(nread, buf); });
+      [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+        auto* c = static_cast<HttpConn*>(s->data);
+        guarded(c->w_.stats(), [&] { c->on_read(nread, buf); }, [&] { c->close(); });
+      });
   if (rc != 0) close();
+}
+
+void HttpConn::linger() {
+  if (mode_ == Mode::Closing || mode_ == Mode::Lingering) return;
+  mode_ = Mode::Lingering;
+  stash_.clear();
+  std::uint64_t now = uv_now(w_.loop());
+  linger_until_ms_ = now + kLingerQuietMs;
+  linger_end_ms_ = now + kLingerMaxMs;
+  shutdown_req_.data = this;
+  // libuv shuts the write side down once every queued write is out.
+  int rc = uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&tcp_), [](uv_shutdown_t* req, int status) {
+    auto* c = static_cast<HttpConn*>(req->data);
+    if (status == UV_ECANCELED || c->mode_ == Mode::Closing) return;  // closed meanwhile
+    if (status < 0) c->close();
+  });
+  if (rc != 0) {
+    close();
+    return;
+  }
+  if (read_paused_) {  // input must be drained now, or the close would still reset
+    read_paused_ = false;
+    start_reading();
+  }
 }
 
 void HttpConn::close() {
@@ -158,8 +197,36 @@ void HttpConn::on_read(ssize_t nread, const uv_buf_t* buf) {
     close();
     return;
   }
+  if (mode_ == Mode::Lingering) {
+    lingered_bytes_ += static_cast<std::size_t>(nread);
+    linger_until_ms_ = uv_now(w_.loop()) + kLingerQuietMs;
+    if (lingered_bytes_ > kLingerMaxBytes) close();
+    return;
+  }
   if (nread == 0 || mode_ != Mode::Requests) return;  // bytes after a listen are ignored
   parse(buf->base, static_cast<std::size_t>(nread));
+}
+
+std::size_t HttpConn::unwritten() const noexcept {
+  return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_));
+}
+
+void HttpConn::pause_reading(const char* rest, std::size_t len) {
+  stash_.assign(rest, len);  // at most one read buffer's worth
+  if (!read_paused_) {
+    read_paused_ = true;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+    w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpConn::maybe_resume_reading() {
+  if (!read_paused_ || mode_ != Mode::Requests || unwritten() > kResumeBytes) return;
+  read_paused_ = false;
+  std::string rest = std::move(stash_);
+  stash_.clear();
+  start_reading();
+  if (!rest.empty()) parse(rest.data(), rest.size());
 }
 
 void HttpConn::parse(const char* data, std::size_t len) {
@@ -167,9 +234,19 @@ void HttpConn::parse(const char* data, std::size_t len) {
   while (off < len && mode_ == Mode::Requests) {
     std::size_t n = http_parser_execute(&parser_, &kSettings, data + off, len - off);
     off += n;
+    if (failed_) {  // a parser callback threw: nothing sensible to answer
+      close();
+      return;
+    }
     auto err = HTTP_PARSER_ERRNO(&parser_);
     if (err == HPE_PAUSED) {  // a request was answered; continue with the pipelined rest
       http_parser_pause(&parser_, 0);
+      // A client that pipelines without reading stops being read once its answers back up,
+      // so it cannot grow the server's memory; the rest of this read waits for the drain.
+      if (mode_ == Mode::Requests && off < len && unwritten() > kPauseBytes) {
+        pause_reading(data + off, len - off);
+        return;
+      }
       continue;
     }
     if (err != HPE_OK) {
@@ -229,9 +306,17 @@ void HttpConn::write_raw(std::string data, bool then_close) {
   uv_buf_t b = uv_buf_init(wr->data.data(), static_cast<unsigned>(wr->data.size()));
   int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* req, int status) {
     auto* wr = static_cast<RawWrite*>(req->data);
-    wr->conn->write_progressed();
-    if (status < 0 || wr->then_close) wr->conn->close();
+    HttpConn* c = wr->conn;
+    bool then_close = wr->then_close;
     delete wr;
+    c->write_progressed();
+    if (status < 0) {
+      c->close();
+    } else if (then_close) {
+      c->linger();
+    } else {
+      guarded(c->w_.stats(), [&] { c->maybe_resume_reading(); }, [&] { c->close(); });
+    }
   });
   if (rc != 0) {
     delete wr;
@@ -252,6 +337,10 @@ void HttpConn::write_progressed() {
 
 void HttpConn::sweep(std::uint64_t now) {
   if (mode_ == Mode::Closing) return;
+  if (mode_ == Mode::Lingering) {
+    if (now >= linger_until_ms_ || now >= linger_end_ms_) close();
+    return;
+  }
   const ServerConfig& cfg = w_.config();
   if (writes_queued_ > 0 && now - write_progress_ms_ >= cfg.write_timeout_ms) {
     // A peer that stopped reading (or vanished): its unwritten bytes would otherwise stay
@@ -466,27 +555,43 @@ void HttpConn::close_requested(CloseReason) {
 
 // ---- http_parser callbacks ----
 
-int HttpConn::on_message_begin(http_parser* p) {
+template <class F>
+int HttpConn::parser_step(http_parser* p, F&& f) noexcept {
   auto* c = static_cast<HttpConn*>(p->data);
-  c->in_message_ = true;
-  c->deadline_ = Deadline::Request;
-  c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().request_timeout_ms;
-  c->req_.clear();
-  c->field_.clear();
-  c->value_.clear();
-  c->in_value_ = false;
-  return 0;
+  try {
+    return f(c);
+  } catch (...) {
+    // Unwinding through http_parser (C, built without unwind tables) would terminate the
+    // server: stop the parser instead; parse() sees failed_ and closes this connection.
+    c->w_.stats().callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+    c->failed_ = true;
+    return -1;
+  }
+}
+
+int HttpConn::on_message_begin(http_parser* p) {
+  return parser_step(p, [&](HttpConn* c) -> int {
+    c->in_message_ = true;
+    c->deadline_ = Deadline::Request;
+    c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().request_timeout_ms;
+    c->req_.clear();
+    c->field_.clear();
+    c->value_.clear();
+    c->in_value_ = false;
+    return 0;
+  });
 }
 
 int HttpConn::on_url(http_parser* p, const char* at, std::size_t len) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  c->req_.url.append(at, len);
-  if (c->req_.url.size() > c->w_.config().max_url_length) {
-    c->set_reject(414, Limit::UrlLength,
-                  "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes");
-    return 1;
-  }
-  return 0;
+  return parser_step(p, [&](HttpConn* c) -> int {
+    c->req_.url.append(at, len);
+    if (c->req_.url.size() > c->w_.config().max_url_length) {
+      c->set_reject(414, Limit::UrlLength,
+                    "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes");
+      return 1;
+    }
+    return 0;
+  });
 }
 
 void HttpConn::commit_header() {
@@ -526,81 +631,86 @@ int HttpConn::count_header_bytes(std::size_t len) {
 }
 
 int HttpConn::on_header_field(http_parser* p, const char* at, std::size_t len) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  if (c->in_value_) {
-    c->commit_header();
-    c->in_value_ = false;
-  }
-  c->field_.append(at, len);
-  return c->count_header_bytes(len);
+  return parser_step(p, [&](HttpConn* c) -> int {
+    if (c->in_value_) {
+      c->commit_header();
+      c->in_value_ = false;
+    }
+    c->field_.append(at, len);
+    return c->count_header_bytes(len);
+  });
 }
 
 int HttpConn::on_header_value(http_parser* p, const char* at, std::size_t len) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  c->in_value_ = true;
-  c->value_.append(at, len);
-  return c->count_header_bytes(len);
+  return parser_step(p, [&](HttpConn* c) -> int {
+    c->in_value_ = true;
+    c->value_.append(at, len);
+    return c->count_header_bytes(len);
+  });
 }
 
 int HttpConn::on_headers_complete(http_parser* p) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  if (c->in_value_ || !c->field_.empty()) c->commit_header();
-  c->in_value_ = false;
-  c->req_.method = p->method;
-  c->head_ = p->method == HTTP_HEAD;
-  std::size_t limit = c->w_.config().max_body;
-  // http_parser sets content_length to ULLONG_MAX when the header is absent.
-  if (p->content_length != ULLONG_MAX && p->content_length > limit) {
-    c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
-    return -1;  // unlike 1 ("no body"), this stops the parser
-  }
-  if (!c->req_.expect.empty()) {
-    if (!ieq(c->req_.expect, "100-continue")) {
-      c->reject_status_ = 417;
-      c->reject_message_ = "unsupported Expect header";
-      return -1;
+  return parser_step(p, [&](HttpConn* c) -> int {
+    if (c->in_value_ || !c->field_.empty()) c->commit_header();
+    c->in_value_ = false;
+    c->req_.method = p->method;
+    c->head_ = p->method == HTTP_HEAD;
+    std::size_t limit = c->w_.config().max_body;
+    // http_parser sets content_length to ULLONG_MAX when the header is absent.
+    if (p->content_length != ULLONG_MAX && p->content_length > limit) {
+      c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
+      return -1;  // unlike 1 ("no body"), this stops the parser
     }
-    c->write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);
-  }
-  return 0;
+    if (!c->req_.expect.empty()) {
+      if (!ieq(c->req_.expect, "100-continue")) {
+        c->reject_status_ = 417;
+        c->reject_message_ = "unsupported Expect header";
+        return -1;
+      }
+      c->write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);
+    }
+    return 0;
+  });
 }
 
 int HttpConn::on_body(http_parser* p, const char* at, std::size_t len) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  std::size_t limit = c->w_.config().max_body;
-  if (c->req_.body.size() + len > limit) {
-    c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
-    return 1;
-  }
-  c->req_.body.append(at, len);
-  return 0;
+  return parser_step(p, [&](HttpConn* c) -> int {
+    std::size_t limit = c->w_.config().max_body;
+    if (c->req_.body.size() + len > limit) {
+      c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
+      return 1;
+    }
+    c->req_.body.append(at, len);
+    return 0;
+  });
 }
 
 int HttpConn::on_message_complete(http_parser* p) {
-  auto* c = static_cast<HttpConn*>(p->data);
-  c->w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
-  c->in_message_ = false;
-  c->deadline_ = Deadline::None;
-  std::uint32_t max_requests = c->w_.config().max_requests_per_connection;
-  if (max_requests > 0 && ++c->requests_ >= max_requests) {
-    // Like nginx's keepalive_requests: the last request is served, and its answer closes.
-    c->close_after_ = true;
-    c->w_.limits().hit(Limit::RequestsPerConnection);
-  }
-  // No exception may leave a libuv callback: a failure here answers 500 and closes.
-  try {
-    route_request(*c, c->req_);
-  } catch (const std::exception& e) {
-    c->close_after_ = true;
-    c->respond(500, "application/json", R"({"error":"internal error"})");
-  }
-  c->head_ = false;  // answered: an error in whatever follows is not an answer to this HEAD
-  if (c->mode_ == Mode::Requests) {
-    c->pause_parser();  // resume in parse() for pipelined requests
-    c->deadline_ = Deadline::Idle;
-    c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().idle_timeout_ms;
-  }
-  return 0;
+  return parser_step(p, [&](HttpConn* c) -> int {
+    c->w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
+    c->in_message_ = false;
+    c->deadline_ = Deadline::None;
+    std::uint32_t max_requests = c->w_.config().max_requests_per_connection;
+    if (max_requests > 0 && ++c->requests_ >= max_requests) {
+      // Like nginx's keepalive_requests: the last request is served, and its answer closes.
+      c->close_after_ = true;
+      c->w_.limits().hit(Limit::RequestsPerConnection);
+    }
+    // No exception may leave a libuv callback: a failure here answers 500 and closes.
+    try {
+      route_request(*c, c->req_);
+    } catch (const std::exception& e) {
+      c->close_after_ = true;
+      c->respond(500, "application/json", R"({"error":"internal error"})");
+    }
+    c->head_ = false;  // answered: an error in whatever follows is not an answer to this HEAD
+    if (c->mode_ == Mode::Requests) {
+      c->pause_parser();  // resume in parse() for pipelined requests
+      c->deadline_ = Deadline::Idle;
+      c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().idle_timeout_ms;
+    }
+    return 0;
+  });
 }
 
 }  // namespace mcpfan::detail

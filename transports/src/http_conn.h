@@ -37,6 +37,14 @@ class HttpConn final : public Conn, public StreamSink {
   void start();
   /** Idempotent; frees the connection once libuv has closed the handle. */
   void close();
+  /**
+   * Closes after an answer, as nginx's lingering close does: the queued writes finish, the
+   * write side is shut down, and input is read and discarded until the peer's EOF, a quiet
+   * spell or a byte cap, then close(). Closing with unread input in the receive buffer makes
+   * the kernel send a reset, and the peer then loses answers it had not read yet (a 413 sent
+   * while the client was still uploading, the answers before a Connection: close).
+   */
+  void linger();
 
   // ---- used by the request router ----
   [[nodiscard]] Worker& worker() noexcept { return w_; }
@@ -71,11 +79,17 @@ class HttpConn final : public Conn, public StreamSink {
   void close_requested(CloseReason reason) override;
 
  private:
-  enum class Mode : std::uint8_t { Requests, Listen, Draining, Closing };
+  enum class Mode : std::uint8_t { Requests, Listen, Draining, Lingering, Closing };
   enum class Deadline : std::uint8_t { None, Request, Idle };
 
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void parse(const char* data, std::size_t len);
+  /** Bytes of answers queued and not yet written (streams are bounded by their shard). */
+  [[nodiscard]] std::size_t unwritten() const noexcept;
+  /** Stops reading while answers back up; the unparsed rest of the read waits in stash_. */
+  void pause_reading(const char* rest, std::size_t len);
+  void maybe_resume_reading();
+  void start_reading();
   void pause_parser();
   void write_raw(std::string data, bool then_close);
   /** Queues the listen's final `complete` result, then ends the stream once it is written. */
@@ -90,6 +104,9 @@ class HttpConn final : public Conn, public StreamSink {
   void write_queued();
   void write_progressed();
 
+  /** Runs a parser callback's body: an exception must not unwind through http_parser (C). */
+  template <class F>
+  static int parser_step(http_parser* p, F&& f) noexcept;
   static int on_message_begin(http_parser* p);
   static int on_url(http_parser* p, const char* at, std::size_t len);
   static int on_header_field(http_parser* p, const char* at, std::size_t len);
@@ -109,6 +126,8 @@ class HttpConn final : public Conn, public StreamSink {
   bool ending_ = false;
   bool in_message_ = false;  // between the first byte of a request and its end
   bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
+  bool read_paused_ = false; // answers backed up: not reading until they drain
+  bool failed_ = false;      // a parser callback threw: close, do not answer
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
@@ -118,6 +137,11 @@ class HttpConn final : public Conn, public StreamSink {
   std::int64_t stream_subs_ = 0;
   std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
   std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
+  std::uint64_t linger_until_ms_ = 0;   // Lingering: close when nothing arrived by then...
+  std::uint64_t linger_end_ms_ = 0;     // ...or at this time, whatever arrives
+  std::size_t lingered_bytes_ = 0;      // input discarded while lingering
+  std::string stash_;                   // unparsed input kept while reading is paused
+  uv_shutdown_t shutdown_req_{};
   int reject_status_ = 0;
   std::string reject_message_;
   StreamId stream_{};

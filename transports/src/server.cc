@@ -119,8 +119,9 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 std::string Server::Impl::metrics_text() {
   long long conns = 0, requests = 0, errors = 0;
-  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0, exceptions = 0;
+  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0, exceptions = 0, pauses = 0;
   for (const auto& w : workers) {
+    pauses += static_cast<long long>(w->stats().read_pauses.load(std::memory_order_relaxed));
     exceptions += static_cast<long long>(w->stats().callback_exceptions.load(std::memory_order_relaxed));
     conns += w->stats().connections.load(std::memory_order_relaxed);
     requests += static_cast<long long>(w->stats().http_requests.load(std::memory_order_relaxed));
@@ -160,6 +161,8 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
          d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+  metric(out, "mcpfan_read_pauses_total", "counter",
+         "Times a client's connection stopped being read until its unread answers drained.", pauses);
   metric(out, "mcpfan_callback_exceptions_total", "counter",
          "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
          exceptions);

@@ -29,6 +29,7 @@ struct WorkerStats {
   std::atomic<std::uint64_t> http_requests{0};
   std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
   std::atomic<std::uint64_t> callback_exceptions{0};  // caught at a libuv callback boundary
+  std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
 };
 
 /**
