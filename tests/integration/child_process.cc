@@ -99,6 +99,12 @@ bool ChildProcess::WaitExit(Ms timeout) {
     pid_t r = waitpid(pid_, &st, WNOHANG);
     if (r == pid_) {
       status_ = st;
+      // The child is gone, but its last stderr bytes may still be in the pipe, not yet read
+      // by the reader thread: wait for its EOF (every writer closed), so that Stderr() is
+      // complete once WaitExit() returns true. (Auth.OpenListenerNeedsAuthOrInsecure once
+      // read the stderr of an exited child before its last line, under a loaded machine.)
+      std::unique_lock lk(mu_);
+      cv_.wait_for(lk, std::chrono::seconds(10), [&] { return stderr_eof_; });
       return true;
     }
     if (r < 0 && errno != EINTR) return false;
