@@ -100,6 +100,15 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--max-subscriptions-per-tenant", cfg.max_subscriptions_per_tenant,
                  "resource URIs subscribed; 0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--max-idle-sessions", cfg.max_idle_sessions,
+                 "2025-era sessions without an open stream, in all; more initialize requests get 503")
+      ->capture_default_str();
+  app.add_option("--max-idle-sessions-per-tenant", cfg.max_idle_sessions_per_tenant,
+                 "2025-era sessions without an open stream per tenant; more get 429 (0 = unlimited)")
+      ->capture_default_str();
+  app.add_option("--max-listens-per-connection", cfg.max_listens_per_connection,
+                 "subscriptions/listen one stdio client may hold open at once")
+      ->capture_default_str();
   app.add_option("--max-tenants", cfg.max_tenants, "distinct tenants with clients; more are refused")
       ->capture_default_str()->check(CLI::Range(1, 10000000));
   app.add_option("--metrics-tenants", cfg.metrics_tenants,

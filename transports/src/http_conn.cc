@@ -404,10 +404,11 @@ void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
   Filter f;
   f.tenant = session->tenant;
   f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
-  f.uris = session->uris;
+  f.uris.assign(session->uris.begin(), session->uris.end());
   session->sub = w_.shard().subscribe(stream_, f, {});  // no id: 2025 notifications carry none
   session->owner = static_cast<int>(w_.index());
   session->conn = this;
+  w_.sessions().stream_opened(*session);  // the registry's mutex is held by the caller
   session_ = std::move(session);
 }
 
@@ -459,6 +460,7 @@ void HttpConn::release_session() {
     session_->conn = nullptr;
     session_->owner = -1;
     session_->idle_since_ms = uv_now(w_.loop());
+    w_.sessions().stream_closed(*session_);  // idle again (counted) until it expires or ends
   }
   session_.reset();
 }

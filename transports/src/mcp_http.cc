@@ -132,7 +132,8 @@ std::string quoted_safe(std::string_view s) {
 void respond_limited(HttpConn& c, std::string_view id, Limit l, TenantId tenant) {
   Worker& w = c.worker();
   std::string msg = w.limits().refusal_message(l, w.hub().tenants().name(tenant));
-  int status = l == Limit::Tenants ? 503 : 429;
+  // A ceiling in all (the server's, not the tenant's) is 503, like a full tenant table.
+  int status = (l == Limit::Tenants || l == Limit::IdleSessions) ? 503 : 429;
   std::string body = id.empty() ? json_error_body(msg) : rpc_error_json(id, Error{rpc_code::kLimitExceeded, msg});
   c.respond(status, "application/json", body, "Retry-After: 1\r\n");
 }
@@ -268,16 +269,21 @@ void session_not_found(HttpConn& c, std::string_view id) {
 // Changes a session's URI set, and the subscription of its GET stream if one is open. The
 // change reaches the stream's worker through its shard inbox, in order with publishes, so
 // a publish sent after the client saw `{}` is matched against the new set.
-// Returns false when a new URI would pass the tenant's subscription ceiling (nothing changes).
-bool change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+// Returns the limit that refused a new URI (the session's own URI count, or the tenant's
+// subscription ceiling); nothing changes then.
+std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
   int owner;
   {
     std::lock_guard lock(w.sessions().mutex());
     auto& uris = s->uris;
-    auto it = std::find(uris.begin(), uris.end(), uri);
+    auto it = uris.find(uri);
     if (add && it == uris.end()) {
-      if (!w.limits().acquire(s->tenant, Resource::Subscriptions)) return false;
-      uris.push_back(uri);
+      if (uris.size() >= w.config().max_uris_per_listen) {
+        w.limits().hit(Limit::UrisPerListen, s->tenant);
+        return Limit::UrisPerListen;
+      }
+      if (!w.limits().acquire(s->tenant, Resource::Subscriptions)) return Limit::SubscriptionsPerTenant;
+      uris.insert(uri);
     }
     if (!add && it != uris.end()) {
       uris.erase(it);
@@ -285,7 +291,7 @@ bool change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std:
     }
     owner = s->owner;
   }
-  if (owner < 0) return true;  // applied when a GET stream opens
+  if (owner < 0) return std::nullopt;  // applied when a GET stream opens
   Shard& shard = w.hub().shard(static_cast<std::size_t>(owner));
   SessionRegistry* reg = &w.sessions();
   shard.post_task([reg, s, owner, uri, add, &shard] {
@@ -298,7 +304,7 @@ bool change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std:
     if (add) shard.add_uri(sub, s->tenant, uri);
     else shard.remove_uri(sub, s->tenant, uri);
   });
-  return true;
+  return std::nullopt;
 }
 
 void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
@@ -307,11 +313,14 @@ void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
     return;
   }
   Worker& w = c.worker();
+  std::string_view version = negotiate_2025(r.init_version);
+  std::optional<Limit> refused;
+  auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()), refused);
+  if (!s) return respond_limited(c, r.id, *refused, caller.tenant);
   if (!w.limits().acquire(caller.tenant, Resource::Streams)) {
+    (void)w.sessions().erase(s->id);
     return respond_limited(c, r.id, Limit::StreamsPerTenant, caller.tenant);
   }
-  std::string_view version = negotiate_2025(r.init_version);
-  auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()));
   s->limits = &w.limits();  // the session now holds that stream, until it is destroyed
   // ... and its own reference on the tenant: a session outlives the connection that made it.
   if (caller.tenant != kDefaultTenant && w.hub().tenants().retain(caller.tenant)) {
@@ -348,7 +357,12 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
   } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
     bool add = m == "resources/subscribe";
     if (add && !caller.may_subscribe(r.uri)) return respond_forbidden_uri(c, r.id, r.uri);
-    if (!change_session_uri(w, s, r.uri, add)) return respond_limited(c, r.id, Limit::SubscriptionsPerTenant, s->tenant);
+    if (auto refused = change_session_uri(w, s, r.uri, add)) {
+      if (*refused != Limit::UrisPerListen) return respond_limited(c, r.id, *refused, s->tenant);
+      return rpc_error(c, r.id, rpc_code::kInvalidParams,
+                       "this session already subscribes to " + std::to_string(w.config().max_uris_per_listen) +
+                           " resources (--max-uris-per-listen); unsubscribe one first");
+    }
     respond_result(c, r, "{}");
   } else if (m == "initialize") {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");

@@ -154,6 +154,8 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", errors);
   metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).",
          static_cast<long long>(sessions.size()));
+  metric(out, "mcpfan_sessions_idle", "gauge", "2025-era sessions without an open GET stream (bounded by --max-idle-sessions).",
+         static_cast<long long>(sessions.idle()));
   const Debouncer* d = hub->debouncer();
   metric(out, "mcpfan_debounce_suppressed_total", "counter",
          "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.",
@@ -185,8 +187,9 @@ namespace detail {
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
       limits(TenantCeilings{config.max_connections_per_tenant, config.max_streams_per_tenant,
-                            config.max_subscriptions_per_tenant},
-             std::max<std::size_t>(config.max_tenants, 1)) {
+                            config.max_subscriptions_per_tenant, config.max_idle_sessions_per_tenant},
+             std::max<std::size_t>(config.max_tenants, 1)),
+      sessions(limits, config.max_idle_sessions) {
   if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
   hub = std::make_unique<Hub>(config.workers, config.shard, std::max<std::size_t>(config.max_tenants, 1));
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });

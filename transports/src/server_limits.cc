@@ -19,6 +19,9 @@ std::string_view limit_name(Limit l) {
     case Limit::SubscriptionsPerTenant: return "subscriptions_per_tenant";
     case Limit::Tenants: return "tenants";
     case Limit::PublishRate: return "publish_rate";
+    case Limit::IdleSessions: return "idle_sessions";
+    case Limit::IdleSessionsPerTenant: return "idle_sessions_per_tenant";
+    case Limit::ListensPerConnection: return "listens_per_connection";
     case Limit::kCount: break;
   }
   return "unknown";
@@ -47,6 +50,7 @@ std::int64_t Limits::ceiling(Resource r) const noexcept {
     case Resource::Connections: return ceilings_.connections;
     case Resource::Streams: return ceilings_.streams;
     case Resource::Subscriptions: return ceilings_.subscriptions;
+    case Resource::IdleSessions: return ceilings_.idle_sessions;
     case Resource::kCount: break;
   }
   return 0;
@@ -54,7 +58,8 @@ std::int64_t Limits::ceiling(Resource r) const noexcept {
 
 Limit Limits::refusal(TenantId tenant, Resource r) const noexcept {
   if (tenant.index >= max_tenants_) return Limit::Tenants;
-  static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant};
+  static constexpr Limit kFor[] = {Limit::ConnectionsPerTenant, Limit::StreamsPerTenant, Limit::SubscriptionsPerTenant,
+                                   Limit::IdleSessionsPerTenant};
   return kFor[static_cast<std::size_t>(r)];
 }
 
@@ -65,6 +70,10 @@ std::string Limits::refusal_message(Limit l, std::string_view tenant_name) const
     case Limit::StreamsPerTenant: return who + std::to_string(ceilings_.streams) + " streams";
     case Limit::SubscriptionsPerTenant: return who + std::to_string(ceilings_.subscriptions) + " subscriptions";
     case Limit::Tenants: return "the server serves at most " + std::to_string(max_tenants_) + " tenants";
+    case Limit::IdleSessions:
+      return "the server holds its limit of sessions without an open stream; open the GET stream of one, or DELETE one";
+    case Limit::IdleSessionsPerTenant:
+      return who + std::to_string(ceilings_.idle_sessions) + " sessions without an open stream; open the GET stream of one, or DELETE one";
     default: return "limit reached: " + std::string(limit_name(l));
   }
 }
@@ -85,6 +94,10 @@ bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
     return false;
   }
   return true;
+}
+
+void Limits::add(TenantId tenant, Resource r, std::int64_t n) noexcept {
+  if (tenant.index < max_tenants_) usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_add(n, std::memory_order_relaxed);
 }
 
 void Limits::release(TenantId tenant, Resource r, std::int64_t n) noexcept {

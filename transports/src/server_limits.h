@@ -30,13 +30,16 @@ enum class Limit : std::uint8_t {
   SubscriptionsPerTenant,
   Tenants,
   PublishRate,
+  IdleSessions,           // in all
+  IdleSessionsPerTenant,
+  ListensPerConnection,
   kCount
 };
 /** snake_case: the `limit` label of mcpfan_limit_hits_total. */
 [[nodiscard]] std::string_view limit_name(Limit l);
 
 /** A per-tenant resource with a configurable ceiling. */
-enum class Resource : std::uint8_t { Connections, Streams, Subscriptions, kCount };
+enum class Resource : std::uint8_t { Connections, Streams, Subscriptions, IdleSessions, kCount };
 
 struct TenantUsage {
   std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(Resource::kCount)> in_use{};
@@ -47,6 +50,7 @@ struct TenantCeilings {
   std::int64_t connections = 0;  // 0 = unlimited
   std::int64_t streams = 0;
   std::int64_t subscriptions = 0;
+  std::int64_t idle_sessions = 0;
 };
 
 class Limits {
@@ -72,6 +76,8 @@ class Limits {
   /** What a refused client is told, on every transport: the tenant and the ceiling it hit. */
   [[nodiscard]] std::string refusal_message(Limit l, std::string_view tenant_name) const;
   void release(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
+  /** Takes `n` units with no ceiling check (a session whose stream closed is idle again). */
+  void add(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
 
   [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
   [[nodiscard]] const TenantUsage* usage(TenantId tenant) const noexcept {

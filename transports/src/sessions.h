@@ -9,17 +9,19 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "mcpfan/index.h"
 #include "mcpfan/tenants.h"
+#include "server_limits.h"
 
 namespace mcpfan::detail {
 
 class HttpConn;
-class Limits;
 
 struct Session {
   Session() = default;
@@ -31,20 +33,35 @@ struct Session {
   std::string id;
   TenantId tenant = kDefaultTenant;
   std::string version;             // negotiated at initialize
-  std::vector<std::string> uris;   // resources/subscribe, in order, no duplicates
+  std::unordered_set<std::string> uris;  // resources/subscribe (O(1) membership), at most --max-uris-per-listen
   int owner = -1;                  // worker holding the GET stream, or -1
   HttpConn* conn = nullptr;        // that stream; only worker `owner` may use it
   SubId sub{};                     // its subscription in that worker's shard
   std::uint64_t idle_since_ms = 0; // last request, or when the stream closed
   bool ended = false;              // DELETEd or expired
+  bool idle = false;               // counted as a session without a stream (registry + tenant)
   Limits* limits = nullptr;        // set when the session was counted against its tenant
   TenantRef tenant_ref;            // keeps the tenant's entry alive (released after the usage)
 };
 
 class SessionRegistry {
  public:
-  /** A new session with a random 128-bit id. */
-  [[nodiscard]] std::shared_ptr<Session> create(TenantId tenant, std::string version, std::uint64_t now_ms);
+  /**
+   * `limits` counts idle sessions per tenant; `max_idle` bounds them in all. A session is
+   * idle (counted) from initialize until its GET stream opens, and again once it closes.
+   */
+  SessionRegistry(Limits& limits, std::size_t max_idle) : limits_(limits), max_idle_(max_idle) {}
+
+  /**
+   * A new session with a random 128-bit id, counted as idle; null with `refused` set when
+   * the ceiling in all (Limit::IdleSessions) or the tenant's refuses it.
+   */
+  [[nodiscard]] std::shared_ptr<Session> create(TenantId tenant, std::string version, std::uint64_t now_ms,
+                                                std::optional<Limit>& refused);
+  /** The session's GET stream opened / closed: it stops / starts counting as idle. Call with mutex() held. */
+  void stream_opened(Session& s) noexcept;
+  void stream_closed(Session& s) noexcept;
+  [[nodiscard]] std::size_t idle() { std::lock_guard lock(mu_); return idle_; }
   /** The session, or null; refreshes its idle clock. */
   [[nodiscard]] std::shared_ptr<Session> find(const std::string& id, std::uint64_t now_ms);
   /** Removes it; the caller ends its stream. */
@@ -55,8 +72,13 @@ class SessionRegistry {
   [[nodiscard]] std::mutex& mutex() noexcept { return mu_; }
 
  private:
+  void forget_idle(Session& s) noexcept;  // mu_ held
+
+  Limits& limits_;
+  const std::size_t max_idle_;
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
+  std::size_t idle_ = 0;  // guarded by mu_
 };
 
 }  // namespace mcpfan::detail

@@ -317,6 +317,12 @@ void StdioConn::handle_request(RpcRequest& r) {
     if (m == "resources/subscribe") {
       if (refuse_uri(r.id, r.uri)) return;
       if (have == session_uris_.end()) {
+        if (session_uris_.size() >= w_.config().max_uris_per_listen) {
+          w_.limits().hit(Limit::UrisPerListen, tenant_);
+          return reply_error(r.id, rpc_code::kInvalidParams,
+                             "this session already subscribes to " + std::to_string(session_uris_.size()) +
+                                 " resources (--max-uris-per-listen); unsubscribe one first");
+        }
         if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) return reply_limited(r.id, Resource::Subscriptions);
         session_uris_.push_back(r.uri);
       }
@@ -351,6 +357,13 @@ void StdioConn::start_listen(RpcRequest& r) {
   }
   for (const std::string& uri : r.listen.resource_uris) {
     if (refuse_uri(r.id, uri)) return;
+  }
+  if (listens_.size() >= w_.config().max_listens_per_connection) {
+    w_.limits().hit(Limit::ListensPerConnection, tenant_);
+    reply_error(r.id, rpc_code::kLimitExceeded,
+                "this connection already holds " + std::to_string(listens_.size()) +
+                    " listens (--max-listens-per-connection); cancel one first");
+    return;
   }
   auto subs = static_cast<std::int64_t>(r.listen.resource_uris.size());
   Limits& limits = w_.limits();

@@ -55,6 +55,11 @@ struct ServerConfig {
   std::int64_t max_streams_per_tenant = 0;        // listens + 2025-era sessions
   std::int64_t max_subscriptions_per_tenant = 0;  // resource URIs subscribed
   std::size_t max_tenants = 10000;                // distinct tenants with clients; more are refused
+  // 2025-era sessions without an open GET stream (made by initialize, held until
+  // --session-idle-ms): without a ceiling one client pipelining initialize holds gigabytes.
+  std::size_t max_idle_sessions = 20000;            // in all (503 past it)
+  std::int64_t max_idle_sessions_per_tenant = 5000; // per tenant (429 past it)
+  std::size_t max_listens_per_connection = 256;     // 2026 listens one stdio client may hold
   std::size_t metrics_tenants = 100;              // tenants labelled by name in /metrics; the rest sum as "_other"
 
   // ---- authentication (all empty: no auth, every client is tenant "default") ----
