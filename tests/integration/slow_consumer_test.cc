@@ -3,7 +3,14 @@
 // the latest change is never lost and memory stays bounded; past the byte bound
 // (distinct URIs, nothing to coalesce) the stream is closed. Other streams are
 // never stalled by a slow one.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cstring>
+
 #include "harness.h"
+#include "stdio_client.h"
 
 namespace itest {
 namespace {
@@ -116,6 +123,48 @@ TEST(SlowConsumer, PastByteBoundStreamIsClosedOthersUnaffected) {
   }
   EXPECT_LT(seqs.size(), size_t(kPublishes * kPerPublish)) << "everything was buffered: no byte bound";
   RecordProperty("slow_stream_received", std::to_string(seqs.size()));
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// Issue 9, item 2: answers to a stdio client's requests were queued with no bound, so a
+// client that pipelined requests and never read grew the server's memory until the write
+// timeout. Every byte queued to a stream is now under --max-pending-bytes.
+TEST(SlowConsumer, AStdioClientThatPipelinesRequestsAndNeverReadsIsClosedAtTheBound) {
+  TempDir dir;
+  const std::string sock = dir.path() + "/s";
+  ServerProcess srv({"--workers", "1", "--unix", sock, "--max-pending-bytes", "65536"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, sock.c_str(), sock.size() + 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  std::string window;
+  for (int i = 0; i < 100; ++i) window += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"initialize","params":{}})" "\n";
+  // Pipeline (bounded: 40,000 windows, 60 s) until the server closes this client.
+  bool closed = false;
+  auto deadline = After(Ms(60000));
+  for (int i = 0; i < 40000 && !closed && Clock::now() < deadline; ++i) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, 100) != 1) {
+      auto closes = ReadMetric(srv.port(), "mcpfan_slow_consumer_closes_total");
+      closed = closes && *closes >= 1;
+      continue;
+    }
+    if (::send(fd, window.data(), window.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) closed = true;
+  }
+  ::close(fd);
+  EXPECT_TRUE(closed) << "the server kept queueing answers for a client that does not read";
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_slow_consumer_closes_total", 1));
+  EXPECT_TRUE(ServesListenAndPublish(srv.port()));
 }
 
 }  // namespace
