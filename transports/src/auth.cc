@@ -386,7 +386,9 @@ AuthResult ClientAuth::verify_token(std::string_view token, std::int64_t now_uni
   // 1. The algorithm, from the header, decides the key: HS256 only with the secret, RS256/ES256
   //    only with the public key of that type. A key is never used for another algorithm (an
   //    HS256 token "verified" with an RSA key's PEM text as the HMAC secret is the classic forgery).
-  simdjson::dom::parser parser;
+  // One parser per thread, reused: a fresh one allocates its buffers on every token check,
+  // on a worker loop. (The header is read completely before the payload reuses the parser.)
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::object header;
   if (auto e = parse_object(parser, header_json, "header", header)) return std::move(*e);
   std::string_view alg;

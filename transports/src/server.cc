@@ -11,6 +11,7 @@
 #include <functional>
 #include <thread>
 
+#include "log.h"
 #include "server_state.h"
 #include "sessions.h"
 #include "worker.h"
@@ -163,6 +164,9 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
          d ? static_cast<long long>(d->trailing()) : 0);
   metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+  metric(out, "mcpfan_log_lines_dropped_total", "counter",
+         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.",
+         static_cast<long long>(detail::log::dropped() + detail::log::suppressed()));
   metric(out, "mcpfan_read_pauses_total", "counter",
          "Times a client's connection stopped being read until its unread answers drained.", pauses);
   metric(out, "mcpfan_callback_exceptions_total", "counter",

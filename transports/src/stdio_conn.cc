@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "log.h"
 #include "server_limits.h"
 #include "server_state.h"
 #include "mcp_messages.h"
@@ -159,7 +160,7 @@ void StdioConn::on_read(ssize_t nread, const uv_buf_t* buf) {
     }
     if (line_.size() + piece.size() > cap) {
       // No id can be read from a line we will not hold: answer with a null id and drop it.
-      fprintf(stderr, "mcpfan: stdio line longer than %zu bytes dropped\n", cap);
+      log::line("stdio_line_bytes", "stdio line longer than " + std::to_string(cap) + " bytes dropped");
       w_.limits().hit(Limit::LineBytes, tenant_);
       reply_error({}, rpc_code::kInvalidRequest, "message longer than " + std::to_string(cap) + " bytes dropped");
       line_.clear();
@@ -192,7 +193,7 @@ void StdioConn::handle_line(std::string_view line) {
     if (r.has_id || r.error->code == rpc_code::kParseError || r.error->code == rpc_code::kInvalidRequest) {
       reply_error(r.id, r.error->code, r.error->message);
     } else {
-      fprintf(stderr, "mcpfan: stdio notification %s dropped: %s\n", r.method.c_str(), r.error->message.c_str());
+      log::line("stdio_bad_notification", "stdio notification " + r.method + " dropped: " + r.error->message);
     }
     return;
   }

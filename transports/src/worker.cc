@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "http_conn.h"
+#include "log.h"
 #include "server_state.h"
 #include "sessions.h"
 #include "stdio_conn.h"
@@ -105,7 +106,7 @@ void Worker::run(int listen_fd) {
   if (rc != 0) ::close(listen_fd);  // not libuv's: uv_close(listener_) will not close it
   else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), SOMAXCONN, &Worker::on_connection);
   // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
-  if (rc != 0) fprintf(stderr, "mcpfan: worker %u cannot listen: %s\n", index_, uv_strerror(rc));
+  if (rc != 0) log::line("listen", "worker " + std::to_string(index_) + " cannot listen: " + uv_strerror(rc));
   if (unix_fd_ >= 0) {
     uv_poll_init(&loop_, &unix_poll_, unix_fd_);
     uv_poll_start(&unix_poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
@@ -210,7 +211,7 @@ void Worker::on_control() {
         if (stopping_) {
           refuse_adopt(msg);
         } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
-          fprintf(stderr, "mcpfan: stdio client refused: %s\n", err.c_str());
+          log::line("stdio_refused", "stdio client refused: " + err);
         }
       }
     });
