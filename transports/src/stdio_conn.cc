@@ -26,6 +26,71 @@ struct LineWrite {
 };
 }  // namespace
 
+// stdout redirected to a regular file: libuv cannot poll it, and a write(2) there may block
+// (a slow or full disk, NFS), so it goes to libuv's threadpool, one batch at a time.
+struct StdioConn::FileWrite {
+  uv_fs_t req;  // first member: the callback casts back
+  OutBatch batch;
+  StdioConn* conn;
+  std::size_t next;  // first buffer not completely written (bufs[0] is the unused framing slot)
+};
+
+void StdioConn::write_file(FileWrite* fw) {
+  auto& bufs = fw->batch.bufs;
+  auto n = static_cast<unsigned>(std::min<std::size_t>(bufs.size() - fw->next, IOV_MAX));
+  if (!file_write_in_flight_ && writes_in_flight_++ == 0) write_progress_ms_ = uv_now(w_.loop());
+  file_write_in_flight_ = true;
+  int rc = uv_fs_write(w_.loop(), &fw->req, out_file_fd_, reinterpret_cast<uv_buf_t*>(&bufs[fw->next]), n, -1,
+                       [](uv_fs_t* req) {
+                         auto* fw = reinterpret_cast<FileWrite*>(req);
+                         StdioConn* c = fw->conn;
+                         ssize_t result = req->result;
+                         uv_fs_req_cleanup(req);
+                         guarded(c->w_.stats(), [&] { c->file_written(fw, result); }, [&] {
+                           delete fw;
+                           c->close();
+                         });
+                       });
+  if (rc != 0) file_written(fw, rc);
+}
+
+void StdioConn::file_written(FileWrite* fw, ssize_t result) {
+  write_progress_ms_ = uv_now(w_.loop());
+  auto& bufs = fw->batch.bufs;
+  if (result > 0 && !closing_) {
+    auto left = static_cast<std::size_t>(result);
+    while (fw->next < bufs.size() && left >= bufs[fw->next].iov_len) left -= bufs[fw->next++].iov_len;
+    if (left > 0) {
+      bufs[fw->next].iov_base = static_cast<char*>(bufs[fw->next].iov_base) + left;
+      bufs[fw->next].iov_len -= left;
+    }
+    if (fw->next < bufs.size()) return write_file(fw);  // the rest of this batch
+  }
+  delete fw;
+  file_write_in_flight_ = false;
+  --writes_in_flight_;
+  if (closing_) {  // close() left the descriptor and this connection to us
+    ::close(out_file_fd_);
+    out_file_fd_ = -1;
+    return maybe_free();
+  }
+  if (result <= 0) {
+    w_.shard().write_done(stream_);
+    return close();
+  }
+  w_.shard().write_done(stream_);
+  maybe_finish();
+}
+
+void StdioConn::maybe_free() {
+  if (!closing_ || open_handles_ > 0 || file_write_in_flight_) return;
+  w_.unlink(this);
+  bool notify = exit_on_eof_;
+  Worker& w = w_;
+  delete this;
+  if (notify && w.config().on_stdio_eof) w.config().on_stdio_eof();
+}
+
 StdioConn::StdioConn(Worker& w, bool exit_on_eof) : w_(w), exit_on_eof_(exit_on_eof) {}
 
 int StdioConn::init_handle(Handle& h, int fd, bool readable) {
@@ -126,18 +191,15 @@ void StdioConn::close() {
   tenant_ref_.reset();  // last: the entry is reclaimed only once the usage is back to zero
   auto on_closed = [](uv_handle_t* h) {
     auto* c = static_cast<StdioConn*>(h->data);
-    if (--c->open_handles_ > 0) return;
-    c->w_.unlink(c);
-    bool notify = c->exit_on_eof_;
-    Worker& w = c->w_;
-    delete c;
-    if (notify && w.config().on_stdio_eof) w.config().on_stdio_eof();
+    --c->open_handles_;
+    c->maybe_free();
   };
-  // Only initialised handles are closed: open() may fail before the second one exists.
-  if (out_file_fd_ >= 0) {
+  // A file write in the threadpool still uses the descriptor: its callback closes it.
+  if (out_file_fd_ >= 0 && !file_write_in_flight_) {
     ::close(out_file_fd_);
     out_file_fd_ = -1;
   }
+  // Only initialised handles are closed: open() may fail before the second one exists.
   int initialised = open_handles_;
   if (initialised >= 1) uv_close(&in_.handle, on_closed);
   if (initialised >= 2) uv_close(&out_.handle, on_closed);
@@ -417,27 +479,7 @@ void StdioConn::maybe_finish() {
 
 void StdioConn::write_batch(OutBatch&& batch) {
   if (out_file_fd_ >= 0) {
-    // A regular file never blocks for long: write it all now.
-    std::size_t i = 1;
-    auto& bufs = batch.bufs;
-    while (i < bufs.size()) {
-      int n = static_cast<int>(std::min<std::size_t>(bufs.size() - i, IOV_MAX));
-      ssize_t w = ::writev(out_file_fd_, &bufs[i], n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        w_.shard().write_done(stream_);
-        close();
-        return;
-      }
-      auto left = static_cast<std::size_t>(w);
-      while (i < bufs.size() && left >= bufs[i].iov_len) left -= bufs[i++].iov_len;
-      if (left > 0) {
-        bufs[i].iov_base = static_cast<char*>(bufs[i].iov_base) + left;
-        bufs[i].iov_len -= left;
-      }
-    }
-    w_.shard().write_done(stream_);
-    maybe_finish();
+    write_file(new FileWrite{{}, std::move(batch), this, 1});
     return;
   }
   // bufs[0] is the framing slot: stdio lines need none. As in HttpConn::write_batch, try to

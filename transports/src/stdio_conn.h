@@ -71,12 +71,18 @@ class StdioConn final : public Conn, public StreamSink {
   void reply_error(std::string_view id, int code, std::string message, std::string_view data = {});
   void close();
   void maybe_finish();
+  struct FileWrite;
+  void write_file(FileWrite* fw);
+  void file_written(FileWrite* fw, ssize_t result);
+  /** Frees this connection once it is closing and nothing (handle, file write) still uses it. */
+  void maybe_free();
 
   Worker& w_;
   Handle in_{};
   Handle out_{};
   bool separate_out_ = false;
-  int out_file_fd_ = -1;    // stdout redirected to a regular file: written synchronously
+  int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
+  bool file_write_in_flight_ = false;
   bool exit_on_eof_ = false;
   bool closing_ = false;
   bool ending_ = false;     // shutdown: closes once the final results are written
