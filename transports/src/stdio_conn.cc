@@ -180,7 +180,7 @@ void StdioConn::close() {
     stream_open_ = false;
     w_.shard().close_stream(stream_);  // frees every listen and the session subscription
   }
-  for (const Listen& l : listens_) end_listen_usage(l);
+  for (const auto& [id, l] : listens_) end_listen_usage(l);
   listens_.clear();
   Limits& limits = w_.limits();
   if (session_) limits.release(tenant_, Resource::Streams);
@@ -344,13 +344,10 @@ void StdioConn::handle_request(RpcRequest& r) {
   }
   if (!r.has_id) {
     if (m == "notifications/cancelled") {
-      for (std::size_t i = 0; i < listens_.size(); ++i) {
-        if (listens_[i].id == r.cancel_id) {
-          shard.unsubscribe(listens_[i].sub);
-          end_listen_usage(listens_[i]);
-          listens_.erase(listens_.begin() + static_cast<std::ptrdiff_t>(i));
-          break;
-        }
+      if (auto it = listens_.find(r.cancel_id); it != listens_.end()) {
+        shard.unsubscribe(it->second.sub);
+        end_listen_usage(it->second);
+        listens_.erase(it);
       }
     }
     return;  // notifications/initialized and any other notification need nothing
@@ -376,7 +373,7 @@ void StdioConn::handle_request(RpcRequest& r) {
       reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
       return;
     }
-    auto have = std::find(session_uris_.begin(), session_uris_.end(), r.uri);
+    auto have = session_uris_.find(r.uri);
     if (m == "resources/subscribe") {
       if (refuse_uri(r.id, r.uri)) return;
       if (have == session_uris_.end()) {
@@ -387,7 +384,7 @@ void StdioConn::handle_request(RpcRequest& r) {
                                  " resources (--max-uris-per-listen); unsubscribe one first");
         }
         if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) return reply_limited(r.id, Resource::Subscriptions);
-        session_uris_.push_back(r.uri);
+        session_uris_.insert(r.uri);
       }
       shard.add_uri(session_sub_, tenant_, r.uri);
     } else {
@@ -412,11 +409,9 @@ void StdioConn::start_listen(RpcRequest& r) {
                 "subscriptions/listen needs params._meta io.modelcontextprotocol/protocolVersion (2026-07-28)");
     return;
   }
-  for (const Listen& l : listens_) {
-    if (l.id == r.id) {
-      reply_error(r.id, rpc_code::kInvalidRequest, "a listen with id " + r.id + " is already open on this connection");
-      return;
-    }
+  if (listens_.count(r.id)) {
+    reply_error(r.id, rpc_code::kInvalidRequest, "a listen with id " + r.id + " is already open on this connection");
+    return;
   }
   for (const std::string& uri : r.listen.resource_uris) {
     if (refuse_uri(r.id, uri)) return;
@@ -445,7 +440,7 @@ void StdioConn::start_listen(RpcRequest& r) {
     close();
     return;
   }
-  listens_.push_back(Listen{r.id, shard.subscribe(stream_, plan.filter, r.id), subs});
+  listens_.emplace(r.id, Listen{shard.subscribe(stream_, plan.filter, r.id), subs});
 }
 
 void StdioConn::reply(std::string json) {
@@ -464,12 +459,15 @@ void StdioConn::reply_error(std::string_view id, int code, std::string message, 
 void StdioConn::begin_shutdown() {
   if (closing_) return;
   ending_ = true;
-  for (const Listen& l : listens_) {
-    w_.shard().unsubscribe(l.sub);
-    reply(listen_complete_result(l.id));
-    end_listen_usage(l);
-  }
+  // Taken out first: a reply that finds the stream over its bound closes the connection,
+  // which must not free listens_ under this loop.
+  auto ending = std::move(listens_);
   listens_.clear();
+  for (const auto& [id, l] : ending) {
+    w_.shard().unsubscribe(l.sub);
+    end_listen_usage(l);
+    reply(listen_complete_result(id));
+  }
   maybe_finish();
 }
 

@@ -7,6 +7,8 @@
 #include <uv.h>
 
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,7 +50,6 @@ class StdioConn final : public Conn, public StreamSink {
   };
 
   struct Listen {
-    std::string id;  // the request id as JSON text
     SubId sub;
     std::int64_t subscriptions;  // counted against the tenant until the listen ends
   };
@@ -100,8 +101,8 @@ class StdioConn final : public Conn, public StreamSink {
   bool tenant_bound_ = false;    // counted against tenant_'s connections
   bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant
   std::optional<ClientIdentity> identity_;  // from its token: which URIs it may subscribe to
-  std::vector<std::string> session_uris_;   // resources/subscribe, counted against the tenant
-  std::vector<Listen> listens_;
+  std::unordered_set<std::string> session_uris_;   // resources/subscribe, counted against the tenant
+  std::unordered_map<std::string, Listen> listens_; // by request id as JSON text
 };
 
 }  // namespace mcpfan::detail
