@@ -13,13 +13,9 @@
 namespace mcpfan {
 namespace {
 
-using test::make_list_changed;
-using test::make_update;
-using test::RecordingSink;
-using test::update_frame;
+using namespace test;  // the recording sink and payload builders of test_sink.h
 using Mode = RecordingSink::Mode;
-constexpr Framing kSse = Framing::Sse;
-constexpr Framing kLine = Framing::Line;
+constexpr Framing kSse = Framing::Sse, kLine = Framing::Line;
 
 Filter uris(std::vector<std::string> u) {
   Filter f;

@@ -310,6 +310,9 @@ std::optional<double> ReadMetric(int port, std::string_view name);
 // Events formatted for failure messages.
 std::string DescribeEvents(const std::deque<SseEvent>& evs);
 
+// A process's resident set in KiB, from /proc/PID/status (0 if unreadable).
+long ProcessRssKib(int pid);
+
 // Raises RLIMIT_NOFILE's soft limit to at least `want` (bounded by the hard limit).
 // Returns the resulting soft limit.
 uint64_t RaiseFdLimit(uint64_t want);

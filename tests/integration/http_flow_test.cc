@@ -7,28 +7,12 @@
 #include <sys/socket.h>
 
 #include <cstring>
-#include <fstream>
 
 #include "harness.h"
 
 namespace itest {
 namespace {
 
-#ifndef MCPFAN_SANITIZED  // RSS is asserted only without sanitizers (their shadow memory)
-long RssKib(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long value = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> value;
-      return value;
-    }
-    in.ignore(1 << 12, '\n');
-  }
-  return 0;
-}
-#endif
 
 // Writes as much of `data` as the socket takes now (non-blocking). Returns bytes written, or
 // -1 on an error.
@@ -43,7 +27,7 @@ TEST(HttpFlow, APipeliningClientThatNeverReadsStopsBeingRead) {
   ServerProcess srv({"--workers", "1", "--max-requests-per-connection", "0"});
   ASSERT_TRUE(srv.ok()) << srv.error();
 #ifndef MCPFAN_SANITIZED
-  const long rss_before = RssKib(srv.pid());
+  const long rss_before = ProcessRssKib(srv.pid());
 #endif
   Conn greedy;
   greedy.set_rcvbuf(4096);  // its answers back up in the server soon
@@ -77,7 +61,7 @@ TEST(HttpFlow, APipeliningClientThatNeverReadsStopsBeingRead) {
   // answers drain, so these bytes go out once we read).
 #ifndef MCPFAN_SANITIZED
   // Without pausing, this client alone made the server queue every answer: megabytes.
-  EXPECT_LT(RssKib(srv.pid()) - rss_before, 32 * 1024) << "server RSS grew while a client did not read";
+  EXPECT_LT(ProcessRssKib(srv.pid()) - rss_before, 32 * 1024) << "server RSS grew while a client did not read";
 #endif
 
   // Now read: every request gets its answer, in order, none lost.

@@ -15,20 +15,6 @@ std::string Hits(std::string_view limit) { return "mcpfan_limit_hits_total{limit
 
 std::string Healthz() { return BuildRequest("GET", "/healthz", {}); }
 
-// The server's resident set in KiB, from /proc (0 if unreadable).
-long RssKib(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long value = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> value;
-      return value;
-    }
-    in.ignore(1 << 12, '\n');
-  }
-  return 0;
-}
 
 TEST(Limits, PartialRequestGets408AfterRequestTimeout) {
   ServerProcess srv({"--request-timeout-ms", "300", "--workers", "1"});
@@ -104,7 +90,7 @@ TEST(Limits, StalledWriterIsClosedAfterWriteTimeoutOthersKeepReceiving) {
   stalled.conn().set_rcvbuf(4096);
   ASSERT_TRUE(OpenListen(stalled, srv.port(), R"("stalled")", R"({"resourceSubscriptions":["file:///big/"]})"));
   ASSERT_TRUE(OpenListen(healthy, srv.port(), R"("healthy")", R"({"resourceSubscriptions":["file:///small"]})"));
-  long rss_before = RssKib(srv.pid());
+  long rss_before = ProcessRssKib(srv.pid());
   std::string pad(200000, 'x');
   for (int i = 0; i < 40; ++i) {  // 8 MB to a stream that reads nothing: past every socket buffer
     std::string body = R"({"method":"notifications/resources/updated","params":{"uri":"file:///big/)" +
@@ -119,7 +105,7 @@ TEST(Limits, StalledWriterIsClosedAfterWriteTimeoutOthersKeepReceiving) {
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 1));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_slow_consumer_closes_total", 0));
   // Memory held for the stalled stream is released with it.
-  long rss_after = RssKib(srv.pid());
+  long rss_after = ProcessRssKib(srv.pid());
   RecordProperty("rss_growth_kib", std::to_string(rss_after - rss_before));
 #ifndef MCPFAN_SANITIZED  // ASan keeps freed memory in its quarantine, resident by design
   EXPECT_LT(rss_after - rss_before, 32 * 1024) << "RSS grew from " << rss_before << " to " << rss_after << " KiB";

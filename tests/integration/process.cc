@@ -1,6 +1,7 @@
 // Launching the real mcpfan (binary path, port from its log line) and ServerProcess.
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 
 #include "harness.h"
 
@@ -86,6 +87,20 @@ ServerProcess::ServerProcess(std::vector<std::string> args, Ms start_timeout) {
 ServerProcess::~ServerProcess() {
   Stop();
   if (::testing::Test::HasFailure()) PrintStderr("mcpfan");
+}
+
+long ProcessRssKib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  long value = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> value;
+      return value;
+    }
+    in.ignore(1 << 12, '\n');
+  }
+  return 0;
 }
 
 }  // namespace itest
