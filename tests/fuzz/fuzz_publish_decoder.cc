@@ -113,7 +113,7 @@ void check_message(dom::parser& p, std::string_view json, const Expected& e, Kin
   FUZZ_CHECK(got_meta == e.meta, "%s: _meta not delivered verbatim: %s", what, printable(json).c_str());
 }
 
-void check_payload(dom::parser& p, const PayloadRef& ref, const Expected& e, const TenantRegistry& tenants,
+void check_payload(dom::parser& p, const PayloadRef& ref, const Expected& e, const TenantTable& tenants,
                    std::optional<TenantId> forced, const PublishLimits& limits) {
   const Payload& pl = *ref;
   auto kind = kind_from_method(e.method);
@@ -198,47 +198,68 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  TenantRegistry tenants;
+  // Publishing only looks tenants up: give every tenant the body names a client first, so
+  // each notification has somebody to be encoded for.
+  TenantTable tenants(expected.size() + 2);
+  for (const Expected& e : expected) {
+    if (e.has_tenant && !e.tenant.empty()) (void)tenants.acquire(e.tenant);
+  }
   auto r = decoder.decode(body, tenants);
   if (!valid_json) {
     FUZZ_CHECK(r.ok() || r.error().code == rpc_code::kParseError, "invalid JSON refused with %d, not -32700: %s",
                r.error().code, r.error().message.c_str());
-    FUZZ_CHECK(!r.ok(), "invalid JSON accepted: %zu payloads, the first: %s", r.value().size(),
-               r.value().empty() ? "" : printable(r.value()[0]->plain(Framing::Line)).c_str());
+    FUZZ_CHECK(!r.ok(), "invalid JSON accepted: %zu payloads, the first: %s", r.value().payloads.size(),
+               r.value().payloads.empty() ? "" : printable(r.value().payloads[0]->plain(Framing::Line)).c_str());
   }
   if (!r.ok()) {
     check_refusal(frame_parser, r.error());
   } else {
     FUZZ_CHECK(shaped, "accepted a body that is neither an object nor an array of objects");
-    const auto& v = r.value();
+    const auto& v = r.value().payloads;
+    FUZZ_CHECK(r.value().accepted == expected.size(), "%zu accepted for %zu notifications", r.value().accepted, expected.size());
     FUZZ_CHECK(v.size() == expected.size(), "%zu payloads for %zu notifications", v.size(), expected.size());
     FUZZ_CHECK(v.size() <= kDefault.max_notifications, "more payloads than max_notifications");
     for (std::size_t i = 0; i < v.size(); ++i) check_payload(frame_parser, v[i], expected[i], tenants, std::nullopt, kDefault);
   }
 
+  // No tenant has clients: the same answer, nothing created, payloads only for the default
+  // tenant (issue 9: publishes filled the tenant table for good).
+  TenantTable empty(4);
+  auto n = decoder.decode(body, empty);
+  FUZZ_CHECK(n.ok() == r.ok(), "the tenant table changed whether a body is accepted");
+  FUZZ_CHECK(empty.size() == 1, "a publish created %zu tenants", empty.size() - 1);
+  if (n.ok()) {
+    std::size_t defaults = 0;
+    for (const Expected& e : expected) defaults += !e.has_tenant || e.tenant == "default";
+    FUZZ_CHECK(n.value().accepted == expected.size(), "accepted %zu of %zu", n.value().accepted, expected.size());
+    FUZZ_CHECK(n.value().payloads.size() == defaults, "%zu payloads for %zu notifications to the default tenant",
+               n.value().payloads.size(), defaults);
+  }
+
   // A publisher key bound to tenant "acme".
-  TenantRegistry bound_tenants;
-  TenantId acme = bound_tenants.intern("acme");
-  auto f = decoder.decode(body, bound_tenants, acme);
+  TenantTable bound_tenants;
+  TenantId acme = *bound_tenants.acquire("acme");
+  auto f = decoder.decode(body, bound_tenants, std::string_view("acme"));
   if (!f.ok()) {
     check_refusal(frame_parser, f.error());
   } else {
-    FUZZ_CHECK(r.ok() && f.value().size() == r.value().size(), "a forced tenant accepted what the default refused");
-    for (std::size_t i = 0; i < f.value().size(); ++i) {
+    const auto& fv = f.value().payloads;
+    FUZZ_CHECK(r.ok() && fv.size() == r.value().payloads.size(), "a forced tenant accepted what the default refused");
+    for (std::size_t i = 0; i < fv.size(); ++i) {
       FUZZ_CHECK(!expected[i].has_tenant || expected[i].tenant == "acme", "a forced tenant let another tenant through");
-      check_payload(frame_parser, f.value()[i], expected[i], bound_tenants, acme, kDefault);
+      check_payload(frame_parser, fv[i], expected[i], bound_tenants, acme, kDefault);
     }
   }
 
-  TenantRegistry small_tenants;
-  auto s = small.decode(body, small_tenants);
+  auto s = small.decode(body, tenants);
   if (!s.ok()) {
     check_refusal(frame_parser, s.error());
   } else {
-    FUZZ_CHECK(r.ok() && s.value().size() == r.value().size(), "tiny limits accepted what the defaults refused");
-    FUZZ_CHECK(s.value().size() <= kSmall.max_notifications, "more payloads than max_notifications");
-    for (std::size_t i = 0; i < s.value().size(); ++i) {
-      check_payload(frame_parser, s.value()[i], expected[i], small_tenants, std::nullopt, kSmall);
+    const auto& sv = s.value().payloads;
+    FUZZ_CHECK(r.ok() && sv.size() == r.value().payloads.size(), "tiny limits accepted what the defaults refused");
+    FUZZ_CHECK(sv.size() <= kSmall.max_notifications, "more payloads than max_notifications");
+    for (std::size_t i = 0; i < sv.size(); ++i) {
+      check_payload(frame_parser, sv[i], expected[i], tenants, std::nullopt, kSmall);
     }
   }
   return 0;

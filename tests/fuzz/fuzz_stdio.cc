@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view input(reinterpret_cast<const char*>(data), size);
   int fds[2];
   FUZZ_CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0, "socketpair: %s", std::strerror(errno));
-  mcpfan::fuzz::server().attach_stdio(fds[1], fds[1]);  // the server owns fds[1] from here
+  // The server owns fds[1] from here, unless it refuses it (then it is still ours).
+  if (!mcpfan::fuzz::server().attach_stdio(fds[1], fds[1])) ::close(fds[1]);
   auto rx = mcpfan::fuzz::exchange(fds[0], mcpfan::fuzz::split_input(input), "stdio");
   ::close(fds[0]);
   mcpfan::fuzz::check_stdio_lines(rx.bytes);

@@ -37,7 +37,7 @@ constexpr std::uint64_t kSessionIdleMs = 200;  // sessions made by `initialize` 
 void stop_at_exit() {
   // Runs before LeakSanitizer's own atexit check (registered earlier, so it runs later).
   if (!g_instance) return;
-  g_instance->server->stop();
+  (void)g_instance->server->stop();
   delete g_instance;
   g_instance = nullptr;
 }
