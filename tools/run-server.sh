@@ -7,4 +7,9 @@ bash "$root/tools/setup.sh"
 cmake -S "$root" -B "$root/build-release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMCPFAN_BUILD_TESTS=OFF -DMCPFAN_BUILD_BENCH=OFF >/dev/null
 cmake --build "$root/build-release" --target mcpfan
-exec "$root/build-release/tools/mcpfan/mcpfan" --listen 127.0.0.1:8080 "$@"
+# The default address unless the caller names one (mcpfan accepts --listen once).
+listen=(--listen 127.0.0.1:8080)
+for a in "$@"; do
+  case "$a" in --listen|--listen=*) listen=() ;; esac
+done
+exec "$root/build-release/tools/mcpfan/mcpfan" "${listen[@]}" "$@"
