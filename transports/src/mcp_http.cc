@@ -359,9 +359,7 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
     if (add && !caller.may_subscribe(r.uri)) return respond_forbidden_uri(c, r.id, r.uri);
     if (auto refused = change_session_uri(w, s, r.uri, add)) {
       if (*refused != Limit::UrisPerListen) return respond_limited(c, r.id, *refused, s->tenant);
-      return rpc_error(c, r.id, rpc_code::kInvalidParams,
-                       "this session already subscribes to " + std::to_string(w.config().max_uris_per_listen) +
-                           " resources (--max-uris-per-listen); unsubscribe one first");
+      return rpc_error(c, r.id, rpc_code::kInvalidParams, per_client_refusal(*refused, w.config().max_uris_per_listen));
     }
     respond_result(c, r, "{}");
   } else if (m == "initialize") {

@@ -27,6 +27,14 @@ std::string_view limit_name(Limit l) {
   return "unknown";
 }
 
+std::string per_client_refusal(Limit l, std::size_t ceiling) {
+  if (l == Limit::ListensPerConnection) {
+    return "this connection already holds " + std::to_string(ceiling) + " listens (--max-listens-per-connection); cancel one first";
+  }
+  return "this session already subscribes to " + std::to_string(ceiling) +
+         " resources (--max-uris-per-listen); unsubscribe one first";
+}
+
 Limits::Limits(TenantCeilings ceilings, std::size_t max_tenants)
     : ceilings_(ceilings), max_tenants_(max_tenants), usage_(std::make_unique<TenantUsage[]>(max_tenants)) {}
 

@@ -37,6 +37,11 @@ enum class Limit : std::uint8_t {
 };
 /** snake_case: the `limit` label of mcpfan_limit_hits_total. */
 [[nodiscard]] std::string_view limit_name(Limit l);
+/**
+ * What a client is told when one of its own tables is full (Limit::UrisPerListen for a 2025
+ * session's URIs, Limit::ListensPerConnection), on every transport: the ceiling and its flag.
+ */
+[[nodiscard]] std::string per_client_refusal(Limit l, std::size_t ceiling);
 
 /** A per-tenant resource with a configurable ceiling. */
 enum class Resource : std::uint8_t { Connections, Streams, Subscriptions, IdleSessions, kCount };
@@ -79,7 +84,6 @@ class Limits {
   /** Takes `n` units with no ceiling check (a session whose stream closed is idle again). */
   void add(TenantId tenant, Resource r, std::int64_t n = 1) noexcept;
 
-  [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
   [[nodiscard]] const TenantUsage* usage(TenantId tenant) const noexcept {
     return tenant.index < max_tenants_ ? &usage_[tenant.index] : nullptr;
   }

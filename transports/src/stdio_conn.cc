@@ -380,8 +380,7 @@ void StdioConn::handle_request(RpcRequest& r) {
         if (session_uris_.size() >= w_.config().max_uris_per_listen) {
           w_.limits().hit(Limit::UrisPerListen, tenant_);
           return reply_error(r.id, rpc_code::kInvalidParams,
-                             "this session already subscribes to " + std::to_string(session_uris_.size()) +
-                                 " resources (--max-uris-per-listen); unsubscribe one first");
+                             per_client_refusal(Limit::UrisPerListen, w_.config().max_uris_per_listen));
         }
         if (!w_.limits().acquire(tenant_, Resource::Subscriptions)) return reply_limited(r.id, Resource::Subscriptions);
         session_uris_.insert(r.uri);
@@ -419,8 +418,7 @@ void StdioConn::start_listen(RpcRequest& r) {
   if (listens_.size() >= w_.config().max_listens_per_connection) {
     w_.limits().hit(Limit::ListensPerConnection, tenant_);
     reply_error(r.id, rpc_code::kLimitExceeded,
-                "this connection already holds " + std::to_string(listens_.size()) +
-                    " listens (--max-listens-per-connection); cancel one first");
+                per_client_refusal(Limit::ListensPerConnection, w_.config().max_listens_per_connection));
     return;
   }
   auto subs = static_cast<std::int64_t>(r.listen.resource_uris.size());

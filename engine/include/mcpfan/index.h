@@ -43,8 +43,6 @@ class SubscriptionIndex {
   void remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
   /** Drops the subscription and all its keys; empty keys are erased. No-op for a stale id. */
   void remove(SubId sub);
-  /** Slots ever used: every live SubId's index is below this (for index-parallel side tables). */
-  [[nodiscard]] std::size_t slot_bound() const noexcept { return records_.slot_count(); }
 
   /** Calls f(SubId) once for each subscription matching the event. f must not modify the index. */
   template <class F>

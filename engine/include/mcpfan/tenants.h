@@ -53,8 +53,6 @@ class TenantTable {
   /** Live tenants, the default one included. */
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] std::size_t max_tenants() const noexcept { return max_tenants_; }
-  /** Every slot index is below this: the size of index-parallel side tables. */
-  [[nodiscard]] std::size_t slot_bound() const noexcept { return max_tenants_; }
 
   /**
    * Called under the table's lock when a slot gets a new tenant, with the slot index, so a
