@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "auth.h"
+#include "mcp/auth.h"
 #include "test_keys.h"
 
 namespace authtest {

@@ -1,5 +1,5 @@
 // ClientAuth against forged tokens: algorithm confusion, "none", tampering. libjwt 1.10.2 alone
-// would accept several of these (see the comments in transports/src/auth.cc).
+// would accept several of these (see the comments in transports/src/mcp/auth.cc).
 #include "auth_util.h"
 
 namespace authtest {

@@ -1,5 +1,5 @@
-// libFuzzer target: the HTTP request path of the real server (transports/src/http_conn.cc,
-// mcp_http.cc, and the engine decoders behind them). The server runs in this process
+// libFuzzer target: the HTTP request path of the real server (transports/src/http/: the
+// connection, the routes, and the engine decoders behind them). The server runs in this process
 // (fuzz_support.cc): each input is written to a fresh loopback TCP connection, in pieces split
 // at "@@SPLIT@@" (with a pause between, so http_parser sees partial requests), then the client
 // half-closes and reads until the server closes.

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "mcp_messages.h"  // transports/src: json_error_body, the 400 answer's body
+#include "mcp/messages.h"  // transports/src: json_error_body, the 400 answer's body
 #include "mcpfan/publish_decoder.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // libFuzzer target: mcpfan::RpcDecoder::decode (engine/src/rpc_decoder.cc) on arbitrary bytes,
 // as an HTTP body or a stdio line reaches it, then the JSON the transports build from what it
 // returns: rpc_error_json, rpc_result_json, and the listen acknowledgement, final result and
-// -32022 data (transports/src/mcp_messages.cc), all of which embed client-controlled text.
+// -32022 data (transports/src/mcp/messages.cc), all of which embed client-controlled text.
 //
 // Checked on every input (README.md lists them):
 //  - decode() agrees with an independent simdjson parse: invalid JSON <=> -32700; otherwise
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "mcp_messages.h"  // transports/src: what the transports answer with
+#include "mcp/messages.h"  // transports/src: what the transports answer with
 #include "mcpfan/rpc_decoder.h"
 
 namespace {

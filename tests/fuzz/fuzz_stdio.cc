@@ -1,5 +1,5 @@
-// libFuzzer target: the stdio line decoder path of the real server (transports/src/
-// stdio_conn.cc: line framing, over-long lines, both protocol eras, listens and their
+// libFuzzer target: the stdio line decoder path of the real server (transports/src/stdio/:
+// line framing, over-long lines, both protocol eras, listens and their
 // cancellation, and the RpcDecoder behind it). The server runs in this process
 // (fuzz_support.cc, max_line_bytes 4 KiB): each input is written into one end of a fresh
 // socketpair whose other end is given to Server::attach_stdio, in pieces split at

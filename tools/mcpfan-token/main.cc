@@ -21,7 +21,7 @@
 
 namespace {
 
-constexpr std::size_t kMinSecretBytes = 32;  // what the server demands (transports/src/auth.h)
+constexpr std::size_t kMinSecretBytes = 32;  // what the server demands (transports/src/mcp/auth.h)
 constexpr std::size_t kMaxUris = 64;
 // Claims with their own flags (iat is always "now"), so --claim cannot set them as strings.
 constexpr std::string_view kOwnFlags[] = {"tenant", "uris", "iat", "exp", "nbf"};

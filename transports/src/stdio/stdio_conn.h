@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "auth.h"
-#include "conn.h"
-#include "server_limits.h"
+#include "mcp/auth.h"
+#include "server/conn.h"
+#include "mcp/limits.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
 

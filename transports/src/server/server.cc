@@ -11,10 +11,10 @@
 #include <functional>
 #include <thread>
 
-#include "log.h"
-#include "server_state.h"
-#include "sessions.h"
-#include "worker.h"
+#include "server/log.h"
+#include "server/server_state.h"
+#include "mcp/sessions.h"
+#include "server/worker.h"
 
 namespace mcpfan {
 

@@ -1,4 +1,4 @@
-#include "stdio_conn.h"
+#include "stdio/stdio_conn.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <ctime>
 
-#include "log.h"
-#include "server_limits.h"
-#include "server_state.h"
-#include "mcp_messages.h"
-#include "worker.h"
+#include "server/log.h"
+#include "mcp/limits.h"
+#include "server/server_state.h"
+#include "mcp/messages.h"
+#include "server/worker.h"
 
 namespace mcpfan::detail {
 

@@ -1,10 +1,10 @@
-#include "sessions.h"
+#include "mcp/sessions.h"
 
 #include <sys/random.h>
 
 #include <cstdio>
 
-#include "server_limits.h"
+#include "mcp/limits.h"
 
 namespace mcpfan::detail {
 

@@ -1,4 +1,4 @@
-#include "http_conn.h"
+#include "http/http_conn.h"
 
 #include <cstddef>
 #include <cstdio>
@@ -8,10 +8,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "mcp_http.h"
-#include "mcp_messages.h"
-#include "sessions.h"
-#include "worker.h"
+#include "http/router.h"
+#include "mcp/messages.h"
+#include "mcp/sessions.h"
+#include "server/worker.h"
 
 namespace mcpfan::detail {
 

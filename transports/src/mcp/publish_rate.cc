@@ -1,4 +1,4 @@
-#include "publish_rate.h"
+#include "mcp/publish_rate.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "mcp_messages.h"
+#include "mcp/messages.h"
 
 #include "mcpfan/json_text.h"
 #include "mcpfan/payload.h"

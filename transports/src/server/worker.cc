@@ -1,15 +1,15 @@
-#include "worker.h"
+#include "server/worker.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "http_conn.h"
-#include "log.h"
-#include "server_state.h"
-#include "sessions.h"
-#include "stdio_conn.h"
+#include "http/http_conn.h"
+#include "server/log.h"
+#include "server/server_state.h"
+#include "mcp/sessions.h"
+#include "stdio/stdio_conn.h"
 
 namespace mcpfan::detail {
 

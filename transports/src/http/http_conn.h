@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "conn.h"
-#include "server_limits.h"
+#include "server/conn.h"
+#include "mcp/limits.h"
 #include "mcpfan/shard.h"
 
 namespace mcpfan::detail {

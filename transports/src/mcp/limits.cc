@@ -1,4 +1,4 @@
-#include "server_limits.h"
+#include "mcp/limits.h"
 
 namespace mcpfan::detail {
 

@@ -1,4 +1,4 @@
-#include "mcp_http.h"
+#include "http/router.h"
 
 #include <strings.h>
 
@@ -8,14 +8,14 @@
 #include <cmath>
 #include <ctime>
 
-#include "auth.h"
-#include "http_conn.h"
-#include "server_state.h"
-#include "server_limits.h"
-#include "mcp_messages.h"
+#include "mcp/auth.h"
+#include "http/http_conn.h"
+#include "server/server_state.h"
+#include "mcp/limits.h"
+#include "mcp/messages.h"
 #include "mcpfan/json_text.h"
-#include "sessions.h"
-#include "worker.h"
+#include "mcp/sessions.h"
+#include "server/worker.h"
 
 namespace mcpfan::detail {
 

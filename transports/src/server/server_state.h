@@ -3,12 +3,12 @@
 // the limits. Owned by Server; outlives every worker.
 #include <memory>
 
-#include "auth.h"
-#include "publish_rate.h"
-#include "server_limits.h"
+#include "mcp/auth.h"
+#include "mcp/publish_rate.h"
+#include "mcp/limits.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
-#include "sessions.h"
+#include "mcp/sessions.h"
 
 namespace mcpfan::detail {
 

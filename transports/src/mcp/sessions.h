@@ -17,7 +17,7 @@
 
 #include "mcpfan/index.h"
 #include "mcpfan/tenants.h"
-#include "server_limits.h"
+#include "mcp/limits.h"
 
 namespace mcpfan::detail {
 

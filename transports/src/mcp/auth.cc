@@ -1,4 +1,4 @@
-#include "auth.h"
+#include "mcp/auth.h"
 
 #include <openssl/bn.h>
 #include <openssl/crypto.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "auth.h"
+#include "mcp/auth.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan::detail {
