@@ -15,10 +15,6 @@
 
 namespace mcpfan::detail {
 
-// Shard batches are iovecs; libuv documents uv_buf_t as iovec-compatible on Unix.
-static_assert(sizeof(uv_buf_t) == sizeof(iovec) && offsetof(uv_buf_t, base) == offsetof(iovec, iov_base) &&
-              offsetof(uv_buf_t, len) == offsetof(iovec, iov_len));
-
 namespace {
 
 struct RawWrite {
@@ -26,12 +22,6 @@ struct RawWrite {
   std::string data;
   HttpConn* conn;
   bool then_close;
-};
-
-struct BatchWrite {
-  uv_write_t req;
-  OutBatch batch;
-  char chunk_header[24];
 };
 
 const char* reason_phrase(int status) {
@@ -58,11 +48,6 @@ const char* reason_phrase(int status) {
   }
 }
 
-bool ieq(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-constexpr char kChunkEnd[] = "\r\n";
 // Reading stops while this many bytes of answers are unwritten, and resumes below the second.
 constexpr std::size_t kPauseBytes = 256 * 1024;
 constexpr std::size_t kResumeBytes = 64 * 1024;
@@ -71,42 +56,10 @@ constexpr std::size_t kResumeBytes = 64 * 1024;
 constexpr std::uint64_t kLingerQuietMs = 2000;
 constexpr std::uint64_t kLingerMaxMs = 10000;
 constexpr std::size_t kLingerMaxBytes = 16u << 20;
-// Unsent bytes a stream may leave in the kernel. Past this the socket refuses more, so a
-// slow reader's backlog stays in mcpfan, where newer updates coalesce with older ones,
-// instead of megabytes of stale frames queueing in an auto-tuned send buffer.
-constexpr int kNotSentLowat = 128 * 1024;
 
 }  // namespace
 
-void HttpRequest::clear() {
-  method = 0;
-  url.clear();
-  content_type.clear();
-  accept.clear();
-  origin.clear();
-  host.clear();
-  protocol_version.clear();
-  mcp_method.clear();
-  expect.clear();
-  session_id.clear();
-  authorization.clear();
-  body.clear();
-  header_bytes = 0;
-}
-
-const http_parser_settings HttpConn::kSettings = [] {
-  http_parser_settings s{};
-  s.on_message_begin = &HttpConn::on_message_begin;
-  s.on_url = &HttpConn::on_url;
-  s.on_header_field = &HttpConn::on_header_field;
-  s.on_header_value = &HttpConn::on_header_value;
-  s.on_headers_complete = &HttpConn::on_headers_complete;
-  s.on_body = &HttpConn::on_body;
-  s.on_message_complete = &HttpConn::on_message_complete;
-  return s;
-}();
-
-HttpConn::HttpConn(Worker& w) : w_(w) {
+HttpConn::HttpConn(Worker& w) : w_(w), binding_(w.limits()) {
   uv_tcp_init(w_.loop(), &tcp_);
   tcp_.data = this;
   http_parser_init(&parser_, HTTP_REQUEST);
@@ -182,7 +135,8 @@ void HttpConn::close() {
     w_.shard().close_stream(stream_);
   }
   release_session();
-  release_usage();
+  stream_usage_.release();
+  binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
     auto* c = static_cast<HttpConn*>(h->data);
@@ -364,80 +318,6 @@ void HttpConn::sweep(std::uint64_t now) {
   }
 }
 
-void HttpConn::start_sse() {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &kNotSentLowat, sizeof kNotSentLowat);
-  }
-  mode_ = Mode::Listen;
-  deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
-  pause_parser();
-  write_raw(
-      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
-      false);
-  stream_ = w_.shard().open_stream(this, Framing::Sse);
-  stream_open_ = true;
-  // A stream reads no more requests: drop what parsing them needed.
-  req_.clear();
-  req_.body.shrink_to_fit();
-  field_.shrink_to_fit();
-  value_.shrink_to_fit();
-}
-
-void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
-  start_sse();
-  listen_id_ = std::move(id);
-  Shard& shard = w_.shard();
-  // First on the stream: nothing is drained before it. An ack past the pending-bytes bound
-  // (thousands of long URIs echoed back) ends the stream before it starts.
-  if (shard.send(stream_, std::move(ack_event)) != SendStatus::Ok) {
-    stream_open_ = false;
-    close();
-    return;
-  }
-  (void)shard.subscribe(stream_, filter, listen_id_);
-}
-
-void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
-  start_sse();
-  Filter f;
-  f.tenant = session->tenant;
-  f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
-  f.uris.assign(session->uris.begin(), session->uris.end());
-  session->sub = w_.shard().subscribe(stream_, f, {});  // no id: 2025 notifications carry none
-  session->owner = static_cast<int>(w_.index());
-  session->conn = this;
-  w_.sessions().stream_opened(*session);  // the registry's mutex is held by the caller
-  session_ = std::move(session);
-}
-
-std::optional<Limit> HttpConn::bind_tenant(TenantId tenant, TenantRef ref) {
-  if (tenant == conn_tenant_) return std::nullopt;  // `ref` goes: the connection holds one already
-  Limits& limits = w_.limits();
-  if (!limits.acquire(tenant, Resource::Connections)) return limits.refusal(tenant, Resource::Connections);
-  if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
-  conn_tenant_ = tenant;
-  conn_tenant_ref_ = std::move(ref);  // the old tenant's reference goes after its usage
-  return std::nullopt;
-}
-
-void HttpConn::hold_stream_usage(TenantId tenant, std::int64_t subscriptions) {
-  stream_tenant_ = tenant;
-  stream_subs_ = subscriptions;
-}
-
-void HttpConn::release_usage() {
-  Limits& limits = w_.limits();
-  if (conn_tenant_ != Limits::kNoTenant) limits.release(conn_tenant_, Resource::Connections);
-  if (stream_tenant_ != Limits::kNoTenant) {
-    limits.release(stream_tenant_, Resource::Streams);
-    limits.release(stream_tenant_, Resource::Subscriptions, stream_subs_);
-  }
-  conn_tenant_ = stream_tenant_ = Limits::kNoTenant;
-  conn_tenant_ref_.reset();  // last: a tenant entry is reclaimed only once its usage is back to zero
-}
-
 bool HttpConn::peer_is_loopback() {
   sockaddr_storage addr{};
   int len = sizeof addr;
@@ -451,268 +331,6 @@ bool HttpConn::peer_is_loopback() {
     return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
   }
   return false;
-}
-
-void HttpConn::release_session() {
-  if (!session_) return;
-  std::lock_guard lock(w_.sessions().mutex());
-  if (session_->conn == this) {
-    session_->conn = nullptr;
-    session_->owner = -1;
-    session_->idle_since_ms = uv_now(w_.loop());
-    w_.sessions().stream_closed(*session_);  // idle again (counted) until it expires or ends
-  }
-  session_.reset();
-}
-
-void HttpConn::end_listen() {
-  if (!stream_open_ || ending_) return;
-  ending_ = true;
-  if (w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_))) != SendStatus::Ok) {
-    stream_open_ = false;  // over the bound: the shard closed the stream, no final result
-    close();
-  }
-}
-
-void HttpConn::begin_shutdown() {
-  if (stream_open_ && !listen_id_.empty()) end_listen();
-  else if (stream_open_) finish_stream();
-  else close();
-}
-
-void HttpConn::finish_stream() {
-  if (!stream_open_) return;
-  stream_open_ = false;
-  w_.shard().close_stream(stream_);
-  release_session();
-  write_raw("0\r\n\r\n", true);
-}
-
-void HttpConn::write_batch(OutBatch&& batch) {
-  char chunk_header[24];
-  int hn = std::snprintf(chunk_header, sizeof chunk_header, "%zx\r\n", batch.bytes);
-  batch.bufs[0] = iovec{chunk_header, static_cast<std::size_t>(hn)};
-  batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
-  auto* bufs = reinterpret_cast<uv_buf_t*>(batch.bufs.data());
-  auto nbufs = static_cast<unsigned>(batch.bufs.size());
-  auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
-
-  // Most batches fit the socket buffer: write them now. A completed uv_write costs a request,
-  // a deferred callback and an epoll re-arm of the socket (measured in a 10k-stream burst);
-  // uv_try_write costs the writev alone. It refuses (UV_EAGAIN) while earlier writes are
-  // queued, so order is kept.
-  int done = uv_try_write(stream, bufs, nbufs);
-  if (done < 0 && done != UV_EAGAIN) {
-    w_.shard().write_done(stream_);
-    close();
-    return;
-  }
-  std::size_t written = done > 0 ? static_cast<std::size_t>(done) : 0;
-  std::size_t i = 0;
-  while (i < nbufs && written >= bufs[i].len) written -= bufs[i++].len;
-  if (i == nbufs) {
-    Shard& shard = w_.shard();
-    shard.write_done(stream_);
-    if (ending_ && shard.pending_bytes(stream_) == 0) finish_stream();
-    return;  // the batch's references are released as it goes out of scope
-  }
-
-  // The rest waits for the socket: queue it, with the chunk header copied into the request
-  // (the local one dies with this call).
-  auto* wr = new BatchWrite{{}, std::move(batch), {}};
-  wr->req.data = this;
-  std::memcpy(wr->chunk_header, chunk_header, sizeof chunk_header);
-  bufs = reinterpret_cast<uv_buf_t*>(wr->batch.bufs.data());
-  if (i == 0 && written < static_cast<std::size_t>(hn)) bufs[0].base = wr->chunk_header;
-  bufs[i].base += written;
-  bufs[i].len -= written;
-  int rc = uv_write(&wr->req, stream, bufs + i, nbufs - static_cast<unsigned>(i), [](uv_write_t* req, int status) {
-    auto* c = static_cast<HttpConn*>(req->data);
-    delete reinterpret_cast<BatchWrite*>(req);  // req is the first member
-    c->write_progressed();
-    if (status < 0) {
-      c->close();
-      return;
-    }
-    if (!c->stream_open_) return;
-    Shard& shard = c->w_.shard();
-    shard.write_done(c->stream_);
-    if (c->ending_ && shard.pending_bytes(c->stream_) == 0) c->finish_stream();
-  });
-  if (rc != 0) {
-    delete wr;
-    w_.shard().write_done(stream_);
-    close();
-    return;
-  }
-  write_queued();
-}
-
-void HttpConn::close_requested(CloseReason) {
-  // The shard already closed our stream; end the connection without the final result,
-  // which would only add to the backlog that got it closed.
-  stream_open_ = false;
-  close();
-}
-
-// ---- http_parser callbacks ----
-
-template <class F>
-int HttpConn::parser_step(http_parser* p, F&& f) noexcept {
-  auto* c = static_cast<HttpConn*>(p->data);
-  try {
-    return f(c);
-  } catch (...) {
-    // Unwinding through http_parser (C, built without unwind tables) would terminate the
-    // server: stop the parser instead; parse() sees failed_ and closes this connection.
-    c->w_.stats().callback_exceptions.fetch_add(1, std::memory_order_relaxed);
-    c->failed_ = true;
-    return -1;
-  }
-}
-
-int HttpConn::on_message_begin(http_parser* p) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    c->in_message_ = true;
-    c->deadline_ = Deadline::Request;
-    c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().request_timeout_ms;
-    c->req_.clear();
-    c->field_.clear();
-    c->value_.clear();
-    c->in_value_ = false;
-    return 0;
-  });
-}
-
-int HttpConn::on_url(http_parser* p, const char* at, std::size_t len) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    c->req_.url.append(at, len);
-    if (c->req_.url.size() > c->w_.config().max_url_length) {
-      c->set_reject(414, Limit::UrlLength,
-                    "request target longer than " + std::to_string(c->w_.config().max_url_length) + " bytes");
-      return 1;
-    }
-    return 0;
-  });
-}
-
-void HttpConn::commit_header() {
-  std::string* dst = nullptr;
-  std::string_view f = field_;
-  if (ieq(f, "content-type")) dst = &req_.content_type;
-  else if (ieq(f, "accept")) dst = &req_.accept;
-  else if (ieq(f, "origin")) dst = &req_.origin;
-  else if (ieq(f, "host")) dst = &req_.host;
-  else if (ieq(f, "mcp-protocol-version")) dst = &req_.protocol_version;
-  else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
-  else if (ieq(f, "expect")) dst = &req_.expect;
-  else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
-  else if (ieq(f, "authorization")) dst = &req_.authorization;
-  if (dst) {
-    if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
-    *dst += value_;
-  }
-  field_.clear();
-  value_.clear();
-}
-
-void HttpConn::set_reject(int status, Limit limit, std::string message) {
-  reject_status_ = status;
-  reject_message_ = std::move(message);
-  w_.limits().hit(limit);
-}
-
-int HttpConn::count_header_bytes(std::size_t len) {
-  req_.header_bytes += len;
-  std::size_t limit = w_.config().max_header_bytes;
-  if (req_.header_bytes > limit) {
-    set_reject(431, Limit::HeaderBytes, "request headers longer than " + std::to_string(limit) + " bytes");
-    return 1;
-  }
-  return 0;
-}
-
-int HttpConn::on_header_field(http_parser* p, const char* at, std::size_t len) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    if (c->in_value_) {
-      c->commit_header();
-      c->in_value_ = false;
-    }
-    c->field_.append(at, len);
-    return c->count_header_bytes(len);
-  });
-}
-
-int HttpConn::on_header_value(http_parser* p, const char* at, std::size_t len) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    c->in_value_ = true;
-    c->value_.append(at, len);
-    return c->count_header_bytes(len);
-  });
-}
-
-int HttpConn::on_headers_complete(http_parser* p) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    if (c->in_value_ || !c->field_.empty()) c->commit_header();
-    c->in_value_ = false;
-    c->req_.method = p->method;
-    c->head_ = p->method == HTTP_HEAD;
-    std::size_t limit = c->w_.config().max_body;
-    // http_parser sets content_length to ULLONG_MAX when the header is absent.
-    if (p->content_length != ULLONG_MAX && p->content_length > limit) {
-      c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
-      return -1;  // unlike 1 ("no body"), this stops the parser
-    }
-    if (!c->req_.expect.empty()) {
-      if (!ieq(c->req_.expect, "100-continue")) {
-        c->reject_status_ = 417;
-        c->reject_message_ = "unsupported Expect header";
-        return -1;
-      }
-      c->write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);
-    }
-    return 0;
-  });
-}
-
-int HttpConn::on_body(http_parser* p, const char* at, std::size_t len) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    std::size_t limit = c->w_.config().max_body;
-    if (c->req_.body.size() + len > limit) {
-      c->set_reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(limit) + " bytes");
-      return 1;
-    }
-    c->req_.body.append(at, len);
-    return 0;
-  });
-}
-
-int HttpConn::on_message_complete(http_parser* p) {
-  return parser_step(p, [&](HttpConn* c) -> int {
-    c->w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
-    c->in_message_ = false;
-    c->deadline_ = Deadline::None;
-    std::uint32_t max_requests = c->w_.config().max_requests_per_connection;
-    if (max_requests > 0 && ++c->requests_ >= max_requests) {
-      // Like nginx's keepalive_requests: the last request is served, and its answer closes.
-      c->close_after_ = true;
-      c->w_.limits().hit(Limit::RequestsPerConnection);
-    }
-    // No exception may leave a libuv callback: a failure here answers 500 and closes.
-    try {
-      route_request(*c, c->req_);
-    } catch (const std::exception& e) {
-      c->close_after_ = true;
-      c->respond(500, "application/json", R"({"error":"internal error"})");
-    }
-    c->head_ = false;  // answered: an error in whatever follows is not an answer to this HEAD
-    if (c->mode_ == Mode::Requests) {
-      c->pause_parser();  // resume in parse() for pipelined requests
-      c->deadline_ = Deadline::Idle;
-      c->deadline_ms_ = uv_now(c->w_.loop()) + c->w_.config().idle_timeout_ms;
-    }
-    return 0;
-  });
 }
 
 }  // namespace mcpfan::detail

@@ -2,6 +2,8 @@
 // One accepted TCP connection: HTTP/1.1 requests (http_parser; keep-alive, pipelining,
 // chunked bodies), answered in order; a `subscriptions/listen` turns it into an SSE stream
 // that the worker's Shard writes to. Loop-affine. Freed only in its uv_close callback.
+// Its code is in three files: http_conn.cc (reading, answering, closing, timeouts),
+// http_parse.cc (http_parser callbacks, limits on the request), sse_stream.cc (streams).
 #include <http_parser.h>
 #include <uv.h>
 
@@ -9,9 +11,10 @@
 #include <optional>
 #include <string>
 
-#include "server/conn.h"
 #include "mcp/limits.h"
+#include "mcp/usage.h"
 #include "mcpfan/shard.h"
+#include "server/conn.h"
 
 namespace mcpfan::detail {
 
@@ -53,18 +56,14 @@ class HttpConn final : public Conn, public StreamSink {
   /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
   void begin_listen(const Filter& filter, std::string id, std::string ack_event);
   /**
-   * Turns this connection into the GET stream of a 2025-era session. Call with the session
-   * registry locked; records itself as the session's stream.
+   * Turns this connection into the GET stream of a 2025-era session whose stream the caller
+   * claimed (SessionRegistry::claim_stream); records itself as the session's stream.
    */
   void begin_session_stream(std::shared_ptr<Session> session);
-  /**
-   * Counts this connection against `tenant`'s connection ceiling (moving it from the tenant
-   * it was counted for), keeping `ref` (a reference on that tenant, or none for the default
-   * tenant) for as long as it stays bound. Returns the limit that refused it, or nullopt.
-   */
-  [[nodiscard]] std::optional<Limit> bind_tenant(TenantId tenant, TenantRef ref);
-  /** The listen about to begin holds one stream and `subscriptions` of `tenant` until it closes. */
-  void hold_stream_usage(TenantId tenant, std::int64_t subscriptions);
+  /** The connection's binding to the tenant it is counted against (TenantBinding::bind moves it). */
+  [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
+  /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
+  void hold_stream_usage(StreamUsage usage) noexcept { stream_usage_ = std::move(usage); }
   [[nodiscard]] bool peer_is_loopback();
   /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
   void finish_stream();
@@ -96,7 +95,7 @@ class HttpConn final : public Conn, public StreamSink {
   void end_listen();
   void start_sse();
   void release_session();
-  void release_usage();
+  void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void commit_header();
   void reject(int status, std::string_view message);
   void set_reject(int status, Limit limit, std::string message);
@@ -131,10 +130,8 @@ class HttpConn final : public Conn, public StreamSink {
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
-  TenantId conn_tenant_ = Limits::kNoTenant;    // counted against this tenant's connections
-  TenantRef conn_tenant_ref_;                   // keeps conn_tenant_'s entry alive
-  TenantId stream_tenant_ = Limits::kNoTenant;  // the listen's stream and subscriptions are counted here
-  std::int64_t stream_subs_ = 0;
+  TenantBinding binding_;     // counted against its tenant's connections
+  StreamUsage stream_usage_;  // a listen's stream and subscriptions
   std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
   std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
   std::uint64_t linger_until_ms_ = 0;   // Lingering: close when nothing arrived by then...

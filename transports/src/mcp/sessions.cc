@@ -4,8 +4,6 @@
 
 #include <cstdio>
 
-#include "mcp/limits.h"
-
 namespace mcpfan::detail {
 
 namespace {
@@ -22,19 +20,18 @@ std::string random_id() {
 }
 }  // namespace
 
-Session::~Session() {
-  if (!limits) return;
-  limits->release(tenant, Resource::Streams);
-  limits->release(tenant, Resource::Subscriptions, static_cast<std::int64_t>(uris.size()));
+SessionRegistry::~SessionRegistry() {
+  std::lock_guard lock(mu_);
+  for (auto& [id, s] : sessions_) {
+    s->ended.store(true);
+    forget_idle(*s);
+  }
 }
 
 std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms,
-                                                 std::optional<Limit>& refused) {
-  auto s = std::make_shared<Session>();
-  s->id = random_id();
-  s->tenant = tenant;
-  s->version = std::move(version);
-  s->idle_since_ms = now_ms;
+                                                 TenantRef ref, StreamUsage usage, std::optional<Limit>& refused) {
+  auto s = std::make_shared<Session>(random_id(), tenant, std::move(version), limits_, max_uris_, std::move(ref),
+                                     std::move(usage));
   std::lock_guard lock(mu_);
   if (idle_ >= max_idle_) {
     limits_.hit(Limit::IdleSessions, tenant);
@@ -45,15 +42,38 @@ std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string ve
     refused = limits_.refusal(tenant, Resource::IdleSessions);
     return nullptr;
   }
-  s->idle = true;
-  ++idle_;
   try {
     sessions_.emplace(s->id, s);
   } catch (...) {
-    forget_idle(*s);
+    limits_.release(tenant, Resource::IdleSessions);
     throw;
   }
+  s->idle = true;
+  ++idle_;
+  link_last(*s, now_ms);
   return s;
+}
+
+void SessionRegistry::link_last(Session& s, std::uint64_t now_ms) noexcept {
+  s.idle_since_ms = now_ms;
+  s.idle_prev = idle_tail_;
+  s.idle_next = nullptr;
+  (idle_tail_ ? idle_tail_->idle_next : idle_head_) = &s;
+  idle_tail_ = &s;
+}
+
+void SessionRegistry::unlink(Session& s) noexcept {
+  (s.idle_prev ? s.idle_prev->idle_next : idle_head_) = s.idle_next;
+  (s.idle_next ? s.idle_next->idle_prev : idle_tail_) = s.idle_prev;
+  s.idle_prev = s.idle_next = nullptr;
+}
+
+void SessionRegistry::make_idle(Session& s, std::uint64_t now_ms) noexcept {
+  if (s.idle) return;
+  s.idle = true;
+  ++idle_;
+  limits_.add(s.tenant, Resource::IdleSessions);  // admitted once; no ceiling now
+  link_last(s, now_ms);
 }
 
 void SessionRegistry::forget_idle(Session& s) noexcept {
@@ -61,22 +81,33 @@ void SessionRegistry::forget_idle(Session& s) noexcept {
   s.idle = false;
   --idle_;
   limits_.release(s.tenant, Resource::IdleSessions);
+  unlink(s);
 }
 
-void SessionRegistry::stream_opened(Session& s) noexcept { forget_idle(s); }
+SessionRegistry::Claim SessionRegistry::claim_stream(Session& s) noexcept {
+  std::lock_guard lock(mu_);
+  if (s.ended.load()) return Claim::Ended;
+  if (s.streaming) return Claim::Busy;
+  s.streaming = true;
+  forget_idle(s);
+  return Claim::Ok;
+}
 
-void SessionRegistry::stream_closed(Session& s) noexcept {
-  if (s.idle || s.ended) return;
-  s.idle = true;
-  ++idle_;
-  limits_.add(s.tenant, Resource::IdleSessions);  // it was admitted once; no ceiling now
+void SessionRegistry::stream_closed(Session& s, std::uint64_t now_ms) noexcept {
+  std::lock_guard lock(mu_);
+  s.streaming = false;
+  if (!s.ended.load()) make_idle(s, now_ms);
 }
 
 std::shared_ptr<Session> SessionRegistry::find(const std::string& id, std::uint64_t now_ms) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return nullptr;
-  it->second->idle_since_ms = now_ms;
+  Session& s = *it->second;
+  if (s.idle) {  // used now: to the back of the idle list
+    unlink(s);
+    link_last(s, now_ms);
+  }
   return it->second;
 }
 
@@ -86,7 +117,7 @@ std::shared_ptr<Session> SessionRegistry::erase(const std::string& id) {
   if (it == sessions_.end()) return nullptr;
   auto s = std::move(it->second);
   sessions_.erase(it);
-  s->ended = true;
+  s->ended.store(true);
   forget_idle(*s);
   return s;
 }
@@ -94,16 +125,13 @@ std::shared_ptr<Session> SessionRegistry::erase(const std::string& id) {
 std::size_t SessionRegistry::expire(std::uint64_t now_ms, std::uint64_t idle_ms) {
   std::lock_guard lock(mu_);
   std::size_t n = 0;
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    Session& s = *it->second;
-    if (s.owner < 0 && now_ms - s.idle_since_ms >= idle_ms) {
-      s.ended = true;
-      forget_idle(s);
-      it = sessions_.erase(it);
-      ++n;
-    } else {
-      ++it;
-    }
+  // The idle list is in last-use order: stop at the first session still in use.
+  while (idle_head_ && now_ms - idle_head_->idle_since_ms >= idle_ms) {
+    Session& s = *idle_head_;
+    s.ended.store(true);
+    forget_idle(s);
+    sessions_.erase(sessions_.find(s.id));  // may free s: touch it no more
+    ++n;
   }
   return n;
 }
@@ -111,6 +139,11 @@ std::size_t SessionRegistry::expire(std::uint64_t now_ms, std::uint64_t idle_ms)
 std::size_t SessionRegistry::size() {
   std::lock_guard lock(mu_);
   return sessions_.size();
+}
+
+std::size_t SessionRegistry::idle() {
+  std::lock_guard lock(mu_);
+  return idle_;
 }
 
 }  // namespace mcpfan::detail

@@ -4,44 +4,64 @@
 // Any worker may receive a session's requests; the GET stream lives on the worker that
 // accepted it, and only that worker touches the stream (`conn`, `sub`).
 //
-// Thread-safety: SessionRegistry is thread-safe (one mutex: sessions are control-path);
-// a Session's fields are guarded by the registry's mutex.
+// Locking: two levels, never held the other way round.
+//  - Session::mu guards one session's URIs and its stream (`owner`, `conn`, `sub`): the
+//    client-sized work (a URI set change, building a stream's filter) locks only its session.
+//  - The registry's mutex guards the id map, the idle list and the idle counts: every
+//    operation under it is O(1) (expiry: O(sessions expired)). Session::mu may be held
+//    while the registry's is taken, never the reverse.
+// A Session is shared (shared_ptr): the registry, requests in flight, the stream's
+// connection and tasks posted to a shard may each hold it; what it holds of its tenant's
+// ceilings is given back when the last reference goes.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
+#include "mcp/limits.h"
+#include "mcp/usage.h"
 #include "mcpfan/index.h"
 #include "mcpfan/tenants.h"
-#include "mcp/limits.h"
 
 namespace mcpfan::detail {
 
 class HttpConn;
 
 struct Session {
-  Session() = default;
+  Session(std::string id, TenantId tenant, std::string version, Limits& limits, std::size_t max_uris, TenantRef ref,
+          StreamUsage usage)
+      : tenant_ref(std::move(ref)), stream_usage(std::move(usage)), id(std::move(id)), tenant(tenant),
+        version(std::move(version)), uris(limits, tenant, max_uris) {}
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  /** Gives back what the session held of its tenant's stream and subscription ceilings. */
-  ~Session();
 
-  std::string id;
-  TenantId tenant = kDefaultTenant;
-  std::string version;             // negotiated at initialize
-  std::unordered_set<std::string> uris;  // resources/subscribe (O(1) membership), at most --max-uris-per-listen
-  int owner = -1;                  // worker holding the GET stream, or -1
-  HttpConn* conn = nullptr;        // that stream; only worker `owner` may use it
-  SubId sub{};                     // its subscription in that worker's shard
+  // Declared first, released last: the entry is reclaimed only once the usage below is back.
+  TenantRef tenant_ref;      // none for the default tenant
+  StreamUsage stream_usage;  // the one stream a session counts, from initialize to its end
+
+  const std::string id;
+  const TenantId tenant;
+  const std::string version;  // negotiated at initialize
+
+  std::mutex mu;             // guards what follows, up to the registry's part
+  SessionUris uris;          // resources/subscribe, at most --max-uris-per-listen
+  int owner = -1;            // worker holding the GET stream, or -1
+  HttpConn* conn = nullptr;  // that stream; only worker `owner` may use it
+  SubId sub{};               // its subscription in that worker's shard
+
+  std::atomic<bool> ended{false};  // DELETEd or expired: no new stream
+
+ private:
+  friend class SessionRegistry;
+  // Guarded by the registry's mutex.
+  bool streaming = false;          // a GET stream is claimed
+  bool idle = false;               // counted as a session without a stream, and in the idle list
   std::uint64_t idle_since_ms = 0; // last request, or when the stream closed
-  bool ended = false;              // DELETEd or expired
-  bool idle = false;               // counted as a session without a stream (registry + tenant)
-  Limits* limits = nullptr;        // set when the session was counted against its tenant
-  TenantRef tenant_ref;            // keeps the tenant's entry alive (released after the usage)
+  Session* idle_prev = nullptr;    // the idle list: least recently used first
+  Session* idle_next = nullptr;
 };
 
 class SessionRegistry {
@@ -50,35 +70,46 @@ class SessionRegistry {
    * `limits` counts idle sessions per tenant; `max_idle` bounds them in all. A session is
    * idle (counted) from initialize until its GET stream opens, and again once it closes.
    */
-  SessionRegistry(Limits& limits, std::size_t max_idle) : limits_(limits), max_idle_(max_idle) {}
+  SessionRegistry(Limits& limits, std::size_t max_idle, std::size_t max_uris)
+      : limits_(limits), max_idle_(max_idle), max_uris_(max_uris) {}
+  ~SessionRegistry();
 
   /**
-   * A new session with a random 128-bit id, counted as idle; null with `refused` set when
-   * the ceiling in all (Limit::IdleSessions) or the tenant's refuses it.
+   * A new session with a random 128-bit id, holding `usage` (its stream) and `ref` (its
+   * tenant), counted as idle; null with `refused` set when the ceiling in all
+   * (Limit::IdleSessions) or the tenant's refuses it (then `usage` and `ref` are released).
    */
   [[nodiscard]] std::shared_ptr<Session> create(TenantId tenant, std::string version, std::uint64_t now_ms,
-                                                std::optional<Limit>& refused);
-  /** The session's GET stream opened / closed: it stops / starts counting as idle. Call with mutex() held. */
-  void stream_opened(Session& s) noexcept;
-  void stream_closed(Session& s) noexcept;
-  [[nodiscard]] std::size_t idle() { std::lock_guard lock(mu_); return idle_; }
+                                                TenantRef ref, StreamUsage usage, std::optional<Limit>& refused);
+  enum class Claim { Ok, Ended, Busy };
+  /** Claims the session's one GET stream: it stops counting as idle. Ended or Busy: nothing changes. */
+  [[nodiscard]] Claim claim_stream(Session& s) noexcept;
+  /** The claimed stream closed: idle again (counted, last in the idle list) unless the session ended. */
+  void stream_closed(Session& s, std::uint64_t now_ms) noexcept;
   /** The session, or null; refreshes its idle clock. */
   [[nodiscard]] std::shared_ptr<Session> find(const std::string& id, std::uint64_t now_ms);
-  /** Removes it; the caller ends its stream. */
+  /** Removes it and marks it ended; the caller ends its stream. */
   [[nodiscard]] std::shared_ptr<Session> erase(const std::string& id);
-  /** Removes sessions with no stream idle for `idle_ms`; returns how many. */
+  /** Ends sessions with no stream idle for `idle_ms`, oldest first; returns how many. O(expired). */
   std::size_t expire(std::uint64_t now_ms, std::uint64_t idle_ms);
   [[nodiscard]] std::size_t size();
-  [[nodiscard]] std::mutex& mutex() noexcept { return mu_; }
+  [[nodiscard]] std::size_t idle();
 
  private:
-  void forget_idle(Session& s) noexcept;  // mu_ held
+  // mu_ held for each.
+  void link_last(Session& s, std::uint64_t now_ms) noexcept;  // the idle list only
+  void unlink(Session& s) noexcept;
+  void make_idle(Session& s, std::uint64_t now_ms) noexcept;
+  void forget_idle(Session& s) noexcept;
 
   Limits& limits_;
   const std::size_t max_idle_;
+  const std::size_t max_uris_;
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  std::size_t idle_ = 0;  // guarded by mu_
+  std::size_t idle_ = 0;
+  Session* idle_head_ = nullptr;  // least recently used
+  Session* idle_tail_ = nullptr;
 };
 
 }  // namespace mcpfan::detail

@@ -188,14 +188,24 @@ std::string Server::Impl::metrics_text() {
 }
 
 namespace detail {
+namespace {
+// The hub is built before the client core that refers to its tenant table.
+TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
+  if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
+  hub = std::make_unique<Hub>(config.workers, config.shard, std::max<std::size_t>(config.max_tenants, 1));
+  return hub->tenants();
+}
+}  // namespace
+
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
       limits(TenantCeilings{config.max_connections_per_tenant, config.max_streams_per_tenant,
                             config.max_subscriptions_per_tenant, config.max_idle_sessions_per_tenant},
              std::max<std::size_t>(config.max_tenants, 1)),
-      sessions(limits, config.max_idle_sessions) {
-  if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
-  hub = std::make_unique<Hub>(config.workers, config.shard, std::max<std::size_t>(config.max_tenants, 1));
+      sessions(limits, config.max_idle_sessions, config.max_uris_per_listen),
+      publishers(auth_counters),
+      clients(make_hub(config, hub), limits, client_auth, auth_counters, config.max_uris_per_listen,
+              config.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
 }
@@ -306,9 +316,9 @@ Result<std::uint16_t> Server::start() {
   if (!m.config.publish_keys_file.empty()) {
     auto keys = detail::PublisherKeys::load(m.config.publish_keys_file);
     if (!keys) return keys.error();
-    m.state.publisher_keys = std::move(keys.value());
+    m.state.publishers.keys = std::move(keys.value());
   }
-  m.state.publish_rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publisher_keys.size());
+  m.state.publishers.rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publishers.keys.size());
   std::vector<int> fds;
   for (unsigned i = 0; i < m.config.workers; ++i) {
     std::string err;

@@ -1,14 +1,16 @@
 #pragma once
-// What the server's workers share: the configuration, the hub, the 2025-era sessions and
-// the limits. Owned by Server; outlives every worker.
+// What the server's workers share, owned by Server and outliving every worker. A worker keeps
+// references to the parts its connections use (Worker::clients(), publishers(), sessions(),
+// limits(), hub()); nothing below the worker sees this struct.
 #include <memory>
 
 #include "mcp/auth.h"
-#include "mcp/publish_rate.h"
+#include "mcp/client.h"
 #include "mcp/limits.h"
+#include "mcp/publishers.h"
+#include "mcp/sessions.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
-#include "mcp/sessions.h"
 
 namespace mcpfan::detail {
 
@@ -19,10 +21,10 @@ struct ServerState {
   std::unique_ptr<Hub> hub;
   Limits limits;             // before sessions: a session gives back its usage when destroyed
   SessionRegistry sessions;
-  ClientAuth client_auth;        // loaded by Server::start()
-  PublisherKeys publisher_keys;  // loaded by Server::start()
-  PublishRate publish_rate;      // sized by Server::start() (one bucket per key, or one shared)
+  ClientAuth client_auth;    // loaded by Server::start()
   AuthCounters auth_counters;
+  Publishers publishers;     // keys loaded and rate sized by Server::start()
+  ClientCore clients;
 };
 
 }  // namespace mcpfan::detail

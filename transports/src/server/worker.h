@@ -19,8 +19,10 @@
 namespace mcpfan::detail {
 
 class Conn;
+class ClientCore;
 class SessionRegistry;
 class Limits;
+struct Publishers;
 struct ServerState;
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
@@ -68,6 +70,7 @@ struct ControlMsg {
 
 class Worker {
  public:
+  /** Keeps references to the parts of `state` its connections use; `state` outlives the worker. */
   Worker(unsigned index, ServerState& state, std::function<std::string()> metrics_text);
   ~Worker();
   Worker(const Worker&) = delete;
@@ -94,7 +97,10 @@ class Worker {
   [[nodiscard]] Shard& shard() noexcept { return shard_; }
   [[nodiscard]] Hub& hub() noexcept { return hub_; }
   [[nodiscard]] Limits& limits() noexcept { return limits_; }
-  [[nodiscard]] ServerState& state() noexcept { return state_; }
+  /** MCP client admission (auth, tenants, ceilings): what HTTP and stdio clients share. */
+  [[nodiscard]] ClientCore& clients() noexcept { return clients_; }
+  /** Publisher keys and rates: what /v1/publish checks. */
+  [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
   [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
@@ -126,7 +132,8 @@ class Worker {
   Shard& shard_;
   SessionRegistry& sessions_;
   Limits& limits_;
-  ServerState& state_;
+  ClientCore& clients_;
+  Publishers& publishers_;
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

@@ -4,20 +4,22 @@
 // any fd an embedding host attaches). The connection is its own 2025-era session
 // (initialize, resources/subscribe) and may hold many 2026 listens, demultiplexed by
 // subscriptionId. Loop-affine; freed once libuv has closed its handles.
+// Its code is in two files: stdio_conn.cc (descriptors, line framing, writing, closing) and
+// stdio_requests.cc (the MCP requests, admitted by the client core like HTTP's).
 #include <uv.h>
 
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "mcp/auth.h"
-#include "server/conn.h"
+#include "mcp/client.h"
 #include "mcp/limits.h"
+#include "mcp/usage.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
+#include "server/conn.h"
 
 namespace mcpfan::detail {
 
@@ -51,17 +53,15 @@ class StdioConn final : public Conn, public StreamSink {
 
   struct Listen {
     SubId sub;
-    std::int64_t subscriptions;  // counted against the tenant until the listen ends
+    StreamUsage usage;  // counted against the tenant until the listen ends
   };
 
   StdioConn(Worker& w, bool exit_on_eof);
   /** Takes the connection slot of the tenant it is bound to; false (and replies) when refused. */
   bool authenticate(RpcRequest& r);
-  void end_listen_usage(const Listen& l);
-  /** Answers a request refused by the tenant's ceiling for `r` (-32032 naming it). */
-  void reply_limited(std::string_view id, Resource r);
-  /** Answers and returns true when the client's token does not cover `uri` (-32602). */
-  bool refuse_uri(std::string_view id, const std::string& uri);
+  /** Answers a request the client core refused (a notification gets nothing). */
+  void reply_refusal(const RpcRequest& r, const Refusal& refusal);
+  void handle_session_request(RpcRequest& r);
   int init_handle(Handle& h, int fd, bool readable);
   uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
   void on_read(ssize_t nread, const uv_buf_t* buf);
@@ -94,14 +94,16 @@ class StdioConn final : public Conn, public StreamSink {
   std::string line_;        // a partial line carried between reads
   StreamId stream_{};
   bool stream_open_ = false;
-  bool session_ = false;    // a 2025-era initialize created the session subscription
-  SubId session_sub_{};
-  TenantId tenant_ = kDefaultTenant;
-  TenantRef tenant_ref_;         // keeps tenant_'s entry alive (none for the default tenant)
-  bool tenant_bound_ = false;    // counted against tenant_'s connections
+  Caller caller_;                // its tenant and, once it sent a token, the token's identity
+  TenantRef tenant_ref_;         // keeps caller_.tenant's entry alive until binding_ holds it
+  TenantBinding binding_;        // counted against its tenant's connections (from the first request)
   bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant
-  std::optional<ClientIdentity> identity_;  // from its token: which URIs it may subscribe to
-  std::unordered_set<std::string> session_uris_;   // resources/subscribe, counted against the tenant
+  // The 2025-era session an initialize creates: one stream, the list_changed subscription,
+  // and the resources/subscribe URIs, counted against the tenant.
+  bool session_ = false;
+  SubId session_sub_{};
+  StreamUsage session_usage_;
+  std::optional<SessionUris> session_uris_;
   std::unordered_map<std::string, Listen> listens_; // by request id as JSON text
 };
 

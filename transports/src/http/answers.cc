@@ -1,0 +1,70 @@
+#include "http/http_conn.h"
+#include "http/routes.h"
+#include "mcp/messages.h"
+#include "server/worker.h"
+
+namespace mcpfan::detail {
+
+namespace {
+// An auth error message inside a quoted WWW-Authenticate parameter.
+std::string quoted_safe(std::string_view s) {
+  std::string out;
+  for (char ch : s) out += (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '\'' : ch;
+  return out;
+}
+}  // namespace
+
+void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data) {
+  bool answerable = !id.empty() && (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams);
+  int status = answerable ? 200 : 400;
+  c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
+}
+
+void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers) {
+  c.respond(200, "application/json", rpc_result_json(r.id, result), headers);
+}
+
+void respond_refusal(HttpConn& c, std::string_view id, const Refusal& refusal) {
+  if (refusal.auth) {
+    // RFC 6750 §3: no error code when no credentials were sent at all.
+    std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan\"";
+    if (*refusal.auth != AuthFailure::Missing) {
+      challenge += ", error=\"invalid_token\", error_description=\"" + quoted_safe(refusal.message) + "\"";
+    }
+    c.respond(refusal.http_status, "application/json", json_error_body(refusal.message), challenge + "\r\n");
+    return;
+  }
+  if (refusal.http_status == 200) return rpc_error(c, id, refusal.rpc_code, refusal.message);
+  std::string body = id.empty() && refusal.http_status != 403 ? json_error_body(refusal.message)
+                                                              : rpc_error_json(id, Error{refusal.rpc_code, refusal.message});
+  c.respond(refusal.http_status, "application/json", body, refusal.retry_after ? "Retry-After: 1\r\n" : "");
+}
+
+std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::string_view id) {
+  ClientCore& core = c.worker().clients();
+  Caller caller;
+  TenantRef ref;  // none for the default tenant, which is never reclaimed
+  if (core.auth_enabled()) {
+    auto verified = core.verify(req.authorization, /*bare_token_ok=*/false);
+    if (auto* refused = std::get_if<Refusal>(&verified)) {
+      respond_refusal(c, id, *refused);
+      return std::nullopt;
+    }
+    auto& v = std::get<ClientCore::Verified>(verified);
+    caller.identity = std::move(v.identity);
+    caller.tenant = v.tenant;
+    ref = std::move(v.ref);
+  }
+  if (auto refused = c.binding().bind(caller.tenant, std::move(ref))) {
+    respond_refusal(c, id, core.refusal(*refused, caller.tenant));
+    return std::nullopt;
+  }
+  return caller;
+}
+
+void count_rpc_limit(HttpConn& c, const RpcRequest& r) {
+  if (r.limit_hit == RpcLimitHit::UriLength) c.worker().limits().hit(Limit::UriLength);
+  else if (r.limit_hit == RpcLimitHit::UrisPerListen) c.worker().limits().hit(Limit::UrisPerListen);
+}
+
+}  // namespace mcpfan::detail

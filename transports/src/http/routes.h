@@ -1,0 +1,46 @@
+#pragma once
+// The HTTP routes behind route_request (router.h), one file each: routes_2026.cc (POST /mcp:
+// the era dispatch, server/discover, subscriptions/listen), routes_2025.cc (2025-era
+// sessions: initialize, session requests, the GET stream, DELETE), routes_publish.cc
+// (POST /v1/publish), and answers.cc (how an MCP client's refusals and errors are answered
+// over HTTP). Loop-affine: called from a connection's parser callback.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mcp/client.h"
+#include "mcpfan/rpc_decoder.h"
+
+namespace mcpfan::detail {
+
+class HttpConn;
+struct HttpRequest;
+
+void handle_mcp_post(HttpConn& c, HttpRequest& req);
+void handle_mcp_get(HttpConn& c, HttpRequest& req);
+/** 2025-era POSTs, handed over by handle_mcp_post: `initialize`, and requests naming a session. */
+void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller);
+void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);
+void handle_mcp_delete(HttpConn& c, HttpRequest& req);
+void handle_publish(HttpConn& c, HttpRequest& req);
+
+// ---- answers.cc ----
+/**
+ * A JSON-RPC error. Malformed requests are HTTP errors (400); well-formed but refused
+ * requests (-32601, -32602) are JSON-RPC answers (200). A notification (no id) gets no
+ * JSON-RPC answer, so a refused one is a 400.
+ */
+void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {});
+void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers = {});
+/** A refusal from the client core: its status, a JSON-RPC error (or {"error"} without an id), and its headers. */
+void respond_refusal(HttpConn& c, std::string_view id, const Refusal& refusal);
+/**
+ * Who is asking. With client auth configured a valid bearer token names the tenant; without,
+ * every client is tenant "default". The connection is bound to (counted against) that tenant.
+ * Answers 401/429/503 itself and returns nullopt when refused.
+ */
+[[nodiscard]] std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::string_view id = {});
+/** The decoder hit a size limit while rejecting a request: count it. */
+void count_rpc_limit(HttpConn& c, const RpcRequest& r);
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,174 @@
+#include "http/http_conn.h"
+#include "http/routes.h"
+#include "mcp/messages.h"
+#include "mcp/sessions.h"
+#include "server/worker.h"
+
+// 2025-era Streamable HTTP sessions (design §2.2): initialize, requests within a session,
+// the session's GET stream, and DELETE. Sessions are shared by every worker; see
+// mcp/sessions.h for what each lock guards.
+namespace mcpfan::detail {
+
+namespace {
+
+void session_not_found(HttpConn& c, std::string_view id) {
+  c.respond(404, "application/json",
+            rpc_error_json(id, Error{-32001, "session not found: it ended or expired; send initialize for a new one"}));
+}
+
+// Changes a session's URI set, and the subscription of its GET stream if one is open. The
+// change reaches the stream's worker through its shard inbox, in order with publishes, so
+// a publish sent after the client saw `{}` is matched against the new set.
+// Returns the limit that refused a new URI (the session's own URI count, or the tenant's
+// subscription ceiling); nothing changes then.
+std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+  int owner;
+  {
+    std::lock_guard lock(s->mu);
+    if (add) {
+      if (auto refused = s->uris.add(uri)) return refused;
+    } else {
+      s->uris.remove(uri);
+    }
+    owner = s->owner;
+  }
+  if (owner < 0) return std::nullopt;  // applied when a GET stream opens
+  Shard& shard = w.hub().shard(static_cast<std::size_t>(owner));
+  shard.post_task([s, owner, uri, add, &shard] {
+    SubId sub;
+    {
+      std::lock_guard lock(s->mu);
+      if (s->owner != owner || !s->conn) return;  // the stream closed meanwhile
+      sub = s->sub;
+    }
+    if (add) shard.add_uri(sub, s->tenant, uri);
+    else shard.remove_uri(sub, s->tenant, uri);
+  });
+  return std::nullopt;
+}
+
+// The session named by the request, if it exists and belongs to the caller's tenant: another
+// tenant's session is answered as if it did not exist.
+std::shared_ptr<Session> find_session(HttpConn& c, const HttpRequest& req, const Caller& caller) {
+  Worker& w = c.worker();
+  auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
+  if (s && s->tenant != caller.tenant) {
+    w.clients().counters().client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return s;
+}
+
+}  // namespace
+
+void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
+  if (!r.has_id) {
+    rpc_error(c, {}, rpc_code::kInvalidRequest, "initialize must be a request with an id");
+    return;
+  }
+  Worker& w = c.worker();
+  ClientCore& core = w.clients();
+  std::string_view version = negotiate_2025(r.init_version);
+  // A session holds one stream from here to its end, and its own reference on the tenant:
+  // it outlives the connection that made it.
+  StreamUsage usage;
+  if (auto refused = StreamUsage::acquire(core.limits(), caller.tenant, 0, usage)) {
+    return respond_refusal(c, r.id, core.refusal(*refused, caller.tenant));
+  }
+  TenantRef ref;
+  if (caller.tenant != kDefaultTenant && core.tenants().retain(caller.tenant)) ref = TenantRef(core.tenants(), caller.tenant);
+  std::optional<Limit> refused;
+  auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()), std::move(ref), std::move(usage), refused);
+  if (!s) return respond_refusal(c, r.id, core.refusal(*refused, caller.tenant));
+  respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + s->id + "\r\n");
+}
+
+void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
+  Worker& w = c.worker();
+  if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
+    rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
+    return;
+  }
+  auto s = find_session(c, req, caller);
+  if (!s) return session_not_found(c, r.id);
+  const std::string& m = r.method;
+  if (!r.has_id) {
+    c.respond(202, {}, {});  // notifications/initialized and the like
+  } else if (m == "ping" || m == "logging/setLevel") {
+    respond_result(c, r, "{}");
+  } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
+    bool add = m == "resources/subscribe";
+    if (add) {
+      if (auto refused = w.clients().check_uri(caller, r.uri)) return respond_refusal(c, r.id, *refused);
+    }
+    if (auto refused = change_session_uri(w, s, r.uri, add)) {
+      return respond_refusal(c, r.id, w.clients().refusal(*refused, s->tenant));
+    }
+    respond_result(c, r, "{}");
+  } else if (m == "initialize") {
+    rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");
+  } else {
+    rpc_error(c, r.id, rpc_code::kMethodNotFound,
+              "method not found: " + m + " (a notification tier: mcpfan serves ping, logging/setLevel, "
+              "resources/subscribe and resources/unsubscribe in a session)");
+  }
+}
+
+void handle_mcp_get(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  auto caller = authenticate(c, req);
+  if (!caller) return;
+  if (req.session_id.empty()) {
+    c.respond(400, "application/json",
+              json_error_body("GET /mcp needs an Mcp-Session-Id header (send initialize first); "
+                              "2026-07-28 clients use POST subscriptions/listen"));
+    return;
+  }
+  if (!req.accept.empty() && req.accept.find("text/event-stream") == std::string::npos && req.accept.find("*/*") == std::string::npos) {
+    c.respond(406, "application/json", json_error_body("Accept must allow text/event-stream"));
+    return;
+  }
+  auto s = find_session(c, req, *caller);
+  if (!s) return session_not_found(c, {});
+  switch (w.sessions().claim_stream(*s)) {
+    case SessionRegistry::Claim::Ended: return session_not_found(c, {});
+    case SessionRegistry::Claim::Busy:
+      c.respond(409, "application/json", json_error_body("this session already has an open stream"));
+      return;
+    case SessionRegistry::Claim::Ok: break;
+  }
+  c.begin_session_stream(std::move(s));
+}
+
+void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  auto caller = authenticate(c, req);
+  if (!caller) return;
+  if (req.session_id.empty() || !find_session(c, req, *caller)) {
+    c.respond(404, "application/json", json_error_body("no such session"));
+    return;
+  }
+  auto s = w.sessions().erase(req.session_id);
+  if (!s) {
+    c.respond(404, "application/json", json_error_body("no such session"));
+    return;
+  }
+  int owner;
+  {
+    std::lock_guard lock(s->mu);
+    owner = s->owner;
+  }
+  if (owner >= 0) {
+    w.hub().shard(static_cast<std::size_t>(owner)).post_task([s, owner] {
+      HttpConn* conn;
+      {
+        std::lock_guard lock(s->mu);
+        conn = s->owner == owner ? s->conn : nullptr;
+      }
+      if (conn) conn->finish_stream();  // only this worker closes its connections: still alive
+    });
+  }
+  c.respond(200, {}, {});
+}
+
+}  // namespace mcpfan::detail

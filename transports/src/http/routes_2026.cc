@@ -1,0 +1,115 @@
+#include "http/http_conn.h"
+#include "http/request_checks.h"
+#include "http/routes.h"
+#include "mcp/messages.h"
+#include "server/worker.h"
+
+// POST /mcp: which era a request belongs to, and the 2026-07-28 routes (design §2.1).
+namespace mcpfan::detail {
+
+namespace {
+
+void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version) {
+  std::string headers = "MCP-Protocol-Version: ";
+  headers += version;
+  headers += "\r\n";
+  c.respond(200, "application/json", rpc_result_json(r.id, discover_result()), headers);
+}
+
+void start_listen(HttpConn& c, RpcRequest& r, const Caller& caller) {
+  if (!r.has_id) {
+    rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
+    return;
+  }
+  auto admitted = c.worker().clients().admit_listen(caller, r.listen, r.id);
+  if (auto* refused = std::get_if<Refusal>(&admitted)) return respond_refusal(c, r.id, *refused);
+  auto& grant = std::get<ListenGrant>(admitted);
+  c.hold_stream_usage(std::move(grant.usage));
+  c.begin_listen(grant.plan.filter, std::move(r.id), sse_event(grant.plan.ack));
+}
+
+// The envelope's version decides; 2026-07-28 requests must mirror it (and the method) in
+// headers, draft requests may omit them but must not contradict them.
+bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
+  const std::string& body_v = r.meta_version;
+  const std::string& head_v = req.protocol_version;
+  if (body_v.empty()) {
+    if (head_v == kRev2026 || head_v == kDraft2026) {
+      rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+                "MCP-Protocol-Version header says " + head_v + " but params._meta has no io.modelcontextprotocol/protocolVersion");
+      return false;
+    }
+    rpc_error(c, r.id, rpc_code::kUnsupportedVersion,
+              head_v.empty() ? "missing protocol version: send params._meta io.modelcontextprotocol/protocolVersion"
+                             : "unsupported protocol version " + head_v,
+              unsupported_version_data(head_v));
+    return false;
+  }
+  if (!is_2026_version(body_v)) {
+    rpc_error(c, r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + body_v,
+              unsupported_version_data(body_v));
+    return false;
+  }
+  bool strict = body_v == kRev2026;
+  if ((strict || !head_v.empty()) && head_v != body_v) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+              head_v.empty() ? "missing MCP-Protocol-Version header (must be " + body_v + ")"
+                             : "MCP-Protocol-Version header " + head_v + " does not match params._meta version " + body_v);
+    return false;
+  }
+  if (r.has_id && (strict || !req.mcp_method.empty()) && req.mcp_method != r.method) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+              req.mcp_method.empty() ? "missing Mcp-Method header (must be " + r.method + ")"
+                                     : "Mcp-Method header " + req.mcp_method + " does not match method " + r.method);
+    return false;
+  }
+  version = body_v;
+  return true;
+}
+}  // namespace
+
+void handle_mcp_post(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  if (!accepts_mcp(req.accept)) {
+    c.respond(406, "application/json", json_error_body("Accept must allow application/json or text/event-stream"));
+    return;
+  }
+  if (!is_json_content_type(req.content_type)) {
+    c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
+    return;
+  }
+  RpcRequest r = w.rpc_decoder().decode(req.body);
+  if (r.error) {
+    count_rpc_limit(c, r);
+    rpc_error(c, r.id, r.error->code, r.error->message);
+    return;
+  }
+  auto caller = authenticate(c, req, r.id);
+  if (!caller) return;
+  // Which era: a 2026 envelope (or header) wins; else a session; else a new session.
+  bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
+  if (!era_2026 && !req.session_id.empty()) return handle_session_post(c, req, r, *caller);
+  if (!era_2026 && r.method == "initialize") return handle_initialize(c, r, *caller);
+  std::string version;
+  if (!check_version(c, req, r, version)) return;
+
+  if (r.method == "server/discover") {
+    if (!r.has_id) return c.respond(202, {}, {});
+    respond_discover(c, r, version);
+  } else if (r.method == "subscriptions/listen") {
+    start_listen(c, r, *caller);
+  } else if (r.method == "ping" && r.has_id) {
+    c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
+  } else if (!r.has_id) {
+    // Notifications are answered 202. Over HTTP a listen is cancelled by closing its stream
+    // (the SDK POSTs notifications/cancelled only after that). The POST ends nothing:
+    // requests carry no client identity, and every SDK client names its first listen
+    // "listen:0", so acting on it would end other clients' listens.
+    c.respond(202, {}, {});
+  } else {
+    rpc_error(c, r.id, rpc_code::kMethodNotFound,
+              "method not found: " + r.method + " (mcpfan serves server/discover, subscriptions/listen and ping)");
+  }
+}
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,71 @@
+#include <chrono>
+#include <cmath>
+
+#include "http/http_conn.h"
+#include "http/request_checks.h"
+#include "http/routes.h"
+#include "mcp/messages.h"
+#include "mcp/publishers.h"
+#include "server/worker.h"
+
+// POST /v1/publish: a publisher's notifications, checked (key, tenant, rate) and fanned out.
+namespace mcpfan::detail {
+
+void handle_publish(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  if (!is_json_content_type(req.content_type)) {
+    c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
+    return;
+  }
+  Publishers& pub = w.publishers();
+  std::optional<std::string> forced;  // the tenant a bound key publishes to
+  std::size_t bucket = 0;
+  if (pub.keys.enabled()) {
+    auto grant = pub.keys.lookup_bearer(req.authorization);
+    if (!grant) {
+      bool sent = !req.authorization.empty();
+      (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
+      std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan-publish\"";
+      if (sent) challenge += ", error=\"invalid_token\"";
+      c.respond(401, "application/json",
+                json_error_body(sent ? "unknown publisher key" : "publishing needs Authorization: Bearer <publisher key>"),
+                challenge + "\r\n");
+      return;
+    }
+    bucket = grant->key_index;
+    if (!grant->any_tenant) forced = grant->tenant;
+  }
+  auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(),
+                                            forced ? std::optional<std::string_view>(*forced) : std::nullopt);
+  if (!decoded) {
+    bool forbidden = decoded.error().code == rpc_code::kForbidden;
+    if (forbidden) pub.counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
+    c.respond(forbidden ? 403 : 400, "application/json", json_error_body(decoded.error().message));
+    return;
+  }
+  std::vector<PayloadRef>& payloads = decoded.value().payloads;
+  const std::size_t accepted = decoded.value().accepted;
+  if (pub.rate.enabled() && accepted > 0) {
+    auto now_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    if (auto wait = pub.rate.take(bucket, static_cast<double>(accepted), now_ns)) {
+      std::optional<TenantId> tenant = forced ? w.hub().tenants().find(*forced) : std::nullopt;
+      w.limits().hit(Limit::PublishRate, tenant.value_or(Limits::kNoTenant));
+      std::string msg = std::isinf(*wait)
+                            ? "a publish of " + std::to_string(accepted) + " notifications exceeds the burst of " +
+                                  std::to_string(static_cast<long long>(pub.rate.burst()))
+                            : "publish rate limit exceeded; retry in " + std::to_string(*wait) + " s";
+      long long retry = std::isinf(*wait) ? 1 : std::max(1LL, static_cast<long long>(std::ceil(*wait)));
+      c.respond(429, "application/json", json_error_body(msg), "Retry-After: " + std::to_string(retry) + "\r\n");
+      return;
+    }
+  }
+  if (!w.hub().publish(payloads)) {
+    c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
+    return;
+  }
+  w.hub().count_no_audience(accepted - payloads.size());
+  c.respond(202, "application/json", R"({"accepted":)" + std::to_string(accepted) + "}");
+}
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,82 @@
+#include "mcp/client.h"
+
+#include <strings.h>
+
+#include <ctime>
+
+namespace mcpfan::detail {
+
+std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view credential, bool bare_token_ok) {
+  auto now = static_cast<std::int64_t>(std::time(nullptr));
+  bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
+  AuthResult res = bearer || !bare_token_ok ? auth_.verify_bearer(credential, now) : auth_.verify_token(credential, now);
+  if (auto* e = std::get_if<AuthError>(&res)) {
+    counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
+    return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};
+  }
+  auto& id = std::get<ClientIdentity>(res);
+  std::optional<TenantId> t = tenants_.acquire(id.tenant);
+  if (!t) {
+    limits_.hit(Limit::Tenants);
+    return refusal(Limit::Tenants, Limits::kNoTenant);
+  }
+  return Verified{std::move(id), *t, TenantRef(tenants_, *t)};
+}
+
+Refusal ClientCore::credentials_required() {
+  counters_.client[static_cast<std::size_t>(AuthFailure::Missing)].fetch_add(1, std::memory_order_relaxed);
+  return Refusal{rpc_code::kUnauthorized,
+                 "authentication required: send \"Bearer <token>\" in params._meta[\"" + std::string(kAuthorizationMetaKey) + "\"]",
+                 401, AuthFailure::Missing, false};
+}
+
+Refusal ClientCore::wrong_tenant(TenantId bound) {
+  counters_.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+  return Refusal{rpc_code::kForbidden, "this connection is bound to tenant \"" + tenants_.name(bound) + "\"", 403, {}, false};
+}
+
+Refusal ClientCore::refusal(Limit limit, TenantId tenant) const {
+  switch (limit) {
+    case Limit::UrisPerListen:  // the session's own bound: a well-formed request with bad params
+      return Refusal{rpc_code::kInvalidParams, per_client_refusal(limit, max_uris_), 200, {}, false};
+    case Limit::ListensPerConnection:
+      return Refusal{rpc_code::kLimitExceeded, per_client_refusal(limit, max_listens_), 429, {}, true};
+    default: {
+      // A ceiling in all (the server's, not the tenant's) is 503, like a full tenant table.
+      int status = limit == Limit::Tenants || limit == Limit::IdleSessions ? 503 : 429;
+      return Refusal{rpc_code::kLimitExceeded, limits_.refusal_message(limit, tenants_.name(tenant)), status, {}, true};
+    }
+  }
+}
+
+std::optional<Refusal> ClientCore::check_uri(const Caller& caller, const std::string& uri) {
+  if (caller.may_subscribe(uri)) return std::nullopt;
+  counters_.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+  return Refusal{rpc_code::kInvalidParams, "resource URI not allowed for this token: " + uri, 403, {}, false};
+}
+
+std::optional<Refusal> ClientCore::check_uris(const Caller& caller, const std::vector<std::string>& uris) {
+  for (const std::string& uri : uris) {
+    if (auto r = check_uri(caller, uri)) return r;
+  }
+  return std::nullopt;
+}
+
+std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller, ListenSpec& spec, std::string_view id) {
+  if (auto r = check_uris(caller, spec.resource_uris)) return std::move(*r);
+  ListenGrant grant;
+  auto subs = static_cast<std::int64_t>(spec.resource_uris.size());
+  if (auto refused = StreamUsage::acquire(limits_, caller.tenant, subs, grant.usage)) return refusal(*refused, caller.tenant);
+  grant.plan = plan_listen(std::move(spec), caller.tenant, id);
+  return grant;
+}
+
+Filter ClientCore::session_filter(TenantId tenant, const SessionUris& uris) {
+  Filter f;
+  f.tenant = tenant;
+  f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
+  f.uris.assign(uris.set().begin(), uris.set().end());
+  return f;
+}
+
+}  // namespace mcpfan::detail

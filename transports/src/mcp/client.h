@@ -1,0 +1,101 @@
+#pragma once
+// The transport-neutral half of serving an MCP client (HTTP, stdio, and later the NATS and
+// upstream paths): who is asking (credentials to tenant), whether a listen or a session URI
+// is admitted (token URI prefixes, tenant ceilings, per-client bounds), the subscription
+// filter of a 2025 session, and how every refusal is worded. Each transport only renders a
+// Refusal its own way (an HTTP status and body, or a JSON-RPC error line).
+//
+// Thread-safety: ClientCore is shared by every worker and may be called from any thread;
+// it holds only immutable configuration and thread-safe tables (Limits, TenantTable,
+// AuthCounters). Lifetime: owned by the Server's state, outlives every worker.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "mcp/auth.h"
+#include "mcp/limits.h"
+#include "mcp/messages.h"
+#include "mcp/usage.h"
+#include "mcpfan/shard.h"
+#include "mcpfan/tenants.h"
+
+namespace mcpfan::detail {
+
+/** Who is asking: the tenant a client speaks for and, with client auth on, its token's identity. */
+struct Caller {
+  TenantId tenant = kDefaultTenant;
+  std::optional<ClientIdentity> identity;  // set when client auth is configured
+  [[nodiscard]] bool may_subscribe(std::string_view uri) const { return !identity || identity->uri_allowed(uri); }
+};
+
+/** A refused client request, worded once for every transport. */
+struct Refusal {
+  int rpc_code = 0;
+  std::string message;
+  int http_status = 400;                 // what the HTTP transport answers with
+  std::optional<AuthFailure> auth;       // a 401: its WWW-Authenticate challenge depends on the failure
+  bool retry_after = false;              // a limit: worth retrying (HTTP Retry-After: 1)
+};
+
+/** A listen admitted: what the shard needs, the acknowledgement, and the usage it holds until it ends. */
+struct ListenGrant {
+  ListenPlan plan;
+  StreamUsage usage;
+};
+
+class ClientCore {
+ public:
+  /** `max_uris_per_listen` and `max_listens_per_connection` word the per-client refusals. */
+  ClientCore(TenantTable& tenants, Limits& limits, const ClientAuth& auth, AuthCounters& counters,
+             std::size_t max_uris_per_listen, std::size_t max_listens_per_connection) noexcept
+      : tenants_(tenants), limits_(limits), auth_(auth), counters_(counters),
+        max_uris_(max_uris_per_listen), max_listens_(max_listens_per_connection) {}
+
+  [[nodiscard]] bool auth_enabled() const noexcept { return auth_.enabled(); }
+  [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
+  [[nodiscard]] Limits& limits() noexcept { return limits_; }
+  [[nodiscard]] AuthCounters& counters() noexcept { return counters_; }
+
+  struct Verified {
+    ClientIdentity identity;
+    TenantId tenant;
+    TenantRef ref;  // the tenant's entry, acquired: only an authenticated client creates one
+  };
+  /**
+   * Verifies a credential: "Bearer <jwt>" (an Authorization header, or a stdio client's
+   * `_meta` value), or a bare token when `bare_token_ok`. Counts a failure by its reason. A
+   * full tenant table refuses a valid token (503, Limit::Tenants).
+   */
+  [[nodiscard]] std::variant<Verified, Refusal> verify(std::string_view credential, bool bare_token_ok);
+  /** A stdio client that must authenticate and sent no token (counted as missing). */
+  [[nodiscard]] Refusal credentials_required();
+  /** A token for another tenant than the one the connection is bound to (counted). */
+  [[nodiscard]] Refusal wrong_tenant(TenantId bound);
+
+  /** The refusal for `limit` hit by a client of `tenant`: a tenant or server ceiling, or the client's own table. */
+  [[nodiscard]] Refusal refusal(Limit limit, TenantId tenant) const;
+  /** The first URI the caller's token does not cover, counted and worded (403, -32602). */
+  [[nodiscard]] std::optional<Refusal> check_uris(const Caller& caller, const std::vector<std::string>& uris);
+  [[nodiscard]] std::optional<Refusal> check_uri(const Caller& caller, const std::string& uri);
+
+  /**
+   * Admits a listen: every URI allowed for the caller, then one stream and its subscriptions
+   * within the tenant's ceilings. `spec` is consumed only when admitted.
+   */
+  [[nodiscard]] std::variant<ListenGrant, Refusal> admit_listen(const Caller& caller, ListenSpec& spec, std::string_view id);
+
+  /** A 2025 session's subscription: its URIs and every list_changed kind (sessions get them all). */
+  [[nodiscard]] static Filter session_filter(TenantId tenant, const SessionUris& uris);
+
+ private:
+  TenantTable& tenants_;
+  Limits& limits_;
+  const ClientAuth& auth_;
+  AuthCounters& counters_;
+  std::size_t max_uris_;
+  std::size_t max_listens_;
+};
+
+}  // namespace mcpfan::detail

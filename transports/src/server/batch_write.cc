@@ -1,0 +1,46 @@
+#include "server/batch_write.h"
+
+#include <cstddef>
+#include <cstring>
+
+namespace mcpfan::detail {
+
+// Shard batches are iovecs; libuv documents uv_buf_t as iovec-compatible on Unix.
+static_assert(sizeof(uv_buf_t) == sizeof(iovec) && offsetof(uv_buf_t, base) == offsetof(iovec, iov_base) &&
+              offsetof(uv_buf_t, len) == offsetof(iovec, iov_len));
+
+BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
+                          uv_write_cb on_written) {
+  char local[sizeof(QueuedBatch::frame)];
+  const std::size_t first = frame.empty() ? 1 : 0;
+  if (!frame.empty()) {
+    std::memcpy(local, frame.data(), frame.size());
+    batch.bufs[0] = iovec{local, frame.size()};
+  }
+  auto* bufs = reinterpret_cast<uv_buf_t*>(batch.bufs.data()) + first;
+  auto nbufs = static_cast<unsigned>(batch.bufs.size() - first);
+  int done = uv_try_write(stream, bufs, nbufs);
+  if (done < 0 && done != UV_EAGAIN) return BatchWrite::Failed;
+  std::size_t written = done > 0 ? static_cast<std::size_t>(done) : 0;
+  unsigned i = 0;
+  while (i < nbufs && written >= bufs[i].len) written -= bufs[i++].len;
+  if (i == nbufs) return BatchWrite::Written;  // the batch's references go with it
+
+  // The vector's heap buffer moves with the batch, so `bufs` stays valid; only the frame,
+  // which lives on this stack, is copied into the request.
+  auto* q = new QueuedBatch{{}, std::move(batch), {}};
+  q->req.data = data;
+  if (!frame.empty()) {
+    std::memcpy(q->frame, local, frame.size());
+    if (i == 0) bufs[0].base = q->frame;
+  }
+  bufs[i].base += written;
+  bufs[i].len -= written;
+  if (uv_write(&q->req, stream, bufs + i, nbufs - i, on_written) != 0) {
+    delete q;
+    return BatchWrite::Failed;
+  }
+  return BatchWrite::Queued;
+}
+
+}  // namespace mcpfan::detail

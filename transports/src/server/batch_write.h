@@ -1,0 +1,39 @@
+#pragma once
+// Writing one shard batch to a libuv stream, for every transport that frames into a stream
+// (SSE over HTTP, stdio lines over a pipe or socket). Most batches fit the socket buffer, so
+// they are written at once with uv_try_write: a completed uv_write costs a request, a
+// deferred callback and an epoll re-arm (measured in a 10k-stream burst), uv_try_write the
+// writev alone. uv_try_write refuses (UV_EAGAIN) while earlier writes are queued, so order
+// is kept. Only what the stream does not take is queued, as one uv_write. Loop-affine.
+#include <uv.h>
+
+#include <string_view>
+
+#include "mcpfan/shard.h"
+
+namespace mcpfan::detail {
+
+/** The rest of a batch, queued: the uv_write_t is the first member, so a callback casts back. */
+struct QueuedBatch {
+  uv_write_t req;
+  OutBatch batch;
+  char frame[24];  // the framing slot's bytes (bufs[0]), which the caller's stack does not keep
+
+  /** In the write callback: the batch whose write completed. Frees it. */
+  static void release(uv_write_t* req) noexcept { delete reinterpret_cast<QueuedBatch*>(req); }
+};
+
+enum class BatchWrite : std::uint8_t {
+  Written,  // all of it went out now
+  Queued,   // the rest waits in a uv_write whose callback gets `data` in req->data
+  Failed,   // the stream is broken: close it
+};
+
+/**
+ * Writes `batch` to `stream`. `frame` fills the batch's framing slot (bufs[0]); when empty the
+ * slot is skipped (stdio lines need none). At most sizeof(QueuedBatch::frame) bytes.
+ */
+[[nodiscard]] BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
+                                        uv_write_cb on_written);
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,162 @@
+#include "mcp/messages.h"
+#include "server/log.h"
+#include "server/worker.h"
+#include "stdio/stdio_conn.h"
+
+// The MCP requests of a stdio client. Admission (tokens, tenants, ceilings, URI prefixes) is
+// the client core's, as for HTTP; this file keeps what is stdio's own: a connection is its
+// own 2025 session and may hold many 2026 listens, answered on the same line stream.
+namespace mcpfan::detail {
+
+void StdioConn::handle_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are not messages
+  RpcRequest r = w_.rpc_decoder().decode(line);
+  if (r.error) {
+    if (r.limit_hit == RpcLimitHit::UriLength) w_.limits().hit(Limit::UriLength, caller_.tenant);
+    else if (r.limit_hit == RpcLimitHit::UrisPerListen) w_.limits().hit(Limit::UrisPerListen, caller_.tenant);
+    if (r.has_id || r.error->code == rpc_code::kParseError || r.error->code == rpc_code::kInvalidRequest) {
+      reply_error(r.id, r.error->code, r.error->message);
+    } else {
+      log::line("stdio_bad_notification", "stdio notification " + r.method + " dropped: " + r.error->message);
+    }
+    return;
+  }
+  handle_request(r);
+}
+
+void StdioConn::reply_refusal(const RpcRequest& r, const Refusal& refusal) {
+  if (r.has_id) reply_error(r.id, refusal.rpc_code, refusal.message);
+}
+
+bool StdioConn::authenticate(RpcRequest& r) {
+  ClientCore& core = w_.clients();
+  if (!r.auth_token.empty() && core.auth_enabled()) {
+    auto verified = core.verify(r.auth_token, /*bare_token_ok=*/true);
+    if (auto* refused = std::get_if<Refusal>(&verified)) {
+      reply_refusal(r, *refused);
+      return false;
+    }
+    auto& v = std::get<ClientCore::Verified>(verified);
+    if (!needs_auth_) {
+      // Bound already (by --unix-tenant or an earlier token): a token may not move it.
+      if (v.tenant != caller_.tenant) {
+        reply_refusal(r, core.wrong_tenant(caller_.tenant));
+        return false;
+      }
+    } else {
+      caller_.tenant = v.tenant;
+      tenant_ref_ = std::move(v.ref);
+      needs_auth_ = false;
+    }
+    caller_.identity = std::move(v.identity);
+  }
+  if (needs_auth_) {
+    reply_refusal(r, core.credentials_required());
+    return false;
+  }
+  if (!binding_.bound()) {
+    if (auto refused = binding_.bind(caller_.tenant, std::move(tenant_ref_))) {
+      reply_refusal(r, core.refusal(*refused, caller_.tenant));
+      return false;
+    }
+  }
+  return true;
+}
+
+void StdioConn::handle_request(RpcRequest& r) {
+  const std::string& m = r.method;
+  if (!authenticate(r)) return;
+  if (!r.meta_version.empty() && !is_2026_version(r.meta_version)) {
+    if (r.has_id) {
+      reply_error(r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + r.meta_version,
+                  unsupported_version_data(r.meta_version));
+    }
+    return;
+  }
+  if (!r.has_id) {
+    if (m == "notifications/cancelled") {
+      if (auto it = listens_.find(r.cancel_id); it != listens_.end()) {
+        w_.shard().unsubscribe(it->second.sub);
+        listens_.erase(it);  // gives its usage back
+      }
+    }
+    return;  // notifications/initialized and any other notification need nothing
+  }
+  if (m == "subscriptions/listen") {
+    start_listen(r);
+  } else if (m == "server/discover") {
+    reply(rpc_result_json(r.id, discover_result()));
+  } else if (m == "initialize" || m == "resources/subscribe" || m == "resources/unsubscribe") {
+    handle_session_request(r);
+  } else if (m == "ping" || m == "logging/setLevel") {
+    reply(rpc_result_json(r.id, "{}"));
+  } else {
+    reply_error(r.id, rpc_code::kMethodNotFound,
+                "method not found: " + m +
+                    " (mcpfan serves initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe, "
+                    "server/discover and subscriptions/listen)");
+  }
+}
+
+void StdioConn::handle_session_request(RpcRequest& r) {
+  ClientCore& core = w_.clients();
+  Shard& shard = w_.shard();
+  const std::string& m = r.method;
+  if (m == "initialize") {
+    if (!session_) {
+      if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_usage_)) {
+        return reply_refusal(r, core.refusal(*refused, caller_.tenant));
+      }
+      session_uris_.emplace(core.limits(), caller_.tenant, w_.config().max_uris_per_listen);
+      session_sub_ = shard.subscribe(stream_, ClientCore::session_filter(caller_.tenant, *session_uris_), {});
+      session_ = true;
+    }
+    reply(rpc_result_json(r.id, initialize_result(negotiate_2025(r.init_version))));
+    return;
+  }
+  if (!session_) {
+    reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
+    return;
+  }
+  if (m == "resources/subscribe") {
+    if (auto refused = core.check_uri(caller_, r.uri)) return reply_refusal(r, *refused);
+    if (auto refused = session_uris_->add(r.uri)) return reply_refusal(r, core.refusal(*refused, caller_.tenant));
+    shard.add_uri(session_sub_, caller_.tenant, r.uri);
+  } else {
+    session_uris_->remove(r.uri);
+    shard.remove_uri(session_sub_, caller_.tenant, r.uri);
+  }
+  reply(rpc_result_json(r.id, "{}"));
+}
+
+void StdioConn::start_listen(RpcRequest& r) {
+  if (r.meta_version.empty()) {
+    reply_error(r.id, rpc_code::kInvalidParams,
+                "subscriptions/listen needs params._meta io.modelcontextprotocol/protocolVersion (2026-07-28)");
+    return;
+  }
+  if (listens_.count(r.id)) {
+    reply_error(r.id, rpc_code::kInvalidRequest, "a listen with id " + r.id + " is already open on this connection");
+    return;
+  }
+  ClientCore& core = w_.clients();
+  if (auto refused = core.check_uris(caller_, r.listen.resource_uris)) return reply_refusal(r, *refused);
+  if (listens_.size() >= w_.config().max_listens_per_connection) {
+    w_.limits().hit(Limit::ListensPerConnection, caller_.tenant);
+    return reply_refusal(r, core.refusal(Limit::ListensPerConnection, caller_.tenant));
+  }
+  auto admitted = core.admit_listen(caller_, r.listen, r.id);
+  if (auto* refused = std::get_if<Refusal>(&admitted)) return reply_refusal(r, *refused);
+  auto& grant = std::get<ListenGrant>(admitted);
+  grant.plan.ack += '\n';
+  Shard& shard = w_.shard();
+  if (shard.send(stream_, std::move(grant.plan.ack)) != SendStatus::Ok) {  // first: nothing is matched before it
+    stream_open_ = false;  // past the pending-bytes bound: the shard closed the stream
+    close();
+    return;
+  }
+  listens_.emplace(r.id, Listen{shard.subscribe(stream_, grant.plan.filter, r.id), std::move(grant.usage)});
+}
+
+}  // namespace mcpfan::detail
