@@ -43,6 +43,15 @@ TEST(Sessions, ExpiryFollowsLastUseNotCreation) {
   EXPECT_EQ(f.in_use(Resource::IdleSessions), 0);
 }
 
+// Workers stamp sessions with their own loop clocks; the expiring worker's may lag behind.
+TEST(Sessions, AStampAheadOfTheExpiringClockIsNotExpired) {
+  Fixture f;
+  auto s = f.make(1000);
+  EXPECT_EQ(f.reg.expire(999, 10), 0u);  // 999 - 1000 would wrap to 2^64 - 1 ms of idleness
+  EXPECT_FALSE(s->ended.load());
+  EXPECT_EQ(f.reg.expire(1010, 10), 1u);
+}
+
 TEST(Sessions, ASessionWithAStreamNeverExpiresAndIsIdleAgainWhenItCloses) {
   Fixture f;
   auto s = f.make(0);

@@ -125,8 +125,10 @@ std::shared_ptr<Session> SessionRegistry::erase(const std::string& id) {
 std::size_t SessionRegistry::expire(std::uint64_t now_ms, std::uint64_t idle_ms) {
   std::lock_guard lock(mu_);
   std::size_t n = 0;
-  // The idle list is in last-use order: stop at the first session still in use.
-  while (idle_head_ && now_ms - idle_head_->idle_since_ms >= idle_ms) {
+  // The idle list is in last-use order: stop at the first session still in use. Each worker
+  // stamps with its own loop's clock, which may run ahead of the expiring worker's: a stamp
+  // from "the future" is in use, not 2^64 ms old.
+  while (idle_head_ && idle_head_->idle_since_ms <= now_ms && now_ms - idle_head_->idle_since_ms >= idle_ms) {
     Session& s = *idle_head_;
     s.ended.store(true);
     forget_idle(s);
