@@ -6,7 +6,11 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "mcpfan/transport/server.h"
 
@@ -177,8 +181,18 @@ int main(int argc, char** argv) {
                server.config().workers, static_cast<int>(getpid()));
   std::fflush(stderr);
   if (stdio) {
-    if (auto attached = server.attach_stdio(STDIN_FILENO, STDOUT_FILENO, /*exit_on_eof=*/true); !attached) {
+    // The server owns (and libuv closes) what it is given: duplicates, so that 0 and 1 stay
+    // this process's (libuv asserts it never closes a descriptor below 3).
+    int in = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    int out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (in < 0 || out < 0) {
+      std::fprintf(stderr, "mcpfan: --stdio: cannot use stdin/stdout: %s\n", std::strerror(errno));
+      return 1;
+    }
+    if (auto attached = server.attach_stdio(in, out, /*exit_on_eof=*/true); !attached) {
       std::fprintf(stderr, "mcpfan: --stdio: %s\n", attached.error().message.c_str());
+      ::close(in);
+      ::close(out);
       return 1;
     }
   }

@@ -213,6 +213,8 @@ void Worker::on_control() {
           refuse_adopt(msg);
         } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
           log::line("stdio_refused", "stdio client refused: " + err);
+          // A process serving its own stdio must not run on without it.
+          if (msg.exit_on_eof && config_.on_stdio_eof) config_.on_stdio_eof();
         }
       }
     });

@@ -18,64 +18,8 @@
 
 namespace mcpfan::detail {
 
-// stdout redirected to a regular file: libuv cannot poll it, and a write(2) there may block
-// (a slow or full disk, NFS), so it goes to libuv's threadpool, one batch at a time.
-struct StdioConn::FileWrite {
-  uv_fs_t req;  // first member: the callback casts back
-  OutBatch batch;
-  StdioConn* conn;
-  std::size_t next;  // first buffer not completely written (bufs[0] is the unused framing slot)
-};
-
-void StdioConn::write_file(FileWrite* fw) {
-  auto& bufs = fw->batch.bufs;
-  auto n = static_cast<unsigned>(std::min<std::size_t>(bufs.size() - fw->next, IOV_MAX));
-  if (!file_write_in_flight_ && writes_in_flight_++ == 0) write_progress_ms_ = uv_now(w_.loop());
-  file_write_in_flight_ = true;
-  int rc = uv_fs_write(w_.loop(), &fw->req, out_file_fd_, reinterpret_cast<uv_buf_t*>(&bufs[fw->next]), n, -1,
-                       [](uv_fs_t* req) {
-                         auto* fw = reinterpret_cast<FileWrite*>(req);
-                         StdioConn* c = fw->conn;
-                         ssize_t result = req->result;
-                         uv_fs_req_cleanup(req);
-                         guarded(c->w_.stats(), [&] { c->file_written(fw, result); }, [&] {
-                           delete fw;
-                           c->close();
-                         });
-                       });
-  if (rc != 0) file_written(fw, rc);
-}
-
-void StdioConn::file_written(FileWrite* fw, ssize_t result) {
-  write_progress_ms_ = uv_now(w_.loop());
-  auto& bufs = fw->batch.bufs;
-  if (result > 0 && !closing_) {
-    auto left = static_cast<std::size_t>(result);
-    while (fw->next < bufs.size() && left >= bufs[fw->next].iov_len) left -= bufs[fw->next++].iov_len;
-    if (left > 0) {
-      bufs[fw->next].iov_base = static_cast<char*>(bufs[fw->next].iov_base) + left;
-      bufs[fw->next].iov_len -= left;
-    }
-    if (fw->next < bufs.size()) return write_file(fw);  // the rest of this batch
-  }
-  delete fw;
-  file_write_in_flight_ = false;
-  --writes_in_flight_;
-  if (closing_) {  // close() left the descriptor and this connection to us
-    ::close(out_file_fd_);
-    out_file_fd_ = -1;
-    return maybe_free();
-  }
-  if (result <= 0) {
-    w_.shard().write_done(stream_);
-    return close();
-  }
-  w_.shard().write_done(stream_);
-  maybe_finish();
-}
-
 void StdioConn::maybe_free() {
-  if (!closing_ || open_handles_ > 0 || file_write_in_flight_) return;
+  if (!closing_ || open_handles_ > 0 || file_write_in_flight_ || file_read_in_flight_) return;
   w_.unlink(this);
   bool notify = exit_on_eof_;
   Worker& w = w_;
@@ -85,7 +29,7 @@ void StdioConn::maybe_free() {
 
 StdioConn::StdioConn(Worker& w, bool exit_on_eof) : w_(w), exit_on_eof_(exit_on_eof), binding_(w.limits()) {}
 
-int StdioConn::init_handle(Handle& h, int fd, bool readable) {
+int StdioConn::init_handle(Handle& h, bool& initialised, int fd, bool readable) {
   // Once a handle is initialised only uv_close may end it, so it is counted at once; the
   // fd becomes libuv's only when the open call succeeds.
   int rc;
@@ -94,14 +38,17 @@ int StdioConn::init_handle(Handle& h, int fd, bool readable) {
     case UV_NAMED_PIPE:  // pipes and Unix-domain sockets
       if ((rc = uv_pipe_init(w_.loop(), &h.pipe, 0)) != 0) return rc;
       ++open_handles_;
+      initialised = true;
       return uv_pipe_open(&h.pipe, fd);
     case UV_TTY:
       if ((rc = uv_tty_init(w_.loop(), &h.tty, fd, readable ? 1 : 0)) != 0) return rc;
       ++open_handles_;
+      initialised = true;
       return 0;
     case UV_TCP:
       if ((rc = uv_tcp_init(w_.loop(), &h.tcp)) != 0) return rc;
       ++open_handles_;
+      initialised = true;
       return uv_tcp_open(&h.tcp, fd);
     default:
       return UV_EINVAL;  // a regular file cannot carry a stream of JSON-RPC messages
@@ -128,7 +75,27 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
   }
   c->separate_out_ = in_fd != out_fd;
   w.link(c);
-  int rc = c->init_handle(c->in_, in_fd, true);
+  // Regular files (`mcpfan --stdio < requests.jsonl > answers.jsonl`) cannot be polled:
+  // they are read and written in libuv's threadpool. One file cannot be both ends.
+  bool in_file = uv_guess_handle(in_fd) == UV_FILE;
+  int rc = 0;
+  if (in_file && !c->separate_out_) {
+    rc = UV_EINVAL;
+  } else if (in_file) {
+    c->in_is_file_ = true;
+    c->in_file_fd_ = in_fd;
+    // A handle all the same, so that the connection is freed in a close callback as always.
+    rc = uv_timer_init(w.loop(), &c->in_.timer);
+    c->in_.handle.data = c;
+    if (rc == 0) {
+      ++c->open_handles_;
+      c->in_handle_ = true;
+    } else {
+      c->in_file_fd_ = -1;  // not taken: closed below as the caller's
+    }
+  } else {
+    rc = c->init_handle(c->in_, c->in_handle_, in_fd, true);
+  }
   bool in_owned = rc == 0;
   bool out_owned = !c->separate_out_;
   if (rc == 0 && c->separate_out_) {
@@ -136,12 +103,16 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
       c->out_file_fd_ = out_fd;
       out_owned = true;
     } else {
-      out_owned = (rc = c->init_handle(c->out_, out_fd, false)) == 0;
+      out_owned = (rc = c->init_handle(c->out_, c->out_handle_, out_fd, false)) == 0;
     }
   }
   if (rc == 0) {
     c->stream_ = w.shard().open_stream(c, Framing::Line);
     c->stream_open_ = true;
+    if (in_file) {
+      c->read_file();
+      return c;
+    }
     rc = uv_read_start(
         &c->in_.stream,
         [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<StdioConn*>(h->data)->w_.read_buffer(); },
@@ -160,7 +131,7 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
     w.unlink(c);
     delete c;
   } else {
-    c->close();
+    c->close();  // closes what it took; freed in the last close callback
   }
   return nullptr;
 }
@@ -184,22 +155,37 @@ void StdioConn::close() {
     --c->open_handles_;
     c->maybe_free();
   };
-  // A file write in the threadpool still uses the descriptor: its callback closes it.
+  // A file read or write in the threadpool still uses its descriptor: its callback closes it.
   if (out_file_fd_ >= 0 && !file_write_in_flight_) {
     ::close(out_file_fd_);
     out_file_fd_ = -1;
   }
+  if (in_file_fd_ >= 0 && !file_read_in_flight_) {
+    ::close(in_file_fd_);
+    in_file_fd_ = -1;
+  }
   // Only initialised handles are closed: open() may fail before the second one exists.
-  int initialised = open_handles_;
-  if (initialised >= 1) uv_close(&in_.handle, on_closed);
-  if (initialised >= 2) uv_close(&out_.handle, on_closed);
+  if (in_handle_) uv_close(&in_.handle, on_closed);
+  if (out_handle_) uv_close(&out_.handle, on_closed);
+}
+
+void StdioConn::on_eof() {
+  if (closing_ || eof_) return;
+  eof_ = true;
+  if (in_handle_ && !in_is_file_) uv_read_stop(&in_.stream);
+  // A last line without its newline is still a message (`printf '{...}' | mcpfan --stdio`).
+  if (!line_.empty() && !skipping_ && !ending_) {
+    std::string last = std::move(line_);
+    line_.clear();
+    handle_line(last);
+  }
+  // The end of the input ends every subscription of this client (design §2.3), but only
+  // after every answer to what it sent, and each listen's final result, is written.
+  begin_shutdown();
 }
 
 void StdioConn::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread < 0) {  // EOF ends every subscription of this client (design §2.3)
-    close();
-    return;
-  }
+  if (nread < 0) return on_eof();
   std::string_view data(buf->base, static_cast<std::size_t>(nread));
   const std::size_t cap = w_.config().max_line_bytes;
   while (!data.empty() && !closing_ && !ending_) {
@@ -265,14 +251,12 @@ void StdioConn::begin_shutdown() {
 }
 
 void StdioConn::maybe_finish() {
+  if (file_read_paused_) read_file();  // answers drained: read on
   if (ending_ && stream_open_ && writes_in_flight_ == 0 && w_.shard().pending_bytes(stream_) == 0) close();
 }
 
 void StdioConn::write_batch(OutBatch&& batch) {
-  if (out_file_fd_ >= 0) {
-    write_file(new FileWrite{{}, std::move(batch), this, 1});
-    return;
-  }
+  if (out_file_fd_ >= 0) return write_batch_to_file(std::move(batch));
   auto result = write_batch_to(out(), std::move(batch), {}, this, [](uv_write_t* req, int status) {
     auto* c = static_cast<StdioConn*>(req->data);
     QueuedBatch::release(req);

@@ -4,8 +4,11 @@
 // any fd an embedding host attaches). The connection is its own 2025-era session
 // (initialize, resources/subscribe) and may hold many 2026 listens, demultiplexed by
 // subscriptionId. Loop-affine; freed once libuv has closed its handles.
-// Its code is in two files: stdio_conn.cc (descriptors, line framing, writing, closing) and
-// stdio_requests.cc (the MCP requests, admitted by the client core like HTTP's).
+// Its code is in three files: stdio_conn.cc (descriptors, line framing, writing, closing),
+// stdio_files.cc (stdin or stdout redirected to a regular file, through libuv's threadpool)
+// and stdio_requests.cc (the MCP requests, admitted by the client core like HTTP's).
+// At the end of its input it still answers every complete line received, ends its listens
+// with their final results, and closes once all of that is written.
 #include <uv.h>
 
 #include <optional>
@@ -49,6 +52,7 @@ class StdioConn final : public Conn, public StreamSink {
     uv_pipe_t pipe;
     uv_tty_t tty;
     uv_tcp_t tcp;
+    uv_timer_t timer;  // stdin is a file: never started, it only anchors the close callback
   };
 
   struct Listen {
@@ -62,7 +66,13 @@ class StdioConn final : public Conn, public StreamSink {
   /** Answers a request the client core refused (a notification gets nothing). */
   void reply_refusal(const RpcRequest& r, const Refusal& refusal);
   void handle_session_request(RpcRequest& r);
-  int init_handle(Handle& h, int fd, bool readable);
+  /** Sets `initialised` once the handle exists (only uv_close may end it then). */
+  int init_handle(Handle& h, bool& initialised, int fd, bool readable);
+  void on_eof();
+  // stdio_files.cc
+  void write_batch_to_file(OutBatch&& batch);
+  void read_file();
+  void file_read(ssize_t result);
   uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void handle_line(std::string_view line);
@@ -81,13 +91,22 @@ class StdioConn final : public Conn, public StreamSink {
   Worker& w_;
   Handle in_{};
   Handle out_{};
+  bool in_handle_ = false;   // in_ / out_ initialised: close() must uv_close them
+  bool out_handle_ = false;
   bool separate_out_ = false;
+  bool in_is_file_ = false;
+  int in_file_fd_ = -1;     // stdin redirected from a regular file: read in libuv's threadpool
+  bool file_read_in_flight_ = false;
+  bool file_read_paused_ = false;  // its answers backed up: the next read waits for them to drain
+  uv_fs_t file_read_req_{};
+  std::string file_buf_;
   int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
   bool file_write_in_flight_ = false;
   bool exit_on_eof_ = false;
   bool closing_ = false;
   bool ending_ = false;     // shutdown: closes once the final results are written
   bool skipping_ = false;   // discarding the rest of an over-long line
+  bool eof_ = false;        // the input ended
   int open_handles_ = 0;
   int writes_in_flight_ = 0;
   std::uint64_t write_progress_ms_ = 0;  // when a write last completed (or the first was queued)

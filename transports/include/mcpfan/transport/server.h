@@ -97,7 +97,11 @@ class Server {
    * Serves one stdio-framed client on these fds (equal for a socket), on the next worker
    * in turn. Thread-safe. On success the server owns the fds; on error (not started yet,
    * or stopping) they stay the caller's and nothing else happens.
-   * With `exit_on_eof`, config.on_stdio_eof runs when that client ends.
+   * With `exit_on_eof`, config.on_stdio_eof runs when that client ends: after its input
+   * ended and every answer (and each listen's final result) was written, or at once when
+   * the fds cannot be served. Regular files are served (read and written in libuv's
+   * threadpool); one regular file cannot be both ends. libuv closes the fds it was given:
+   * pass duplicates of 0, 1 and 2 (libuv asserts it never closes those).
    */
   Status attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
 
