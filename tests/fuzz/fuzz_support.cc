@@ -231,12 +231,16 @@ void check_refusal_headers(const ResponseState& s) {
 // /metrics (text/plain, served to anyone on loopback), or a publish's acceptance, which needs a
 // publisher key: a listen (SSE), a session (initialize), any JSON-RPC result, a 202 to a
 // notification and a session's DELETE all need a valid client token first.
-void check_authorized(const ResponseState& s) {
+// Checked twice: at the headers (an SSE stream never completes here: the FIN cuts it), and for
+// a JSON body once it is complete.
+void check_authorized(const ResponseState& s, bool complete) {
   const HttpExpect& e = *s.expect;
   if (!e.authed || s.status < 200 || s.status > 299 || s.head) return;
   if (starts_with_ci(s.content_type, "text/plain")) return;
+  bool json = starts_with_ci(s.content_type, "application/json");
+  if (json && !complete) return;  // judged by its body
   bool accepted = false;
-  if (starts_with_ci(s.content_type, "application/json")) {
+  if (json) {
     simdjson::dom::element root;
     simdjson::dom::element n;
     accepted = !parse_json(json_parser(), s.body, root) && root.is_object() && !root["accepted"].get(n);
@@ -260,6 +264,7 @@ int on_headers_complete(http_parser* p) {
   // The answer to a HEAD request has a GET's headers and no body (RFC 9110 §9.3.2).
   const auto& heads = s->expect->head_requests;
   s->head = i < heads.size() && heads[i];
+  check_authorized(*s, false);
   return s->head ? 1 : 0;
 }
 
@@ -279,7 +284,7 @@ int on_message_complete(http_parser* p) {
   } else if (starts_with_ci(s->content_type, "application/json")) {
     check_json_message(s->body, "an application/json body");
   }
-  check_authorized(*s);
+  check_authorized(*s, true);
   return 0;
 }
 
