@@ -227,28 +227,31 @@ void check_refusal_headers(const ResponseState& s) {
   }
 }
 
-// Without credentials the authenticated server grants nothing. A 2xx answer is then /healthz or
-// /metrics (text/plain, served to anyone on loopback), or a publish's acceptance, which needs a
-// publisher key: a listen (SSE), a session (initialize), any JSON-RPC result, a 202 to a
-// notification and a session's DELETE all need a valid client token first.
+// Without credentials the authenticated server grants nothing. A listen (SSE), a session
+// (initialize: a JSON-RPC result with Mcp-Session-Id), any JSON-RPC result, a 202 to a
+// notification and a session's DELETE (empty 2xx bodies) all need a valid client token; a
+// publish's {"accepted":N} needs a publisher key. Still served without: /healthz and /metrics
+// (text/plain, to anyone on loopback) and JSON-RPC errors, which the decoder answers 200
+// (-32601/-32602 with an id) before anyone is asked for a token.
 // Checked twice: at the headers (an SSE stream never completes here: the FIN cuts it), and for
 // a JSON body once it is complete.
 void check_authorized(const ResponseState& s, bool complete) {
   const HttpExpect& e = *s.expect;
   if (!e.authed || s.status < 200 || s.status > 299 || s.head) return;
   if (starts_with_ci(s.content_type, "text/plain")) return;
-  bool json = starts_with_ci(s.content_type, "application/json");
-  if (json && !complete) return;  // judged by its body
-  bool accepted = false;
-  if (json) {
-    simdjson::dom::element root;
-    simdjson::dom::element n;
-    accepted = !parse_json(json_parser(), s.body, root) && root.is_object() && !root["accepted"].get(n);
+  if (!starts_with_ci(s.content_type, "application/json")) {
+    FUZZ_CHECK(e.may_have_token, "the authenticated server answered %u (Content-Type \"%s\") to an input without a "
+               "signed client token", s.status, printable(s.content_type).c_str());
+    return;
   }
-  FUZZ_CHECK(e.may_have_token || accepted, "the authenticated server answered %u (%s) to an input without a signed "
-             "client token: %s", s.status, printable(s.content_type).c_str(), printable(s.body, 200).c_str());
-  FUZZ_CHECK(!accepted || e.may_have_publisher_key, "a publish was accepted without a publisher key: %s",
-             printable(s.body, 200).c_str());
+  if (!complete) return;  // judged by its body
+  simdjson::dom::element root;
+  simdjson::dom::element member;
+  if (parse_json(json_parser(), s.body, root) || !root.is_object()) return;  // reported as not JSON
+  FUZZ_CHECK(e.may_have_token || root["result"].get(member), "the authenticated server answered a JSON-RPC result "
+             "to an input without a signed client token: %s", printable(s.body, 200).c_str());
+  FUZZ_CHECK(e.may_have_publisher_key || root["accepted"].get(member), "a publish was accepted without a publisher "
+             "key: %s", printable(s.body, 200).c_str());
 }
 
 int on_headers_complete(http_parser* p) {
