@@ -107,6 +107,12 @@ void configure(ServerConfig& c) {
   c.max_listens_per_connection = 2;
 }
 
+void remove_key_files() {
+  const std::string& dir = temp_dir();
+  if (dir.empty()) return;
+  for (const char* name : {"/secret", "/publishers"}) ::unlink((dir + name).c_str());
+}
+
 void remove_files() {
   std::string& dir = temp_dir();
   if (dir.empty()) return;

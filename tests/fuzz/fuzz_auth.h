@@ -22,6 +22,11 @@ inline constexpr std::string_view kPublisherKeyAny = "fuzz-publisher-key-any-000
  * low per-tenant ceilings and a small tenant table. README.md lists the values.
  */
 void configure(ServerConfig& c);
+/**
+ * Removes the secret and keys files once the server has started (start() read them), so an
+ * aborted run leaves only the directory and its socket behind.
+ */
+void remove_key_files();
 /** Removes the temporary directory; after the server stopped (it unlinks its socket itself). */
 void remove_files();
 

@@ -77,6 +77,7 @@ Instance& instance() {
   ServerConfig a = c;  // the same limits, plus authentication, ceilings and a publish rate
   auth::configure(a);
   g_instance = new Instance{start(std::move(c), "plain"), start(std::move(a), "authenticated")};
+  auth::remove_key_files();
   std::atexit(stop_at_exit);
   return *g_instance;
 }
