@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,15 +22,19 @@
 #include <ctime>
 #include <memory>
 
+#include "fuzz_auth.h"
 #include "fuzz_check.h"
 
 namespace mcpfan::fuzz {
 
 namespace {
 
-struct Instance {
+struct Running {
   std::unique_ptr<Server> server;
   std::uint16_t port = 0;
+};
+struct Instance {
+  Running plain, authed;
 };
 Instance* g_instance = nullptr;
 constexpr std::uint64_t kSessionIdleMs = 200;  // sessions made by `initialize` inputs expire, not pile up
@@ -37,9 +42,18 @@ constexpr std::uint64_t kSessionIdleMs = 200;  // sessions made by `initialize` 
 void stop_at_exit() {
   // Runs before LeakSanitizer's own atexit check (registered earlier, so it runs later).
   if (!g_instance) return;
-  (void)g_instance->server->stop();
+  (void)g_instance->plain.server->stop();
+  (void)g_instance->authed.server->stop();
   delete g_instance;
   g_instance = nullptr;
+  auth::remove_files();
+}
+
+Running start(ServerConfig c, const char* which) {
+  auto s = std::make_unique<Server>(std::move(c));
+  auto port = s->start();
+  FUZZ_CHECK(port.ok(), "the %s fuzz server did not start: %s", which, port.error().message.c_str());
+  return Running{std::move(s), port.value()};
 }
 
 Instance& instance() {
@@ -60,10 +74,10 @@ Instance& instance() {
   c.session_idle_ms = kSessionIdleMs;
   c.max_line_bytes = 4 * 1024;
   c.max_requests_per_connection = 8;  // pipelined inputs reach "the last one is answered with close"
-  auto s = std::make_unique<Server>(std::move(c));
-  auto port = s->start();
-  FUZZ_CHECK(port.ok(), "the fuzz server did not start: %s", port.error().message.c_str());
-  g_instance = new Instance{std::move(s), port.value()};
+  ServerConfig a = c;  // the same limits, plus authentication, ceilings and a publish rate
+  auth::configure(a);
+  g_instance = new Instance{start(std::move(c), "plain"), start(std::move(a), "authenticated")};
+  auth::remove_key_files();
   std::atexit(stop_at_exit);
   return *g_instance;
 }
@@ -121,11 +135,14 @@ simdjson::dom::parser& json_parser() {
   return p;
 }
 
-void check_json_message(std::string_view json, const char* where) {
+// The parsed object lives in json_parser() until its next parse.
+simdjson::dom::object check_json_message(std::string_view json, const char* where) {
   simdjson::dom::element root;
   auto err = parse_json(json_parser(), json, root);
   FUZZ_CHECK(!err, "%s is not JSON (%s): %s", where, simdjson::error_message(err), printable(json).c_str());
-  FUZZ_CHECK(root.is_object(), "%s is not a JSON object: %s", where, printable(json).c_str());
+  simdjson::dom::object obj;
+  FUZZ_CHECK(!root.get_object().get(obj), "%s is not a JSON object: %s", where, printable(json).c_str());
+  return obj;
 }
 
 // The complete lines of an SSE body: events, data lines of JSON, comments.
@@ -143,17 +160,20 @@ void check_sse_body(std::string_view body) {
 
 struct ResponseState {
   std::string field, value, content_type, body;
+  std::string www_authenticate, retry_after;
   bool in_value = false;
   bool in_message = false;
   bool sse = false;
   unsigned status = 0;
   unsigned messages = 0;
-  const std::vector<bool>* head_requests = nullptr;  // per request, in order: was it HEAD
+  const HttpExpect* expect = nullptr;
   std::size_t finals = 0;                           // final (non-1xx) responses seen
   bool head = false;                                // this response answers a HEAD: no body
 
   void commit() {
     if (starts_with_ci(field, "content-type") && field.size() == 12) content_type = value;
+    if (starts_with_ci(field, "www-authenticate") && field.size() == 16) www_authenticate = value;
+    if (starts_with_ci(field, "retry-after") && field.size() == 11) retry_after = value;
     field.clear();
     value.clear();
   }
@@ -164,6 +184,8 @@ int on_message_begin(http_parser* p) {
   s->field.clear();
   s->value.clear();
   s->content_type.clear();
+  s->www_authenticate.clear();
+  s->retry_after.clear();
   s->body.clear();
   s->in_value = false;
   s->in_message = true;
@@ -187,6 +209,52 @@ int on_header_value(http_parser* p, const char* at, std::size_t len) {
   return 0;
 }
 
+// What every refusal carries, on both servers (mcp_http.cc: authenticate, respond_limited,
+// handle_publish): a JSON body, a challenge with each 401 (RFC 6750 §3) and a delay with each 429.
+void check_refusal_headers(const ResponseState& s) {
+  unsigned st = s.status;
+  if (st == 401 || st == 403 || st == 429 || st == 503) {
+    FUZZ_CHECK(starts_with_ci(s.content_type, "application/json"), "a %u answer whose Content-Type is \"%s\", not JSON",
+               st, printable(s.content_type).c_str());
+  }
+  if (st == 401) {
+    FUZZ_CHECK(starts_with_ci(s.www_authenticate, "Bearer realm=\""), "a 401 without WWW-Authenticate: Bearer realm=...: \"%s\"",
+               printable(s.www_authenticate).c_str());
+  }
+  if (st == 429) {
+    const std::string& r = s.retry_after;
+    bool seconds = !r.empty() && r.size() <= 9 && r.find_first_not_of("0123456789") == std::string::npos && std::atol(r.c_str()) >= 1;
+    FUZZ_CHECK(seconds, "a 429 without Retry-After: <seconds >= 1>: \"%s\"", printable(r).c_str());
+  }
+}
+
+// Without credentials the authenticated server grants nothing. A listen (SSE), a session
+// (initialize: a JSON-RPC result with Mcp-Session-Id), any JSON-RPC result, a 202 to a
+// notification and a session's DELETE (empty 2xx bodies) all need a valid client token; a
+// publish's {"accepted":N} needs a publisher key. Still served without: /healthz and /metrics
+// (text/plain, to anyone on loopback) and JSON-RPC errors, which the decoder answers 200
+// (-32601/-32602 with an id) before anyone is asked for a token.
+// Checked twice: at the headers (an SSE stream never completes here: the FIN cuts it), and for
+// a JSON body once it is complete.
+void check_authorized(const ResponseState& s, bool complete) {
+  const HttpExpect& e = *s.expect;
+  if (!e.authed || s.status < 200 || s.status > 299 || s.head) return;
+  if (starts_with_ci(s.content_type, "text/plain")) return;
+  if (!starts_with_ci(s.content_type, "application/json")) {
+    FUZZ_CHECK(e.may_have_token, "the authenticated server answered %u (Content-Type \"%s\") to an input without a "
+               "signed client token", s.status, printable(s.content_type).c_str());
+    return;
+  }
+  if (!complete) return;  // judged by its body
+  simdjson::dom::element root;
+  simdjson::dom::element member;
+  if (parse_json(json_parser(), s.body, root) || !root.is_object()) return;  // reported as not JSON
+  FUZZ_CHECK(e.may_have_token || root["result"].get(member), "the authenticated server answered a JSON-RPC result "
+             "to an input without a signed client token: %s", printable(s.body, 200).c_str());
+  FUZZ_CHECK(e.may_have_publisher_key || root["accepted"].get(member), "a publish was accepted without a publisher "
+             "key: %s", printable(s.body, 200).c_str());
+}
+
 int on_headers_complete(http_parser* p) {
   auto* s = static_cast<ResponseState*>(p->data);
   if (s->in_value || !s->field.empty()) s->commit();
@@ -194,10 +262,13 @@ int on_headers_complete(http_parser* p) {
   s->status = p->status_code;
   s->sse = starts_with_ci(s->content_type, "text/event-stream");
   FUZZ_CHECK(s->status != 500, "the server answered 500: an exception left a request handler");
+  check_refusal_headers(*s);
   if (s->status < 200) return 0;  // 100 Continue answers no request of its own
   std::size_t i = s->finals++;
   // The answer to a HEAD request has a GET's headers and no body (RFC 9110 §9.3.2).
-  s->head = s->head_requests && i < s->head_requests->size() && (*s->head_requests)[i];
+  const auto& heads = s->expect->head_requests;
+  s->head = i < heads.size() && heads[i];
+  check_authorized(*s, false);
   return s->head ? 1 : 0;
 }
 
@@ -217,15 +288,39 @@ int on_message_complete(http_parser* p) {
   } else if (starts_with_ci(s->content_type, "application/json")) {
     check_json_message(s->body, "an application/json body");
   }
+  check_authorized(*s, true);
   return 0;
 }
 
 }  // namespace
 
-Server& server() { return *instance().server; }
-std::uint16_t http_port() { return instance().port; }
+Server& server() { return *instance().plain.server; }
+Server& authed_server() { return *instance().authed.server; }
 
-int connect_http() {
+Routed route(std::string_view input) {
+  if (input.substr(0, kAuthTrustedMarker.size()) == kAuthTrustedMarker) {
+    return {Target::AuthedTrusted, input.substr(kAuthTrustedMarker.size())};
+  }
+  if (input.substr(0, kAuthMarker.size()) == kAuthMarker) return {Target::Authed, input.substr(kAuthMarker.size())};
+  return {Target::Plain, input};
+}
+
+int connect_unix() {
+  const std::string& path = authed_server().config().unix_path;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  FUZZ_CHECK(fd >= 0, "socket: %s", std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  FUZZ_CHECK(path.size() < sizeof addr.sun_path, "Unix socket path too long: %s", path.c_str());
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  FUZZ_CHECK(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "cannot connect to %s: %s",
+             path.c_str(), std::strerror(errno));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+int connect_http(bool authed) {
+  const std::uint16_t port = authed ? instance().authed.port : instance().plain.port;
   // Each input is a new connection, and ours is the side that sends the first FIN, so each
   // leaves a TIME_WAIT socket. Spreading the source over 250 loopback addresses keeps the
   // ephemeral ports from running out at any exec rate.
@@ -240,7 +335,7 @@ int connect_http() {
     src.sin_addr.s_addr = htonl(0x7f000100u + 1 + (next++ % 250));  // 127.0.1.1 .. 127.0.1.250
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
-    dst.sin_port = htons(http_port());
+    dst.sin_port = htons(port);
     dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
         ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) {
@@ -364,7 +459,7 @@ std::vector<bool> head_requests(std::string_view input) {
   return heads;
 }
 
-void check_http_responses(std::string_view bytes, const std::vector<bool>& heads) {
+void check_http_responses(std::string_view bytes, const HttpExpect& expect) {
   static const http_parser_settings settings = [] {
     http_parser_settings s{};
     s.on_message_begin = on_message_begin;
@@ -376,7 +471,7 @@ void check_http_responses(std::string_view bytes, const std::vector<bool>& heads
     return s;
   }();
   ResponseState state;
-  state.head_requests = &heads;
+  state.expect = &expect;
   http_parser parser;
   http_parser_init(&parser, HTTP_RESPONSE);
   parser.data = &state;
@@ -394,11 +489,45 @@ void check_http_responses(std::string_view bytes, const std::vector<bool>& heads
              state.body.size(), printable(bytes.substr(bytes.size() > 300 ? bytes.size() - 300 : 0)).c_str());
 }
 
-void check_stdio_lines(std::string_view bytes) {
+namespace {
+
+// A JSON-RPC message the server wrote on a stdio stream (already checked to be an object).
+void check_stdio_message(simdjson::dom::object msg, std::string_view line, const StdioExpect& e) {
+  simdjson::dom::element v;
+  bool is_error = !msg["error"].get(v);
+  if (!is_error) {
+    FUZZ_CHECK(!msg["result"].error() || !msg["method"].error(), "a stdio line with no result, error or method: %s",
+               printable(line).c_str());
+    FUZZ_CHECK(!e.needs_token || e.may_have_token, "a client that must authenticate got a non-error without sending "
+               "a signed token: %s", printable(line).c_str());
+    return;
+  }
+  std::int64_t code = 0;
+  std::string_view message;
+  FUZZ_CHECK(v.is_object() && !v["code"].get_int64().get(code) && !v["message"].get_string().get(message),
+             "a stdio error without an integer code and a string message: %s", printable(line).c_str());
+  switch (code) {
+    case -32700: case -32600: case -32601: case -32602: case -32022: case -32030: case -32031: case -32032: break;
+    default: check_failed(__FILE__, __LINE__, "code", "a stdio error with a code the server does not use: %s",
+                          printable(line).c_str());
+  }
+  FUZZ_CHECK(code != -32031 || e.may_have_token, "-32031 (forbidden) without a signed token in the input: %s",
+             printable(line).c_str());
+  if (e.needs_token && !e.may_have_token) {
+    FUZZ_CHECK(code == -32030 || code == -32700 || code == -32600 || code == -32602,
+               "a client that must authenticate, and sent no signed token, got a code other than -32030 or a "
+               "decoder's: %s", printable(line).c_str());
+  }
+}
+
+}  // namespace
+
+void check_stdio_lines(std::string_view bytes, const StdioExpect& expect) {
   while (true) {
     auto nl = bytes.find('\n');
     if (nl == std::string_view::npos) return;  // a last line cut by the close
-    check_json_message(bytes.substr(0, nl), "a stdio line");
+    std::string_view line = bytes.substr(0, nl);
+    check_stdio_message(check_json_message(line, "a stdio line"), line, expect);
     bytes.remove_prefix(nl + 1);
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
-// What fuzz_http and fuzz_stdio share: the real mcpfan::Server, in this process, started once
-// and stopped at exit (so LeakSanitizer sees a clean shutdown); writing one input to a socket
-// with deadlines; and checks on what the server wrote back.
+// What fuzz_http and fuzz_stdio share: the real mcpfan::Server, in this process, twice (without
+// authentication, and with it: fuzz_auth.h), started once and stopped at exit (so LeakSanitizer
+// sees a clean shutdown); which of them an input goes to; writing one input to a socket with
+// deadlines; and checks on what the server wrote back.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,15 +13,36 @@
 namespace mcpfan::fuzz {
 
 /**
- * The server: one worker, 127.0.0.1 on an ephemeral port, small limits so every limit is
- * reachable by a small input (README.md lists them). Started on first use; stopped and freed
- * by an atexit handler.
+ * The servers: one worker each, 127.0.0.1 on an ephemeral port, small limits so every limit is
+ * reachable by a small input (README.md lists them). The authenticated one also has client
+ * tokens, publisher keys, a publish rate, per-tenant ceilings and a Unix socket for stdio-framed
+ * clients (fuzz_auth.h). Both start on first use; an atexit handler stops and frees them.
  */
 Server& server();
-std::uint16_t http_port();
+Server& authed_server();
 
-/** A fresh loopback TCP connection to the server, non-blocking. */
-int connect_http();
+/**
+ * Which server an input is for, and how a stdio input reaches it. An input for the
+ * authenticated server starts with a marker (dropped before sending; the fuzzer finds it in the
+ * dictionary), so every input without one means what it meant before that server existed.
+ */
+enum class Target {
+  Plain,          // the server without authentication (stdio: attach_stdio)
+  Authed,         // the authenticated server (stdio: a client of its Unix socket, which must authenticate)
+  AuthedTrusted,  // stdio only: attach_stdio on the authenticated server (trusted, tenant "default")
+};
+inline constexpr std::string_view kAuthMarker = "@@AUTH@@";
+inline constexpr std::string_view kAuthTrustedMarker = "@@AUTH-TRUSTED@@";
+struct Routed {
+  Target target = Target::Plain;
+  std::string_view rest;  // the input without its marker
+};
+Routed route(std::string_view input);
+
+/** A fresh loopback TCP connection to one of the servers, non-blocking. */
+int connect_http(bool authed);
+/** A fresh connection to the authenticated server's Unix socket, non-blocking. */
+int connect_unix();
 
 /**
  * An input is written in pieces, split at each occurrence of this marker (which is dropped),
@@ -47,11 +69,33 @@ Received exchange(int fd, const std::vector<std::string_view>& pieces, const cha
  * HTTP/1.1 responses; every application/json body is JSON; every SSE `data:` line is JSON.
  * Only a text/event-stream response may end unterminated (the client's FIN cancelled it).
  */
-void check_http_responses(std::string_view bytes, const std::vector<bool>& head_requests);
+struct HttpExpect {
+  std::vector<bool> head_requests;  // per request in the input, in order: is it HEAD
+  bool authed = false;              // sent to the authenticated server
+  bool may_have_token = true;       // the input may carry a token signed with its secret
+  bool may_have_publisher_key = true;
+};
+/**
+ * Also, on both servers: a 401, 403, 429 or 503 is application/json; a 401 carries
+ * `WWW-Authenticate: Bearer realm=...`; a 429 carries `Retry-After: <seconds >= 1>`. On the
+ * authenticated server: without a signed token no 2xx answer but a text/plain one (/healthz,
+ * /metrics) or a publish's {"accepted":N}; without a publisher key no {"accepted":N}.
+ */
+void check_http_responses(std::string_view bytes, const HttpExpect& expect);
 /** For each request in `input` whose headers parse, in order: whether it is a HEAD request. */
 std::vector<bool> head_requests(std::string_view input);
 
-/** Every complete line a stdio client receives is one JSON-RPC message (a JSON object). */
-void check_stdio_lines(std::string_view bytes);
+struct StdioExpect {
+  bool needs_token = false;     // a Unix-socket client of the authenticated server
+  bool may_have_token = true;   // the input may carry a token signed with its secret
+};
+/**
+ * Every complete line a stdio client receives is one JSON-RPC message: a JSON object with a
+ * `result`, a `method`, or an `error` whose `code` is one the server uses (result.h) and whose
+ * `message` is a string. -32031 (forbidden) needs a signed token. A client that must
+ * authenticate and sent no signed token gets only errors: -32030 (unauthorized), or what the
+ * decoder refuses before authentication (-32700, -32600, -32602).
+ */
+void check_stdio_lines(std::string_view bytes, const StdioExpect& expect);
 
 }  // namespace mcpfan::fuzz

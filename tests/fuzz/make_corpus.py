@@ -4,6 +4,9 @@
 Run it again after changing a seed here (it rewrites every file it names and removes none);
 the files are committed, so the fuzz run needs no Python.
 """
+import base64
+import hashlib
+import hmac
 import json
 import os
 
@@ -317,6 +320,161 @@ STDIO = {
     "empty": b"",
 }
 
+# ---- the authenticated server (fuzz_auth.h: keep the secret and the keys in step) ----
+AUTH = b"@@AUTH@@"                  # input for the authenticated server (stdio: its Unix socket)
+AUTH_TRUSTED = b"@@AUTH-TRUSTED@@"  # stdio: attach_stdio on the authenticated server
+SECRET = b"mcpfan-fuzz-hs256-secret-not-a-real-one-0001"
+PUB_T1 = b"fuzz-publisher-key-t1-0000"   # bound to tenant t1
+PUB_ANY = b"fuzz-publisher-key-any-000"  # any tenant
+
+
+def b64url(raw):
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+def jwt(claims, header=None, secret=SECRET, sign=True):
+    """An HS256 compact JWS, minted here because the fuzzer cannot forge a signature."""
+    h = b64url(j(header or {"alg": "HS256"}))  # no "typ": a shorter token fits the dictionary better
+    p = b64url(j(claims))
+    if not sign:
+        return h + b"." + p + b"."
+    return h + b"." + p + b"." + b64url(hmac.new(secret, h + b"." + p, hashlib.sha256).digest())
+
+
+TOK = {  # no exp: valid for as long as the secret is
+    "t1": jwt({"tenant": "t1"}),
+    "t2_uris": jwt({"tenant": "t2", "uris": ["file:///project/"]}),
+    "t3": jwt({"tenant": "t3"}),
+    "default": jwt({"tenant": "default"}),
+}
+BAD_TOK = {
+    "expired": jwt({"tenant": "t1", "exp": 1}),
+    "not_yet_valid": jwt({"tenant": "t1", "nbf": 4102444800}),
+    "alg_none": jwt({"tenant": "t1"}, {"alg": "none"}, sign=False),
+    "wrong_secret": jwt({"tenant": "t1"}, secret=b"another-secret-of-at-least-32-bytes!"),
+    "no_tenant": jwt({"sub": "x"}),
+    "bad_uris": jwt({"tenant": "t1", "uris": "file:///"}),
+    "not_jwt": b"not-a-token",
+}
+
+
+def bearer(tok):
+    return b"Authorization: Bearer " + tok
+
+
+def meta_tok(tok, prefix=b"Bearer "):
+    return dict(META, **{"mcpfan/authorization": (prefix + tok).decode()})
+
+
+L1 = {"resourceSubscriptions": ["file:///project/a.txt"]}
+FIVE = {"resourceSubscriptions": ["u://%d" % i for i in range(5)]}  # past the 4 subscriptions per tenant
+
+
+def init(id_=0, tok=None):
+    return mcp_post(rpc("initialize", {"protocolVersion": "2025-11-25"}, id_), None, None,
+                    [bearer(tok)] if tok else [])
+
+
+def auth_listen(tok, notifications=L1, id_="listen:0"):
+    return mcp_post(listen(id_, notifications), b"subscriptions/listen", extra=[bearer(tok)] if tok else [])
+
+
+def pub(body, key=None):
+    return PUBLISH(j(body), [b"Authorization: Bearer " + key] if key else [])
+
+
+LC = {"method": "notifications/tools/list_changed"}
+HTTP_AUTH = {
+    "auth_listen_t1": auth_listen(TOK["t1"]),
+    "auth_listen_t1_delay_fin": auth_listen(TOK["t1"]) + SPLIT,
+    "auth_listen_no_token": auth_listen(None),
+    "auth_listen_expired": auth_listen(BAD_TOK["expired"]),
+    "auth_listen_not_yet_valid": auth_listen(BAD_TOK["not_yet_valid"]),
+    "auth_listen_alg_none": auth_listen(BAD_TOK["alg_none"]),
+    "auth_listen_wrong_secret": auth_listen(BAD_TOK["wrong_secret"]),
+    "auth_listen_no_tenant": auth_listen(BAD_TOK["no_tenant"]),
+    "auth_listen_bad_uris_claim": auth_listen(BAD_TOK["bad_uris"]),
+    "auth_listen_not_bearer": mcp_post(listen("l", L1), b"subscriptions/listen", extra=[b"Authorization: Basic dTpw"]),
+    "auth_listen_uri_allowed": auth_listen(TOK["t2_uris"], {"resourceSubscriptions": ["file:///project/x"]}),
+    "auth_listen_uri_forbidden": auth_listen(TOK["t2_uris"], {"resourceSubscriptions": ["mem://x"]}),
+    "auth_listen_too_many_subscriptions": auth_listen(TOK["t1"], FIVE),
+    "auth_discover_t1": mcp_post(RPC["discover"], b"server/discover", extra=[bearer(TOK["t1"])]),
+    "auth_ping_no_token": mcp_post(RPC["ping"], b"ping"),
+    "auth_session_t1": init(0, TOK["t1"]) + mcp_post(RPC["initialized"], None, b"2025-11-25", [bearer(TOK["t1"]),
+                                                                                              b"Mcp-Session-Id: x"]),
+    "auth_session_no_token": init(0),
+    "auth_sessions_per_tenant": init(0, TOK["t1"]) + init(1, TOK["t1"]) + init(2, TOK["t1"]),
+    "auth_sessions_then_listen": init(0, TOK["t1"]) + init(1, TOK["t1"]) + auth_listen(TOK["t1"]),
+    "auth_idle_sessions_full": init(0, TOK["t1"]) + init(1, TOK["t1"]) + init(2, TOK["t2_uris"]) + init(3, TOK["t2_uris"]),
+    "auth_tenants_full": init(0, TOK["t1"]) + init(1, TOK["t2_uris"]) + auth_listen(TOK["t3"]),
+    "auth_session_get_delete": http(b"GET", b"/mcp", [b"Accept: text/event-stream", b"Mcp-Session-Id: abc",
+                                                      bearer(TOK["t1"])])
+                               + http(b"DELETE", b"/mcp", [b"Mcp-Session-Id: abc", bearer(TOK["t1"])])
+                               + http(b"GET", b"/mcp", [b"Mcp-Session-Id: abc"]),
+    "auth_folded_token": mcp_post(RPC["discover"], b"server/discover",
+                                  extra=[bearer(TOK["t1"][:30]) + b"\r\n " + TOK["t1"][30:]]),
+    "auth_publish_bound": pub(LC, PUB_T1),
+    "auth_publish_bound_own_tenant": pub(dict(LC, tenant="t1"), PUB_T1),
+    "auth_publish_bound_other_tenant": pub(dict(LC, tenant="t2"), PUB_T1),
+    "auth_publish_any_key": pub(dict(LC, tenant="t2"), PUB_ANY),
+    "auth_publish_no_key": pub(LC),
+    "auth_publish_unknown_key": pub(LC, b"fuzz-publisher-key-nope-00"),
+    "auth_publish_client_token": pub(LC, TOK["t1"]),
+    "auth_publish_over_burst": pub([LC] * 5, PUB_ANY),
+    "auth_publish_rate": pub([LC, LC], PUB_T1) + pub([LC, LC], PUB_T1) + pub([LC, LC], PUB_T1),
+    "auth_metrics": http(b"GET", b"/metrics"),
+}
+HTTP.update({k: AUTH + v for k, v in HTTP_AUTH.items()})
+
+
+def line(method, params, id_=None, with_id=True):
+    return rpc(method, params, id_, with_id) + NL
+
+
+STDIO_AUTH = {  # a client of the Unix socket: nothing is served before a valid token
+    "auth_unix_listen_no_token": RPC["listen_all"] + NL + RPC["ping"] + NL,
+    "auth_unix_listen_token": line("subscriptions/listen", {"_meta": meta_tok(TOK["t1"]), "notifications": L1}, "l"),
+    "auth_unix_token_without_bearer": line("subscriptions/listen", {"_meta": meta_tok(TOK["t1"], b""),
+                                                                    "notifications": L1}, "l") + RPC["ping"] + NL,
+    "auth_unix_ping_token_then_listen": line("ping", {"_meta": meta_tok(TOK["t1"])}, 1) + RPC["listen_all"] + NL,
+    "auth_unix_expired": line("ping", {"_meta": meta_tok(BAD_TOK["expired"])}, 1),
+    "auth_unix_alg_none": line("ping", {"_meta": meta_tok(BAD_TOK["alg_none"])}, 1),
+    "auth_unix_wrong_secret": line("ping", {"_meta": meta_tok(BAD_TOK["wrong_secret"])}, 1),
+    "auth_unix_token_not_string": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"mcpfan/authorization":7}}}\n',
+    "auth_unix_other_tenant": line("ping", {"_meta": meta_tok(TOK["t1"])}, 1) + line("ping", {"_meta": meta_tok(TOK["t2_uris"])}, 2),
+    "auth_unix_uri_forbidden": line("subscriptions/listen", {"_meta": meta_tok(TOK["t2_uris"]),
+                                                            "notifications": {"resourceSubscriptions": ["mem://x"]}}, "l"),
+    "auth_unix_session_uri_forbidden": line("initialize", {"protocolVersion": "2025-11-25", "_meta": meta_tok(TOK["t2_uris"])}, 0)
+                                       + RPC["subscribe"] + NL + line("resources/subscribe", {"uri": "mem://x"}, 3),
+    "auth_unix_listens_per_connection": line("ping", {"_meta": meta_tok(TOK["t1"])}, 0) + listen("a", L1) + NL
+                                        + listen("b", L1) + NL + listen("c", L1) + NL,
+    "auth_unix_streams_per_tenant": line("initialize", {"protocolVersion": "2025-11-25", "_meta": meta_tok(TOK["t1"])}, 0)
+                                    + listen("a", L1) + NL + listen("b", L1) + NL,
+    "auth_unix_subscriptions": line("subscriptions/listen", {"_meta": meta_tok(TOK["t1"]), "notifications": FIVE}, "l"),
+    "auth_unix_split_token": line("ping", {"_meta": meta_tok(TOK["t1"])}, 1)[:80] + SPLIT
+                             + line("ping", {"_meta": meta_tok(TOK["t1"])}, 1)[80:] + RPC["listen_all"] + NL + SPLIT,
+    "auth_unix_escaped_token": line("ping", {"_meta": META}, 1).replace(
+        b'"_meta":{', b'"_meta":{"mcpfan\\/authorization":"Bearer ' + TOK["t1"][:5] + b"\\u%04x" % TOK["t1"][5] + TOK["t1"][6:] + b'",'),
+}
+STDIO_TRUSTED = {  # attach_stdio on the authenticated server: tenant "default" without a token
+    "auth_trusted_no_token": RPC["listen_all"] + NL,
+    "auth_trusted_default_token": line("ping", {"_meta": meta_tok(TOK["default"])}, 1) + RPC["listen_all"] + NL,
+    "auth_trusted_other_tenant": line("ping", {"_meta": meta_tok(TOK["t1"])}, 1),
+    "auth_trusted_bad_token": line("ping", {"_meta": meta_tok(BAD_TOK["not_jwt"])}, 1),
+    "auth_trusted_listens": listen("a", L1) + NL + listen("b", L1) + NL + listen("c", FIVE) + NL,
+}
+STDIO.update({k: AUTH + v for k, v in STDIO_AUTH.items()})
+STDIO.update({k: AUTH_TRUSTED + v for k, v in STDIO_TRUSTED.items()})
+
+def token_pieces(tok):
+    """Dictionary entries (at most 64 bytes each) that rebuild `tok`."""
+    head, sig = tok[:tok.rindex(b".")], tok[tok.rindex(b"."):]
+    if len(head) <= 64:
+        return [head, sig]
+    h, p = head.split(b".")
+    return [h + b".", p, sig]
+
+
 DICTS = {
     "json": [b"{", b"}", b"[", b"]", b":", b",", b'"', b'\\"', b"\\\\", b"\\u0000", b"\\ud800", b"\\udc00",
              b"\\ud83d\\ude00", b"true", b"false", b"null", b"0", b"-1", b"1e400", b"18446744073709551616",
@@ -342,6 +500,12 @@ DICTS = {
              b"Origin: http://localhost\r\n", b"Origin: http://evil.example\r\n", b"Authorization: Bearer ",
              b"0\r\n\r\n", b";ext=", b"Content-Length: 0\r\n", b"Content-Length: 99999\r\n"],
     "split": [SPLIT],
+    # libFuzzer ignores dictionary entries over 64 bytes: a whole token (about 110) is not one,
+    # so its two halves are (header.payload, then .signature), and the seeds carry whole ones.
+    "auth": [AUTH, b"Bearer ", PUB_T1, PUB_ANY, b'"t1"', b'"t2"', b'"t3"', b'"default"']
+            + [p for t in list(TOK.values()) + [BAD_TOK["expired"]] for p in token_pieces(t)],
+    "auth_http": [b"Authorization: Bearer " + PUB_T1 + b"\r\n", b"Authorization: Bearer " + PUB_ANY + b"\r\n"],
+    "auth_stdio": [AUTH_TRUSTED, b'"mcpfan/authorization":"Bearer '],
 }
 
 
@@ -374,5 +538,5 @@ write_corpus("fuzz_http", HTTP)
 write_corpus("fuzz_stdio", STDIO)
 write_dict("fuzz_rpc_decoder", ["json", "rpc"])
 write_dict("fuzz_publish_decoder", ["json", "rpc", "publish"])
-write_dict("fuzz_http", ["json", "rpc", "publish", "http", "split"])
-write_dict("fuzz_stdio", ["json", "rpc", "split"])
+write_dict("fuzz_http", ["json", "rpc", "publish", "http", "split", "auth", "auth_http"])
+write_dict("fuzz_stdio", ["json", "rpc", "split", "auth", "auth_stdio"])
