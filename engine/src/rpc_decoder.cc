@@ -112,16 +112,25 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
     if (params_el.get_object().get(params)) return fail(rpc_code::kInvalidParams, "\"params\" must be an object");
     dom::element meta;
     if (!params["_meta"].get(meta)) {
-      if (!meta.is_object()) return fail(rpc_code::kInvalidParams, "\"params._meta\" must be an object");
+      // A broken per-request field makes the whole request malformed (2026-07-28).
+      auto fail_meta = [&](std::string msg) {
+        r.envelope_error = true;
+        return fail(rpc_code::kInvalidParams, std::move(msg));
+      };
+      if (!meta.is_object()) return fail_meta("\"params._meta\" must be an object");
       dom::element v;
       if (!meta[kProtocolVersionKey].get(v)) {
         std::string_view sv;
-        if (v.get_string().get(sv)) return fail(rpc_code::kInvalidParams, "params._meta protocolVersion must be a string");
+        if (v.get_string().get(sv)) return fail_meta("params._meta protocolVersion must be a string");
         r.meta_version.assign(sv);
+      }
+      if (!meta[kClientCapabilitiesKey].get(v)) {
+        if (!v.is_object()) return fail_meta("params._meta io.modelcontextprotocol/clientCapabilities must be an object");
+        r.has_client_capabilities = true;
       }
       if (!meta[kAuthorizationMetaKey].get(v)) {
         std::string_view sv;
-        if (v.get_string().get(sv)) return fail(rpc_code::kInvalidParams, "params._meta mcpfan/authorization must be a string");
+        if (v.get_string().get(sv)) return fail_meta("params._meta mcpfan/authorization must be a string");
         r.auth_token.assign(sv);
       }
     }
@@ -137,6 +146,9 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
     if (!has_params || params["requestId"].get(rid) || !id_text(rid, r.cancel_id)) {
       return fail(rpc_code::kInvalidParams, "params.requestId must be a string or an integer");
     }
+  } else if (!r.meta_version.empty()) {
+    // A request of the 2026 revision (its envelope names one): the 2025-era methods below
+    // are not its methods, so their params are not read; the transport refuses the method.
   } else if (r.method == "initialize") {
     std::string_view v;
     if (!has_params || params["protocolVersion"].get_string().get(v)) {

@@ -266,5 +266,31 @@ TEST_F(RpcDecoderTest, ResultJsonParsesBack) {
   EXPECT_EQ(doc["result"].get_object().value().size(), 0u);
 }
 
+
+// 2026-07-28 per-request fields (issue 10): clientCapabilities is recorded, a broken
+// envelope field marks the request malformed, and 2025-era params are not read from a
+// request that names the 2026 revision.
+TEST(RpcDecoderEnvelope, ClientCapabilitiesAndEnvelopeErrors) {
+  RpcDecoder d;
+  auto with = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})");
+  ASSERT_FALSE(with.error);
+  EXPECT_TRUE(with.has_client_capabilities);
+  auto without = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+  ASSERT_FALSE(without.error);
+  EXPECT_FALSE(without.has_client_capabilities);
+  auto bad = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":[]}}})");
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->code, rpc_code::kInvalidParams);
+  EXPECT_TRUE(bad.envelope_error);
+  auto bad_listen = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[1]}}})");
+  ASSERT_TRUE(bad_listen.error);
+  EXPECT_FALSE(bad_listen.envelope_error);  // a method's own params: not the envelope
+  auto removed = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+  EXPECT_FALSE(removed.error) << "a 2026 request's 2025-era method is refused by name, not by its params";
+  auto old = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{}})");
+  ASSERT_TRUE(old.error);
+  EXPECT_EQ(old.error->code, rpc_code::kInvalidParams);
+}
+
 }  // namespace
 }  // namespace mcpfan

@@ -209,7 +209,7 @@ int on_header_value(http_parser* p, const char* at, std::size_t len) {
   return 0;
 }
 
-// What every refusal carries, on both servers (mcp_http.cc: authenticate, respond_limited,
+// What every refusal carries, on both servers (http/answers.cc: respond_refusal,
 // handle_publish): a JSON body, a challenge with each 401 (RFC 6750 §3) and a delay with each 429.
 void check_refusal_headers(const ResponseState& s) {
   unsigned st = s.status;

@@ -66,9 +66,10 @@ TEST_F(BadInput, MissingJsonrpcOrMethodIsInvalidRequest) {
                          -32600, "4|null", {"method"}));
 }
 
-TEST_F(BadInput, UnknownMethodIsMethodNotFound) {
+// Streamable HTTP, 2026-07-28: a method the server does not have is 404 with -32601.
+TEST_F(BadInput, UnknownMethodIs404MethodNotFound) {
   auto r = Raw(RpcBody(R"("u1")", "foo/bar"), "foo/bar");
-  EXPECT_TRUE(IsRpcError(r, 200, -32601, R"("u1")", {"foo/bar", "method"}));
+  EXPECT_TRUE(IsRpcError(r, 404, -32601, R"("u1")", {"foo/bar", "method"}));
 }
 
 TEST_F(BadInput, ResourceSubscriptionsNotStringArrayIsInvalidParams) {

@@ -465,7 +465,9 @@ TEST(Session, AllowHostFlag) {
   EXPECT_EQ(InitStatusWithHost(any.port(), "whatever:1234"), 200);
 }
 
-TEST(Session, UnservedMethodsAre200WithMethodNotFound) {
+// What a session's initialize advertises (tools, prompts, resources with listChanged) has
+// handlers: the lists are empty (a hub holds none); anything else is -32601 at 200.
+TEST(Session, UnservedMethodsAre200WithMethodNotFoundAndTheListsAreEmpty) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
   std::string sid;
@@ -473,7 +475,11 @@ TEST(Session, UnservedMethodsAre200WithMethodNotFound) {
   RpcReply call = SessionCall(srv.port(), sid, Rpc2025("5", "tools/call", R"({"name":"x","arguments":{}})"));
   EXPECT_TRUE(IsRpcError(call, 200, -32601, "5"));
   RpcReply list = SessionCall(srv.port(), sid, Rpc2025(R"("L")", "tools/list", "{}"));
-  EXPECT_TRUE(IsRpcError(list, 200, -32601, R"("L")"));
+  EXPECT_TRUE(IsResult(list.msg, R"("L")", R"({"tools":[]})")) << list.msg.text();
+  RpcReply prompts = SessionCall(srv.port(), sid, Rpc2025("7", "prompts/list", "{}"));
+  EXPECT_TRUE(IsResult(prompts.msg, "7", R"({"prompts":[]})")) << prompts.msg.text();
+  RpcReply read = SessionCall(srv.port(), sid, Rpc2025("8", "resources/read", R"({"uri":"file:///x"})"));
+  EXPECT_TRUE(IsRpcError(read, 200, -32002, "8"));
   // The session survives a refused request.
   RpcReply ping = SessionCall(srv.port(), sid, Rpc2025("6", "ping"));
   EXPECT_TRUE(IsResult(ping.msg, "6", "{}"));

@@ -84,7 +84,7 @@ std::string post(std::string_view path, std::string_view body, std::string_view 
 
 std::string listen_request(int id, const std::string& uri) {
   std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                     R"(,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{"toolsListChanged":true,"resourceSubscriptions":[")" +
+                     R"(,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true,"resourceSubscriptions":[")" +
                      uri + R"("]}}})";
   return post("/mcp", body, "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n");
 }
@@ -176,7 +176,7 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
       ::fcntl(sv[1], F_SETFL, O_NONBLOCK);
       if (server.attach_stdio(sv[1], sv[1])) {
         stdio.fetch_add(1);
-        send_all(sv[0], R"({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{"resourceSubscriptions":["mem://s/1"]}}})" "\n");
+        send_all(sv[0], R"({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["mem://s/1"]}}})" "\n");
         (void)read_until(sv[0], "\n", 10ms);
       } else {
         ::close(sv[1]);  // refused: still ours

@@ -33,12 +33,14 @@ struct RpcRequest {
   std::string id;             // the id as JSON text ("\"listen:0\"" or "7"), type kept
   std::string method;
   std::string meta_version;   // params._meta["io.modelcontextprotocol/protocolVersion"]
+  bool has_client_capabilities = false;  // params._meta["io.modelcontextprotocol/clientCapabilities"] (an object)
   ListenSpec listen;          // subscriptions/listen
   std::string cancel_id;      // notifications/cancelled params.requestId as JSON text
   std::string uri;            // resources/subscribe, resources/unsubscribe
   std::string init_version;   // initialize: params.protocolVersion
   std::string auth_token;     // params._meta["mcpfan/authorization"]: how stdio clients authenticate
   RpcLimitHit limit_hit = RpcLimitHit::None;
+  bool envelope_error = false;  // `error` is about params._meta (a per-request field): malformed
 };
 
 struct RpcLimits {
@@ -47,6 +49,8 @@ struct RpcLimits {
 };
 
 inline constexpr std::string_view kProtocolVersionKey = "io.modelcontextprotocol/protocolVersion";
+/** Required on every 2026-07-28 request: what the client supports for this request. */
+inline constexpr std::string_view kClientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities";
 /** A stdio client has no headers: it sends its bearer token under this params._meta key. */
 inline constexpr std::string_view kAuthorizationMetaKey = "mcpfan/authorization";
 

@@ -16,7 +16,10 @@ std::string quoted_safe(std::string_view s) {
 
 void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data) {
   bool answerable = !id.empty() && (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams);
-  int status = answerable ? 200 : 400;
+  rpc_error(c, answerable ? 200 : 400, id, code, std::move(message), data);
+}
+
+void rpc_error(HttpConn& c, int status, std::string_view id, int code, std::string message, std::string_view data) {
   c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
 }
 

@@ -97,8 +97,12 @@ void HttpConn::commit_header() {
   else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
   else if (ieq(f, "authorization")) dst = &req_.authorization;
   if (dst) {
+    // Whitespace around a field value (OWS, RFC 9110 §5.5) is not part of it.
+    std::string_view v = value_;
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
-    *dst += value_;
+    *dst += v;
   }
   field_.clear();
   value_.clear();

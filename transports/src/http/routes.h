@@ -31,6 +31,8 @@ void handle_publish(HttpConn& c, HttpRequest& req);
  * JSON-RPC answer, so a refused one is a 400.
  */
 void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {});
+/** A JSON-RPC error with the HTTP status the transport's rules give it. */
+void rpc_error(HttpConn& c, int status, std::string_view id, int code, std::string message, std::string_view data = {});
 void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers = {});
 /** A refusal from the client core: its status, a JSON-RPC error (or {"error"} without an id), and its headers. */
 void respond_refusal(HttpConn& c, std::string_view id, const Refusal& refusal);

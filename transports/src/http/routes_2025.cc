@@ -1,6 +1,7 @@
 #include "http/http_conn.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
+#include "mcp/protocol.h"
 #include "mcp/sessions.h"
 #include "server/worker.h"
 
@@ -105,12 +106,16 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
       return respond_refusal(c, r.id, w.clients().refusal(*refused, s->tenant));
     }
     respond_result(c, r, "{}");
+  } else if (auto list = hub_list_result(m, /*rev2026=*/false)) {
+    respond_result(c, r, *list);
+  } else if (m == "resources/read") {
+    rpc_error(c, 200, r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
   } else if (m == "initialize") {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");
   } else {
     rpc_error(c, r.id, rpc_code::kMethodNotFound,
               "method not found: " + m + " (a notification tier: mcpfan serves ping, logging/setLevel, "
-              "resources/subscribe and resources/unsubscribe in a session)");
+              "resources/subscribe, resources/unsubscribe and the empty tools, prompts and resources lists in a session)");
   }
 }
 

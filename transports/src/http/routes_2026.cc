@@ -2,6 +2,7 @@
 #include "http/request_checks.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
+#include "mcp/protocol.h"
 #include "server/worker.h"
 
 // POST /mcp: which era a request belongs to, and the 2026-07-28 routes (design §2.1).
@@ -29,14 +30,16 @@ void start_listen(HttpConn& c, RpcRequest& r, const Caller& caller) {
 }
 
 // The envelope's version decides; 2026-07-28 requests must mirror it (and the method) in
-// headers, draft requests may omit them but must not contradict them.
+// headers, draft requests may omit them but must not contradict them. Answers and returns
+// false when the request cannot be served.
 bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
   const std::string& body_v = r.meta_version;
   const std::string& head_v = req.protocol_version;
   if (body_v.empty()) {
-    if (head_v == kRev2026 || head_v == kDraft2026) {
-      rpc_error(c, r.id, rpc_code::kHeaderMismatch,
-                "MCP-Protocol-Version header says " + head_v + " but params._meta has no io.modelcontextprotocol/protocolVersion");
+    if (is_2026_version(head_v)) {
+      // A request of that revision without its per-request fields is malformed.
+      rpc_error(c, 400, r.id, rpc_code::kInvalidParams,
+                "missing params._meta " + std::string(kProtocolVersionKey) + " (required on every " + head_v + " request)");
       return false;
     }
     rpc_error(c, r.id, rpc_code::kUnsupportedVersion,
@@ -45,16 +48,24 @@ bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std
               unsupported_version_data(head_v));
     return false;
   }
+  // Header and body disagree: that is the error, whichever of them is supported.
+  if (!head_v.empty() && head_v != body_v) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
+              "MCP-Protocol-Version header " + head_v + " does not match params._meta version " + body_v);
+    return false;
+  }
   if (!is_2026_version(body_v)) {
     rpc_error(c, r.id, rpc_code::kUnsupportedVersion, "unsupported protocol version " + body_v,
               unsupported_version_data(body_v));
     return false;
   }
   bool strict = body_v == kRev2026;
-  if ((strict || !head_v.empty()) && head_v != body_v) {
-    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
-              head_v.empty() ? "missing MCP-Protocol-Version header (must be " + body_v + ")"
-                             : "MCP-Protocol-Version header " + head_v + " does not match params._meta version " + body_v);
+  if (strict && head_v.empty()) {
+    rpc_error(c, r.id, rpc_code::kHeaderMismatch, "missing MCP-Protocol-Version header (must be " + body_v + ")");
+    return false;
+  }
+  if (auto missing = missing_request_fields(r)) {
+    rpc_error(c, 400, r.id, missing->code, missing->message);
     return false;
   }
   if (r.has_id && (strict || !req.mcp_method.empty()) && req.mcp_method != r.method) {
@@ -66,6 +77,7 @@ bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std
   version = body_v;
   return true;
 }
+
 }  // namespace
 
 void handle_mcp_post(HttpConn& c, HttpRequest& req) {
@@ -81,6 +93,7 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
   RpcRequest r = w.rpc_decoder().decode(req.body);
   if (r.error) {
     count_rpc_limit(c, r);
+    if (r.envelope_error) return rpc_error(c, 400, r.id, r.error->code, r.error->message);
     rpc_error(c, r.id, r.error->code, r.error->message);
     return;
   }
@@ -93,22 +106,28 @@ void handle_mcp_post(HttpConn& c, HttpRequest& req) {
   std::string version;
   if (!check_version(c, req, r, version)) return;
 
-  if (r.method == "server/discover") {
-    if (!r.has_id) return c.respond(202, {}, {});
-    respond_discover(c, r, version);
-  } else if (r.method == "subscriptions/listen") {
-    start_listen(c, r, *caller);
-  } else if (r.method == "ping" && r.has_id) {
-    c.respond(200, "application/json", rpc_result_json(r.id, R"({"resultType":"complete"})"));
-  } else if (!r.has_id) {
+  if (!r.has_id) {
     // Notifications are answered 202. Over HTTP a listen is cancelled by closing its stream
     // (the SDK POSTs notifications/cancelled only after that). The POST ends nothing:
     // requests carry no client identity, and every SDK client names its first listen
     // "listen:0", so acting on it would end other clients' listens.
     c.respond(202, {}, {});
+  } else if (r.method == "server/discover") {
+    respond_discover(c, r, version);
+  } else if (r.method == "subscriptions/listen") {
+    start_listen(c, r, *caller);
+  } else if (auto list = hub_list_result(r.method, /*rev2026=*/true)) {
+    respond_result(c, r, *list);
+  } else if (r.method == "resources/read") {
+    rpc_error(c, 200, r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
   } else {
-    rpc_error(c, r.id, rpc_code::kMethodNotFound,
-              "method not found: " + r.method + " (mcpfan serves server/discover, subscriptions/listen and ping)");
+    // Streamable HTTP, 2026-07-28: a method the server does not have is 404 with -32601 —
+    // the 2025-era methods (initialize, ping, logging/setLevel, resources/subscribe and
+    // unsubscribe) included: that revision removed them.
+    std::string why = removed_in_2026(r.method) ? " (a 2025-era method: not part of " + version + ")" : "";
+    rpc_error(c, 404, r.id, rpc_code::kMethodNotFound,
+              "method not found: " + r.method + why +
+                  " (mcpfan serves server/discover, subscriptions/listen and the empty tools, prompts and resources lists)");
   }
 }
 

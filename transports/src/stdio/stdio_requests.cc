@@ -1,4 +1,5 @@
 #include "mcp/messages.h"
+#include "mcp/protocol.h"
 #include "server/log.h"
 #include "server/worker.h"
 #include "stdio/stdio_conn.h"
@@ -74,6 +75,7 @@ void StdioConn::handle_request(RpcRequest& r) {
     }
     return;
   }
+  if (auto missing = missing_request_fields(r)) return reply_error(r.id, missing->code, missing->message);
   if (!r.has_id) {
     if (m == "notifications/cancelled") {
       if (auto it = listens_.find(r.cancel_id); it != listens_.end()) {
@@ -83,10 +85,18 @@ void StdioConn::handle_request(RpcRequest& r) {
     }
     return;  // notifications/initialized and any other notification need nothing
   }
-  if (m == "subscriptions/listen") {
+  const bool rev2026 = !r.meta_version.empty();
+  if (rev2026 && removed_in_2026(m)) {
+    // One connection may speak both eras, but a request of the 2026 revision names only its methods.
+    reply_error(r.id, rpc_code::kMethodNotFound, "method not found: " + m + " is a 2025-era method, not part of " + r.meta_version);
+  } else if (m == "subscriptions/listen") {
     start_listen(r);
   } else if (m == "server/discover") {
     reply(rpc_result_json(r.id, discover_result()));
+  } else if (auto list = hub_list_result(m, rev2026)) {
+    reply(rpc_result_json(r.id, *list));
+  } else if (m == "resources/read") {
+    reply_error(r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
   } else if (m == "initialize" || m == "resources/subscribe" || m == "resources/unsubscribe") {
     handle_session_request(r);
   } else if (m == "ping" || m == "logging/setLevel") {
@@ -95,7 +105,7 @@ void StdioConn::handle_request(RpcRequest& r) {
     reply_error(r.id, rpc_code::kMethodNotFound,
                 "method not found: " + m +
                     " (mcpfan serves initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe, "
-                    "server/discover and subscriptions/listen)");
+                    "server/discover, subscriptions/listen and the empty tools, prompts and resources lists)");
   }
 }
 
