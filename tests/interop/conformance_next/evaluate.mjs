@@ -112,7 +112,7 @@ const nKnown = summary.filter((s) => s.startsWith("~")).length;
 console.log(`${nOk} passed, ${nKnown} failed with known failures only, ${summary.length - nOk - nKnown} failed otherwise`);
 
 if (stale.length) {
-  console.log("\n!!! KNOWN FAILURES THAT NOW PASS — remove these lines from ${knownName}:");
+  console.log(`\n!!! KNOWN FAILURES THAT NOW PASS — remove these lines from ${knownName}:`);
   for (const k of stale) {
     console.log(`!!!   ${knownName}:${k.line}: ${k.version} ${k.scenario} ${k.check} (${k.owner}) — ` +
                 k.matched.map((c) => `${keyOf(c)} ${c.status}`).join(", "));
