@@ -1,6 +1,6 @@
 // Verdicts for the conformance_next interop test (called by run.sh once all scenarios ran).
 //
-//   node evaluate.mjs RESULTS_DIR KNOWN_FAILURES_FILE
+//   node evaluate.mjs RESULTS_DIR KNOWN_FAILURES_FILE [REQUIRED_CHECKS_FILE]
 //
 // RESULTS_DIR holds one folder per run, named "<NN>__<spec-version>__<scenario>" (NN = the
 // run's position in run.sh's MATRIX, for the summary's order), each with either the
@@ -17,6 +17,8 @@
 //   ✓  passed: no FAILURE and at least one SUCCESS (the suite's own per-scenario rule)
 //   ~  failed, but every not-passed check is on the known-failures list
 //   ✗  failed with a check that is not on the list, or no SUCCESS, or no checks.json
+// A check on REQUIRED_CHECKS_FILE ("<spec-version> <scenario> <check id>" per line) must be
+// SUCCESS in its run; SKIPPED or absent makes that run ✗ too.
 // Exit status 1 iff some run is ✗, or some WARNING is not on the list (a WARNING does not fail
 // a scenario in the suite's rule, but the two list-changed delivery checks are WARNING-level and
 // are exactly a hub's job, so an unlisted one fails this test). Listed checks that now pass, and
@@ -24,7 +26,7 @@
 import fs from "node:fs";
 import path from "node:path";
 
-const [resultsDir, knownFile] = process.argv.slice(2);
+const [resultsDir, knownFile, requiredFile] = process.argv.slice(2);
 const knownName = path.basename(knownFile);
 const NOT_PASSED = new Set(["FAILURE", "WARNING"]);
 
@@ -44,6 +46,9 @@ const keyOf = (c) =>
   repeated.has(c.id) && c.details && typeof c.details.fieldIssue === "string" ? `${c.id}@${c.details.fieldIssue}` : c.id;
 const entriesFor = (version, scenario, c) =>
   known.filter((k) => k.version === version && k.scenario === scenario && (k.check === keyOf(c) || k.check === c.id));
+
+const required = !requiredFile ? [] : fs.readFileSync(requiredFile, "utf8").split("\n")
+  .map((l) => l.replace(/#.*$/, "").trim()).filter(Boolean).map((l) => l.split(/\s+/));
 
 // --- the runs ---------------------------------------------------------------------------------
 const runs = fs.readdirSync(resultsDir).filter((d) => d.includes("__")).sort();
@@ -77,14 +82,18 @@ for (const dir of runs) {
   const ok = failed === 0 && passed > 0;
   const counts = `${passed} passed, ${failed} failed` + (warnings ? `, ${warnings} warning(s)` : "") +
                  (skipped ? `, ${skipped} skipped` : "");
+  const missing = required.filter(([v, sc]) => v === version && sc === scenario)
+    .filter(([, , id]) => !checks.some((c) => c.id === id && c.status === "SUCCESS"))
+    .map(([, , id]) => `${id} [${checks.find((c) => c.id === id)?.status ?? "absent"}]`);
   let mark;
-  if (!passed || unlisted.length) mark = "✗";      // unlisted FAILURE/WARNING, or no SUCCESS at all
+  if (!passed || unlisted.length || missing.length) mark = "✗";      // unlisted FAILURE/WARNING, or no SUCCESS at all
   else if (failed === 0) mark = "✓";
   else mark = "~";                                 // every FAILURE is a known one
   const verdict = ok ? "PASS" : "FAIL";
   summary.push(`${mark} ${label}: ${verdict} (${counts})` +
                (listed.length ? `; known: ${[...new Set(listed.map(({ c }) => keyOf(c)))].join(", ")}` : "") +
                (unlisted.length ? `; NOT ON THE LIST: ${[...new Set(unlisted.map(({ c }) => `${keyOf(c)} [${c.status}]`))].join(", ")}` : "") +
+               (missing.length ? `; REQUIRED BUT NOT SUCCESS: ${missing.join(", ")}` : "") +
                (!passed ? "; no SUCCESS check at all" : ""));
 
   if (unlisted.length || listed.length) console.log(`\n=== ${label}: checks that did not pass`);
