@@ -92,6 +92,8 @@ TEST_F(Rev2026, AdvertisedCapabilitiesHaveHandlers) {
     auto r = Post(RpcBody("11", c.method), McpHeaders(kV2026, c.method));
     ASSERT_EQ(r.http.status, 200) << c.method << ": " << r.http.body;
     EXPECT_EQ(r.msg.GetString({"result", "resultType"}), "complete") << r.msg.text();
+    EXPECT_EQ(r.msg.GetString({"result", "cacheScope"}), "public") << r.msg.text();  // caching hints: required
+    EXPECT_EQ(r.msg.GetInt({"result", "ttlMs"}), 0) << r.msg.text();
     auto list = r.msg.Get({"result", c.key});
     ASSERT_TRUE(list) << r.msg.text();
     EXPECT_EQ(Dump(*list), "[]");
@@ -114,7 +116,7 @@ TEST(Rev2026Stdio, TheSameRulesHold) {
   ASSERT_TRUE(c.io().SendLine(RpcBody(R"("c")", "tools/list"), kIo, &err)) << err;
   auto list = c.io().NextJson(kIo, &err);
   ASSERT_TRUE(list) << err;
-  EXPECT_TRUE(IsResult(*list, R"("c")", R"({"tools":[],"resultType":"complete"})"));
+  EXPECT_TRUE(IsResult(*list, R"("c")", R"({"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"public"})"));
   // A 2025-era ping (no envelope) on the same connection is served.
   ASSERT_TRUE(c.io().SendLine(R"({"jsonrpc":"2.0","id":"d","method":"ping"})", kIo, &err)) << err;
   auto old_ping = c.io().NextJson(kIo, &err);

@@ -25,7 +25,9 @@ std::optional<std::string> hub_list_result(std::string_view method, bool rev2026
   std::string r = "{\"";
   r += key;
   r += "\":[]";
-  if (rev2026) r += R"(,"resultType":"complete")";
+  // 2026-07-28 caching hints, required on complete list results: the same for every caller,
+  // and not to be reused (a hub's lists are empty; the servers behind it own the real ones).
+  if (rev2026) r += R"(,"resultType":"complete","ttlMs":0,"cacheScope":"public")";
   r += '}';
   return r;
 }
