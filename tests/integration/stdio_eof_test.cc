@@ -34,6 +34,29 @@ std::vector<Json> JsonLines(const std::string& text) {
   return lines;
 }
 
+// `mcpfan --stdio` with stdin on `in` (taken and closed) and stdout on a pipe: everything it
+// writes until stdout's EOF. It must then exit 0 by itself (bounded waits; stopped by PID).
+std::string RunStdio(int in, const char* workers) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in);
+    ADD_FAILURE() << "pipe2";
+    return {};
+  }
+  ChildProcess p;
+  std::string err;
+  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", workers, "--stdio"}, kStart, "mcpfan --stdio", &err,
+                          in, out[1]);
+  ::close(in);
+  ::close(out[1]);
+  EXPECT_GT(port, 0) << err;
+  std::string answers = port > 0 ? ReadToEof(out[0], kIo) : std::string();
+  ::close(out[0]);
+  EXPECT_TRUE(p.WaitExit(kIo)) << p.Stderr();
+  EXPECT_EQ(p.DescribeStatus(), "exit 0") << p.Stderr();
+  return answers;
+}
+
 // What a client that writes its requests and closes stdin at once must get back.
 void ExpectAllAnswered(const std::string& out, bool with_listen) {
   auto lines = JsonLines(out);
@@ -54,22 +77,11 @@ TEST(StdioEof, RequestsWrittenJustBeforeEofAreAllAnsweredBeforeExit) {
                             StdioListen(R"("l")", R"({"toolsListChanged":true})") + "\n";
   for (int round = 0; round < 25; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    int in[2], out[2];
+    int in[2];
     ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
-    ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
     ASSERT_EQ(::write(in[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
     ::close(in[1]);  // EOF is there before the server starts
-    ChildProcess p;
-    std::string err;
-    int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "2", "--stdio"}, kStart, "mcpfan --stdio", &err,
-                            in[0], out[1]);
-    ::close(in[0]);
-    ::close(out[1]);
-    ASSERT_GT(port, 0) << err;
-    std::string answers = ReadToEof(out[0], kIo);
-    ::close(out[0]);
-    ASSERT_TRUE(p.WaitExit(kIo)) << p.Stderr();
-    EXPECT_EQ(p.DescribeStatus(), "exit 0") << p.Stderr();
+    std::string answers = RunStdio(in[0], "2");
     ExpectAllAnswered(answers, /*with_listen=*/true);
     if (::testing::Test::HasFailure()) break;
   }
@@ -85,18 +97,7 @@ TEST(StdioEof, StdinFromARegularFileIsServedToTheEndAndExitsZero) {
   }
   int in = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(in, 0);
-  int out[2];
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  ChildProcess p;
-  std::string err;
-  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "1", "--stdio"}, kStart, "mcpfan --stdio", &err, in, out[1]);
-  ::close(in);
-  ::close(out[1]);
-  ASSERT_GT(port, 0) << err;
-  std::string answers = ReadToEof(out[0], kIo);
-  ::close(out[0]);
-  ASSERT_TRUE(p.WaitExit(kIo)) << p.Stderr();
-  EXPECT_EQ(p.DescribeStatus(), "exit 0") << p.Stderr();
+  std::string answers = RunStdio(in, "1");
   ExpectAllAnswered(answers, /*with_listen=*/false);
 }
 
@@ -132,18 +133,7 @@ TEST(StdioEof, FileToFileAnswersEveryRequestInOrder) {
 TEST(StdioEof, StdinFromDevNullExitsZeroAtOnce) {
   int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(in, 0);
-  int out[2];
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  ChildProcess p;
-  std::string err;
-  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--stdio"}, kStart, "mcpfan --stdio", &err, in, out[1]);
-  ::close(in);
-  ::close(out[1]);
-  ASSERT_GT(port, 0) << err;
-  EXPECT_EQ(ReadToEof(out[0], kIo), "");
-  ::close(out[0]);
-  ASSERT_TRUE(p.WaitExit(kIo)) << p.Stderr();
-  EXPECT_EQ(p.DescribeStatus(), "exit 0") << p.Stderr();
+  EXPECT_EQ(RunStdio(in, "1"), "");
 }
 
 }  // namespace

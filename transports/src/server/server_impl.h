@@ -1,0 +1,31 @@
+#pragma once
+// Server's private state (the pimpl of mcpfan::Server), shared by server.cc (start, stop,
+// attach) and metrics.cc (the /metrics text). Owned by Server; workers run on it.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mcpfan/transport/server.h"
+#include "server/server_state.h"
+#include "server/worker.h"
+
+namespace mcpfan {
+
+struct Server::Impl {
+  explicit Impl(ServerConfig cfg) : state(std::move(cfg)), config(state.config), hub(state.hub), sessions(state.sessions) {}
+  detail::ServerState state;
+  ServerConfig& config;
+  std::unique_ptr<Hub>& hub;
+  detail::SessionRegistry& sessions;
+  std::vector<std::unique_ptr<detail::Worker>> workers;
+  std::atomic<bool> started{false};  // read by attach_stdio() on any thread
+  bool stopped = false;
+  std::atomic<unsigned> next_worker{0};
+
+  std::string metrics_text();
+  void auth_metrics(std::string& out);
+  void tenant_metrics(std::string& out);
+};
+
+}  // namespace mcpfan
