@@ -46,9 +46,9 @@
 //   h *= 0xc4ceb9fe1a85ec53; h ^= h >> 33 (all modulo 2^64). It is written in 11 base64url
 //   characters (alphabet A-Z a-z 0-9 - _, most significant first): the first character holds
 //   the domain d in its upper 2 bits and h's bits 63..60 in its lower 4; the other ten hold
-//   bits 59..0, 6 at a time. So a segment token
-//   starts with A-P (d = 0), a folded-rest token with Q-Z or a-f (d = 1), a tenant hash with
-//   g-v (d = 2): a 12-segment URI never shares its last token with a folded one.
+//   bits 59..0, 6 at a time. So a segment token starts with A-P (d = 0), a folded-rest token
+//   with Q-Z or a-f (d = 1), a tenant hash with g-v (d = 2): a 12-segment URI never shares its
+//   last token with a folded one.
 //   Examples (H values pinned by tests/nats/subjects_test.cc):
 //     H(0, "")     = O_QH2C6mSkm    H(0, "file:")   = K4S2u_kVlo6    H(0, "urn:a..b") = EkfY5RaZRJw
 //     H(0, "proj") = Htf3SSb97AH    H(0, "a b.txt") = MZA-LR5nFKr
@@ -68,8 +68,9 @@
 //     then at least one more (V == U has the empty one after the final `/`), so V's subject
 //     has the interest's literal tokens first (V folds only after its 11th segment) and at
 //     least one token after them: never a missed delivery. With m <= 11 the interest matches
-//     nothing else (barring a hash collision); with m >= 12 it also matches URIs that share
-//     only the first 11 segments: the receiving node's local index drops (and counts) those.
+//     nothing else (barring a hash collision); with m >= 12 it also matches any URI of 12 or
+//     more segments sharing U's first 11: the receiving node's local index drops (and counts)
+//     those. Over-matching is allowed, under-matching never.
 //   - list_changed: the list subject itself.
 //   Examples: `file:///proj/` -> mcpfan.v1.default.r.K4S2u_kVlo6.O_QH2C6mSkm.O_QH2C6mSkm.Htf3SSb97AH.>
 //     which matches the subjects of `file:///proj/` (its last token H(0,"")) and of
