@@ -14,6 +14,7 @@ void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_v
   if (found == map_.end()) {
     e = &*map_.emplace(Key{tenant, kind, prefix, std::string(uri)}, std::vector<Member>{}).first;
     if (prefix) ++prefix_keys_;
+    if (listener_) listener_->key_added(tenant, kind, uri);
   } else {
     e = &*found;
     for (const KeyRef& k : r->keys) {
@@ -38,6 +39,7 @@ void SubscriptionIndex::drop(std::uint32_t sub, std::uint32_t slot) {
   if (members.empty()) {
     const Key& key = k.entry->first;
     if (key.prefix) --prefix_keys_;
+    if (listener_) listener_->key_removed(key.tenant, key.kind, key.uri);
     map_.erase(map_.find(KeyView{key.tenant, key.kind, key.prefix, key.uri}));
   }
   // Same for the subscription's key list.

@@ -70,4 +70,24 @@ PayloadRef encode_notification(const NotificationParts& parts) {
   return ref;
 }
 
+std::string encode_publish_message(const NotificationParts& parts, std::string_view tenant_name) {
+  std::string m;
+  m.reserve(64 + tenant_name.size() + parts.uri.size());
+  m += R"({"tenant":)";
+  append_json_string(m, tenant_name);
+  m += R"(,"method":")";
+  m += method_name(parts.kind);
+  m += R"(","params":{)";
+  bool first = true;
+  if (parts.has_meta || !parts.meta.empty()) {
+    m += R"("_meta":{)";
+    append_members(m, parts.meta, first);
+    m.push_back('}');
+    first = false;
+  }
+  append_members(m, parts.params, first);
+  m += "}}";
+  return m;
+}
+
 }  // namespace mcpfan

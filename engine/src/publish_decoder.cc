@@ -60,7 +60,7 @@ PublishDecoder::PublishDecoder(PublishLimits limits) : impl_(std::make_unique<Im
 PublishDecoder::~PublishDecoder() = default;
 
 Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const TenantTable& tenants,
-                                              std::optional<std::string_view> forced_tenant) {
+                                              std::optional<std::string_view> forced_tenant, bool for_backplane) {
   Impl& m = *impl_;
   // Validate the body as sent, every byte: minify does not validate, and it joins tokens
   // ("1 2" -> "12", "tr ue" -> "true"), so a body checked only after minifying could be
@@ -84,6 +84,7 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
   }
   m.parts.clear();
   std::size_t accepted = 0;
+  std::vector<RemoteNotification> remote;
 
   auto decode_one = [&](od::value v, std::size_t index, bool many) -> std::optional<Error> {
     od::object obj;
@@ -158,6 +159,10 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
       tenant = *forced_tenant;
     }
     ++accepted;
+    if (for_backplane) {
+      std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
+      remote.push_back(RemoteNotification{p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name)});
+    }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
     std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
     if (!id) return std::nullopt;
@@ -191,6 +196,7 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
 
   DecodedPublish out;
   out.accepted = accepted;
+  out.remote = std::move(remote);
   out.payloads.reserve(m.parts.size());
   for (const NotificationParts& p : m.parts) out.payloads.push_back(encode_notification(p));
   return out;

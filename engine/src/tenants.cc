@@ -5,8 +5,8 @@
 namespace mcpfan {
 
 TenantTable::TenantTable(std::size_t max_tenants) : max_tenants_(std::max<std::size_t>(max_tenants, 1)) {
-  TenantId id = slots_.emplace("default");
-  ids_.emplace("default", id);
+  TenantId id = slots_.emplace(std::string(kDefaultTenantName));
+  ids_.emplace(std::string(kDefaultTenantName), id);
 }
 
 std::optional<TenantId> TenantTable::acquire(std::string_view name) {

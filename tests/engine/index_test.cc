@@ -342,5 +342,35 @@ TEST(SubscriptionIndex, RandomChurnAgreesWithNaiveModel) {
   EXPECT_EQ(idx.key_count(), 0u);
 }
 
+// The backplane's interest comes from key creation and erasure, not from every subscription.
+struct RecordingListener : KeyListener {
+  std::vector<std::string> events;
+  void key_added(TenantId t, Kind k, std::string_view uri) override {
+    events.push_back("+" + std::to_string(t.index) + ":" + std::to_string(int(k)) + ":" + std::string(uri));
+  }
+  void key_removed(TenantId t, Kind k, std::string_view uri) override {
+    events.push_back("-" + std::to_string(t.index) + ":" + std::to_string(int(k)) + ":" + std::string(uri));
+  }
+};
+
+TEST(SubscriptionIndex, KeyListenerHearsFirstAndLastSubscriptionOfEachKey) {
+  SubscriptionIndex idx;
+  RecordingListener l;
+  idx.set_key_listener(&l);
+  const int ru = int(Kind::ResourceUpdated), tl = int(Kind::ToolsListChanged);
+  SubId a = idx.create(), b = idx.create();
+  idx.add(a, kDefaultTenant, Kind::ResourceUpdated, "file:///p/");
+  idx.add(b, kDefaultTenant, Kind::ResourceUpdated, "file:///p/");  // same key: nothing new
+  idx.add(a, kDefaultTenant, Kind::ToolsListChanged, "ignored");
+  idx.add(a, kDefaultTenant, Kind::ToolsListChanged, "");  // held already
+  EXPECT_EQ(l.events, (std::vector<std::string>{"+0:" + std::to_string(ru) + ":file:///p/", "+0:" + std::to_string(tl) + ":"}));
+  l.events.clear();
+  idx.remove(a);  // the prefix key still has b
+  EXPECT_EQ(l.events, (std::vector<std::string>{"-0:" + std::to_string(tl) + ":"}));
+  l.events.clear();
+  idx.remove_key(b, kDefaultTenant, Kind::ResourceUpdated, "file:///p/");
+  EXPECT_EQ(l.events, (std::vector<std::string>{"-0:" + std::to_string(ru) + ":file:///p/"}));
+}
+
 }  // namespace
 }  // namespace mcpfan

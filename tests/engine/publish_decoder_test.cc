@@ -334,5 +334,34 @@ TEST_F(PublishDecoderFuzzFindings, ATenantWithClientsGetsItsPayloadsOthersAreCou
   EXPECT_EQ(r.value().payloads[1]->tenant(), kDefaultTenant);
 }
 
+// For a backplane every notification leaves as a publish-API object, local audience or not,
+// and decoding that object again gives the same payload.
+TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTrips) {
+  TenantTable tenants(8);
+  PublishDecoder d;
+  const std::string body = R"([{"method":"notifications/resources/updated","params":{"uri":"file:///a b","_meta":{"rev":7},"x":[1,2]}},)"
+                           R"({"tenant":"elsewhere","method":"notifications/tools/list_changed"}])";
+  auto r = d.decode(body, tenants, std::nullopt, /*for_backplane=*/true);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r.value().accepted, 2u);
+  EXPECT_EQ(r.value().payloads.size(), 1u) << "the tenant with no clients here has no local payload";
+  ASSERT_EQ(r.value().remote.size(), 2u);
+  const RemoteNotification& first = r.value().remote[0];
+  EXPECT_EQ(first.tenant, "default");
+  EXPECT_EQ(first.kind, Kind::ResourceUpdated);
+  EXPECT_EQ(first.uri, "file:///a b");
+  EXPECT_EQ(first.message, R"({"tenant":"default","method":"notifications/resources/updated","params":{"_meta":{"rev":7},"uri":"file:///a b","x":[1,2]}})");
+  EXPECT_EQ(r.value().remote[1].tenant, "elsewhere");
+  EXPECT_EQ(r.value().remote[1].message, R"({"tenant":"elsewhere","method":"notifications/tools/list_changed","params":{}})");
+  // Decoded again (as a receiving node does), the same bytes go to the same streams.
+  auto again = d.decode(first.message, tenants);
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_EQ(again.value().payloads.size(), 1u);
+  EXPECT_EQ(again.value().payloads[0]->plain(Framing::Line), r.value().payloads[0]->plain(Framing::Line));
+  EXPECT_EQ(again.value().payloads[0]->head(Framing::Sse), r.value().payloads[0]->head(Framing::Sse));
+  // Without the flag nothing is built for a backplane.
+  EXPECT_TRUE(d.decode(body, tenants).value().remote.empty());
+}
+
 }  // namespace
 }  // namespace mcpfan

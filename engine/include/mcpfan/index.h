@@ -27,6 +27,22 @@ struct SubTag;
 /** A subscription; generation-checked, so a stale id names nothing. */
 using SubId = Handle<SubTag>;
 
+/**
+ * Told when a key gains its first subscription in an index, and when it loses its last: what
+ * a node-wide interest table (the NATS backplane's) needs, at O(keys changed). `uri` is the
+ * key's URI (a prefix key's ends with '/'; empty for list_changed kinds). Called on the
+ * index's loop, synchronously; the listener must be thread-safe if indexes of several loops
+ * share it, and must not call back into the index.
+ */
+class KeyListener {
+ public:
+  virtual void key_added(TenantId tenant, Kind kind, std::string_view uri) = 0;
+  virtual void key_removed(TenantId tenant, Kind kind, std::string_view uri) = 0;
+
+ protected:
+  ~KeyListener() = default;
+};
+
 class SubscriptionIndex {
  public:
   SubscriptionIndex() = default;
@@ -47,6 +63,9 @@ class SubscriptionIndex {
   /** Calls f(SubId) once for each subscription matching the event. f must not modify the index. */
   template <class F>
   void match(TenantId tenant, Kind kind, std::string_view uri, F&& f);
+
+  /** Reports key creation and erasure from now on (null: nobody). The listener outlives the index's use of it. */
+  void set_key_listener(KeyListener* l) noexcept { listener_ = l; }
 
   [[nodiscard]] std::size_t subscription_count() const noexcept { return records_.size(); }
   [[nodiscard]] std::size_t key_count() const noexcept { return map_.size(); }
@@ -110,6 +129,7 @@ class SubscriptionIndex {
   SlotMap<Record, SubTag> records_;
   std::size_t prefix_keys_ = 0;
   std::uint64_t stamp_ = 0;
+  KeyListener* listener_ = nullptr;
 };
 
 template <class F>

@@ -122,6 +122,13 @@ class PayloadRef {
 /** Encodes a notification once. Keys are re-escaped; raw values are copied as given. */
 [[nodiscard]] PayloadRef encode_notification(const NotificationParts& parts);
 
+/**
+ * The notification as one `POST /v1/publish` object, `{"tenant","method","params"}` (params as
+ * published, _meta included): what crosses a backplane, decoded on arrival by the same
+ * PublishDecoder that decoded it here.
+ */
+[[nodiscard]] std::string encode_publish_message(const NotificationParts& parts, std::string_view tenant_name);
+
 /** The `_meta` key under which each subscription's id is delivered. */
 inline constexpr std::string_view kSubscriptionIdKey = "io.modelcontextprotocol/subscriptionId";
 

@@ -152,6 +152,12 @@ class Shard {
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
+  /**
+   * Reports this shard's index keys as they gain their first and lose their last subscription
+   * (the backplane's interest). Set before the shard's loop starts; the listener outlives it.
+   */
+  void set_key_listener(KeyListener* listener) noexcept { index_.set_key_listener(listener); }
+
   // ---- thread-safe ----
   /** Called after posting, from the posting thread; must be set before the first post. */
   void set_waker(void (*wake)(void*), void* arg) noexcept { wake_ = wake; wake_arg_ = arg; }

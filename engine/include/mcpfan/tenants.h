@@ -30,6 +30,7 @@ struct TenantTag;
 using TenantId = Handle<TenantTag>;
 /** Named "default": every client when no authentication is configured. Never reclaimed. */
 inline constexpr TenantId kDefaultTenant{0, 0};
+inline constexpr std::string_view kDefaultTenantName = "default";
 
 class TenantTable {
  public:
