@@ -82,6 +82,14 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
   app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
   app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
+  // The NATS backplane (README "Several nodes"): without --nats, one process, all in memory.
+  app.add_option("--nats", cfg.nats, "NATS server URLs, comma-separated (nats://127.0.0.1:4222): publishes reach every node");
+  app.add_option("--nats-prefix", cfg.nats_prefix, "first subject token(s) of this cluster's subjects")->capture_default_str();
+  app.add_option("--node-name", cfg.node_name, "this node's NATS connection name");
+  app.add_option("--nats-creds", cfg.nats_creds_file, "NATS user credentials file")->check(CLI::ExistingFile);
+  app.add_option("--nats-tls-ca", cfg.nats_tls_ca_file, "CA bundle; require TLS to the NATS servers")->check(CLI::ExistingFile);
+  app.add_option("--nats-linger-ms", cfg.nats_linger_ms, "keep a subject's NATS interest this long after its last subscriber")
+      ->capture_default_str();
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

@@ -5,6 +5,7 @@
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
+#include "nats/backplane.h"
 #include "server/worker.h"
 
 namespace mcpfan::detail {
@@ -50,7 +51,14 @@ void route_request(HttpConn& c, HttpRequest& req) {
   } else if (path == "/v1/publish") {
     if (only(HTTP_POST, "POST")) handle_publish(c, req);
   } else if (path == "/healthz") {
-    if (only(HTTP_GET, "GET")) c.respond(200, "text/plain", "ok\n");
+    if (!only(HTTP_GET, "GET")) return;
+    // A node cut off from its backplane still serves its own streams, but a load balancer
+    // should know: not "ok" while other nodes' publishes cannot reach it.
+    if (nats::Backplane* b = c.worker().backplane(); b && !b->connected()) {
+      c.respond(503, "text/plain", "backplane disconnected\n");
+      return;
+    }
+    c.respond(200, "text/plain", "ok\n");
   } else if (path == "/metrics") {
     if (!only(HTTP_GET, "GET")) return;
     if (!may_read_metrics(c, req)) {

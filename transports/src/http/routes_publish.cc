@@ -6,6 +6,7 @@
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
+#include "nats/backplane.h"
 #include "server/worker.h"
 
 // POST /v1/publish: a publisher's notifications, checked (key, tenant, rate) and fanned out.
@@ -35,8 +36,10 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     bucket = grant->key_index;
     if (!grant->any_tenant) forced = grant->tenant;
   }
+  nats::Backplane* backplane = w.backplane();
   auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(),
-                                            forced ? std::optional<std::string_view>(*forced) : std::nullopt);
+                                            forced ? std::optional<std::string_view>(*forced) : std::nullopt,
+                                            /*for_backplane=*/backplane != nullptr);
   if (!decoded) {
     bool forbidden = decoded.error().code == rpc_code::kForbidden;
     if (forbidden) pub.counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
@@ -60,11 +63,24 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       return;
     }
   }
+  if (backplane) {
+    // All or nothing: a notification NATS would refuse is refused before anything is delivered.
+    std::int64_t max = backplane->max_payload();
+    for (const RemoteNotification& n : decoded.value().remote) {
+      if (max > 0 && static_cast<std::int64_t>(n.message.size()) > max) {
+        c.respond(413, "application/json",
+                  json_error_body("a notification of " + std::to_string(n.message.size()) +
+                                  " bytes exceeds the NATS servers' max_payload of " + std::to_string(max)));
+        return;
+      }
+    }
+  }
   if (!w.hub().publish(payloads)) {
     c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     return;
   }
-  w.hub().count_no_audience(accepted - payloads.size());
+  if (backplane) backplane->forward(decoded.value().remote);
+  else w.hub().count_no_audience(accepted - payloads.size());
   c.respond(202, "application/json", R"({"accepted":)" + std::to_string(accepted) + "}");
 }
 

@@ -97,6 +97,23 @@ std::string Server::Impl::metrics_text() {
   }
   auth_metrics(out);
   tenant_metrics(out);
+  if (state.backplane) {
+    detail::nats::Backplane::Stats b = state.backplane->stats();
+    metric(out, "mcpfan_backplane_connected", "gauge", "1 while connected to a NATS server.", b.connected ? 1 : 0);
+    metric(out, "mcpfan_backplane_subjects", "gauge", "NATS subjects this node subscribes to (incl. lingering ones).",
+           static_cast<long long>(b.subjects));
+    metric(out, "mcpfan_backplane_sub_ops_total", "counter", "SUB and UNSUB operations sent to NATS.",
+           static_cast<long long>(b.sub_ops + b.unsub_ops));
+    metric(out, "mcpfan_backplane_sent_total", "counter", "Notifications sent to other nodes.", static_cast<long long>(b.sent));
+    metric(out, "mcpfan_backplane_received_total", "counter", "Notifications received from other nodes.",
+           static_cast<long long>(b.received));
+    metric(out, "mcpfan_backplane_unmatched_total", "counter",
+           "Received notifications no local tenant had clients for (subject over-match, or a subscriber just gone).",
+           static_cast<long long>(b.unmatched));
+    metric(out, "mcpfan_backplane_dropped_total", "counter",
+           "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the bound.",
+           static_cast<long long>(b.dropped));
+  }
   return out;
 }
 

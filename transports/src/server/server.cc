@@ -129,6 +129,21 @@ Result<std::uint16_t> Server::start() {
     m.state.publishers.keys = std::move(keys.value());
   }
   m.state.publishers.rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publishers.keys.size());
+  if (!m.config.nats.empty()) {
+    detail::nats::BackplaneConfig bc;
+    bc.servers = m.config.nats;
+    bc.prefix = m.config.nats_prefix;
+    bc.node_name = m.config.node_name;
+    bc.creds_file = m.config.nats_creds_file;
+    bc.tls_ca_file = m.config.nats_tls_ca_file;
+    bc.linger_ms = m.config.nats_linger_ms;
+    bc.max_uri_length = m.config.max_uri_length;
+    auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
+    if (!b) return b.error();
+    m.state.backplane = std::move(b.value());
+    // Before any worker runs: every key a shard ever holds is reported.
+    for (std::size_t i = 0; i < m.hub->shard_count(); ++i) m.hub->shard(i).set_key_listener(m.state.backplane.get());
+  }
   std::vector<int> fds;
   for (unsigned i = 0; i < m.config.workers; ++i) {
     std::string err;
@@ -181,6 +196,8 @@ Status Server::stop() {
   m.hub->close();
   for (auto& w : m.workers) (void)w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
   for (auto& w : m.workers) w->join();
+  // After the workers: no shard reports keys to it any more, no route forwards through it.
+  m.state.backplane.reset();
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
   return {};
 }

@@ -9,6 +9,7 @@
 #include "mcp/limits.h"
 #include "mcp/publishers.h"
 #include "mcp/sessions.h"
+#include "nats/backplane.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
 
@@ -25,6 +26,7 @@ struct ServerState {
   AuthCounters auth_counters;
   Publishers publishers;     // keys loaded and rate sized by Server::start()
   ClientCore clients;
+  std::unique_ptr<nats::Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
 };
 
 }  // namespace mcpfan::detail

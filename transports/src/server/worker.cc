@@ -29,6 +29,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
       limits_(state.limits),
       clients_(state.clients),
       publishers_(state.publishers),
+      backplane_(state.backplane.get()),
       metrics_text_(std::move(metrics_text)),
       publish_decoder_(PublishLimits{config_.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),

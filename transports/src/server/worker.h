@@ -24,6 +24,9 @@ class SessionRegistry;
 class Limits;
 struct Publishers;
 struct ServerState;
+namespace nats {
+class Backplane;
+}
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
 struct WorkerStats {
@@ -101,6 +104,8 @@ class Worker {
   [[nodiscard]] ClientCore& clients() noexcept { return clients_; }
   /** Publisher keys and rates: what /v1/publish checks. */
   [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
+  /** The NATS backplane, or null (no --nats). Lives while the worker does. */
+  [[nodiscard]] nats::Backplane* backplane() noexcept { return backplane_; }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
   [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
@@ -134,6 +139,7 @@ class Worker {
   Limits& limits_;
   ClientCore& clients_;
   Publishers& publishers_;
+  nats::Backplane* backplane_;
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

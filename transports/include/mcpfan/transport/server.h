@@ -70,6 +70,14 @@ struct ServerConfig {
   double publish_rate = 0;          // notifications per second per publisher key (0 = unlimited)
   double publish_burst = 0;         // bucket size; 0 = one second's worth
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
+
+  // ---- NATS backplane (empty `nats`: one process, in memory) ----
+  std::string nats;                 // comma-separated nats:// URLs
+  std::string nats_prefix = "mcpfan";  // subjects are <prefix>.v1.… (transports/src/nats/subjects.h)
+  std::string node_name;            // this node's NATS connection name
+  std::string nats_creds_file;      // NATS user credentials file, optional
+  std::string nats_tls_ca_file;     // CA bundle: require TLS to the NATS servers, optional
+  std::uint64_t nats_linger_ms = 5000;  // interest kept this long after its last subscriber
   /**
    * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
    * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.

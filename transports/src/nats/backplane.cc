@@ -1,0 +1,204 @@
+#include "nats/backplane.h"
+
+#include <nats/nats.h>
+
+#include <chrono>
+
+#include "nats/subjects.h"
+
+namespace mcpfan::detail::nats {
+
+namespace {
+
+std::uint64_t steady_ms() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// nats.c's per-subscription bound: past it the server's messages are dropped (and counted
+// through the error handler) instead of piling up in this process.
+constexpr int kPendingMsgs = 1 << 20;
+constexpr int kPendingBytes = 256 << 20;
+constexpr std::int64_t kInterestTickMs = 10;
+constexpr std::size_t kOpsPerTick = 4096;
+
+Error nats_error(const char* what, natsStatus s) {
+  return Error{rpc_code::kInternalError, std::string("NATS ") + what + ": " + natsStatus_GetText(s)};
+}
+
+}  // namespace
+
+Backplane::Backplane(BackplaneConfig config, Hub& hub)
+    : config_(std::move(config)), hub_(hub), interest_(std::chrono::milliseconds(config_.linger_ms), config_.max_subjects) {}
+
+Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub& hub) {
+  if (auto e = prefix_error(config.prefix)) return Error{rpc_code::kInvalidParams, "--nats-prefix: " + *e};
+  std::unique_ptr<Backplane> b(new Backplane(std::move(config), hub));
+  const BackplaneConfig& c = b->config_;
+  std::vector<std::string> urls;
+  for (std::size_t at = 0; at <= c.servers.size();) {
+    std::size_t comma = c.servers.find(',', at);
+    if (comma == std::string::npos) comma = c.servers.size();
+    if (comma > at) urls.push_back(c.servers.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (urls.empty()) return Error{rpc_code::kInvalidParams, "--nats: no server URL"};
+  std::vector<const char*> url_ptrs;
+  for (const auto& u : urls) url_ptrs.push_back(u.c_str());
+
+  natsOptions* opts = nullptr;
+  natsStatus s = natsOptions_Create(&opts);
+  if (s != NATS_OK) return nats_error("options", s);
+  std::unique_ptr<natsOptions, void (*)(natsOptions*)> guard(opts, natsOptions_Destroy);
+  auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
+  auto on_connected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(true, std::memory_order_release); };
+  auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
+    // Slow consumer: messages past a subscription's pending bound were dropped.
+    if (err == NATS_SLOW_CONSUMER) static_cast<Backplane*>(self)->dropped_.fetch_add(1, std::memory_order_relaxed);
+  };
+  const std::string name = c.node_name.empty() ? "mcpfan" : c.node_name;
+  if ((s = natsOptions_SetServers(opts, url_ptrs.data(), static_cast<int>(url_ptrs.size()))) != NATS_OK ||
+      (s = natsOptions_SetName(opts, name.c_str())) != NATS_OK ||
+      (s = natsOptions_SetNoEcho(opts, true)) != NATS_OK ||  // never our own messages back
+      (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||  // a tier never gives up (default: 60 tries)
+      (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
+      (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
+      (s = natsOptions_SetReconnectBufSize(opts, 8 << 20)) != NATS_OK ||
+      (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||  // a shared pool, not a thread per subject
+      (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
+      (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
+      (s = natsOptions_SetErrorHandler(opts, on_error, b.get())) != NATS_OK ||
+      // The node serves locally while NATS is away, from the first connect on.
+      (s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, b.get())) != NATS_OK) {
+    return nats_error("options", s);
+  }
+  if (!c.creds_file.empty() && (s = natsOptions_SetUserCredentialsFromFiles(opts, c.creds_file.c_str(), nullptr)) != NATS_OK) {
+    return nats_error("credentials", s);
+  }
+  if (!c.tls_ca_file.empty() && ((s = natsOptions_SetSecure(opts, true)) != NATS_OK ||
+                                 (s = natsOptions_LoadCATrustedCertificates(opts, c.tls_ca_file.c_str())) != NATS_OK)) {
+    return nats_error("TLS CA", s);
+  }
+  s = natsConnection_Connect(&b->conn_, opts);
+  if (s == NATS_OK) {
+    b->connected_.store(true, std::memory_order_release);
+  } else if (s != NATS_NOT_YET_CONNECTED) {
+    return nats_error("connect", s);
+  }
+  b->thread_ = std::thread([p = b.get()] { p->run(); });
+  return b;
+}
+
+Backplane::~Backplane() {
+  stopping_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  if (conn_) natsConnection_Close(conn_);  // no more deliveries into the hub from here
+  for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
+  subs_.clear();
+  if (conn_) natsConnection_Destroy(conn_);
+}
+
+std::string Backplane::subject_of(TenantId tenant, Kind kind, std::string_view uri) const {
+  std::string name = hub_.tenants().name(tenant);
+  if (name.empty()) return {};  // reclaimed meanwhile: nothing to name
+  return kind == Kind::ResourceUpdated ? resource_interest(config_.prefix, name, uri) : list_subject(config_.prefix, name, kind);
+}
+
+void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
+  // Called inside the shard's index: nothing may escape.
+  try {
+    std::string subject = subject_of(tenant, kind, uri);
+    if (subject.empty()) dropped_.fetch_add(1, std::memory_order_relaxed);
+    else (void)interest_.add(subject);  // past the bound: refused and counted by the table
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Backplane::key_removed(TenantId tenant, Kind kind, std::string_view uri) {
+  try {
+    std::string subject = subject_of(tenant, kind, uri);
+    if (!subject.empty()) interest_.remove(subject, steady_ms());
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Backplane::run() {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    // Before the first connect the operations wait in the table; after it, nats.c itself
+    // re-sends every subscription on each reconnect.
+    if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kInterestTickMs));
+  }
+}
+
+void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
+  for (const InterestTable::Op& op : ops) {
+    if (op.subscribe) {
+      natsSubscription* sub = nullptr;
+      if (natsConnection_Subscribe(&sub, conn_, op.subject.c_str(), &Backplane::on_message, this) != NATS_OK) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, kPendingBytes);
+      subs_[op.subject] = sub;
+    } else if (auto it = subs_.find(op.subject); it != subs_.end()) {
+      (void)natsSubscription_Unsubscribe(it->second);
+      natsSubscription_Destroy(it->second);
+      subs_.erase(it);
+    }
+  }
+}
+
+void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  auto* self = static_cast<Backplane*>(closure);
+  // nats.c's delivery thread: no exception may leave, and no socket of ours is touched here.
+  try {
+    self->receive(natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
+  } catch (...) {
+    self->dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+  natsMsg_Destroy(msg);
+}
+
+void Backplane::receive(const char* data, int len) {
+  received_.fetch_add(1, std::memory_order_relaxed);
+  // One decoder per delivery thread (it owns a reusable parser).
+  thread_local PublishDecoder decoder(PublishLimits{config_.max_uri_length});
+  auto decoded = decoder.decode(std::string_view(data, static_cast<std::size_t>(len)), hub_.tenants());
+  if (!decoded || decoded.value().payloads.empty()) {
+    unmatched_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  (void)hub_.publish(decoded.value().payloads);  // refused only while the server stops
+}
+
+std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
+
+void Backplane::forward(const std::vector<RemoteNotification>& notifications) {
+  std::string subject;
+  for (const RemoteNotification& n : notifications) {
+    subject.clear();
+    if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
+    else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
+    natsStatus s = natsConnection_Publish(conn_, subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
+    (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+Backplane::Stats Backplane::stats() const {
+  InterestTable::Stats i = interest_.stats();
+  Stats s;
+  s.connected = connected();
+  s.subjects = i.subjects;
+  s.sub_ops = i.sub_ops;
+  s.unsub_ops = i.unsub_ops;
+  s.received = received_.load(std::memory_order_relaxed);
+  s.unmatched = unmatched_.load(std::memory_order_relaxed);
+  s.dropped = dropped_.load(std::memory_order_relaxed) + i.refused;
+  s.sent = sent_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace mcpfan::detail::nats

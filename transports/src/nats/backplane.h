@@ -1,0 +1,110 @@
+#pragma once
+// The NATS backplane (issue 11): a publish accepted by any node reaches every matching stream
+// on every node, and a node receives only the subjects its own subscribers need.
+//
+//  - Interest: each shard's index reports its keys' first and last subscription (KeyListener,
+//    on the shard's loop); the key becomes a v1 subject (nats/subjects.h) counted in the
+//    InterestTable, whose SUB/UNSUB operations one backplane thread applies every 10 ms in
+//    batches (an UNSUB only after the linger).
+//  - Out: the node that accepts a publish delivers it locally and sends each notification as
+//    one NATS message, the publish-API object {"tenant","method","params"} (encode_publish_
+//    message) on its subject. The connection never receives its own messages (no echo).
+//  - In: nats.c's delivery thread decodes a message once (PublishDecoder) and hands the
+//    payloads to the thread-safe Hub::publish(); no socket is touched from nats.c's threads.
+//    A message that matches no local tenant is counted as unmatched (hash or fold over-match,
+//    or a subscriber that just left).
+//  - nats.c is configured for a tier, not its defaults: one named connection, unlimited
+//    reconnects with jitter, retry when the first connect fails (the node serves locally
+//    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
+//    pending messages per subscription with slow-consumer drops counted.
+//
+// Delivery across nodes is at-most-once, in order per publisher and subject. While
+// disconnected, local delivery goes on; messages for other nodes wait in nats.c's bounded
+// reconnect buffer (8 MiB) and what does not fit is dropped and counted.
+//
+// Thread-safety: key_added/key_removed run on shard loops, forward() on any thread, stats()
+// anywhere; all are thread-safe. Lifetime: created by Server::start() before the workers,
+// destroyed by Server::stop() after them (so no shard calls a destroyed listener); the Hub
+// outlives it.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "mcpfan/hub.h"
+#include "mcpfan/index.h"
+#include "mcpfan/publish_decoder.h"
+#include "mcpfan/result.h"
+#include "nats/interest.h"
+
+struct __natsConnection;
+struct __natsSubscription;
+struct __natsMsg;
+
+namespace mcpfan::detail::nats {
+
+struct BackplaneConfig {
+  std::string servers;          // comma-separated nats:// URLs
+  std::string prefix = "mcpfan";
+  std::string node_name;        // the connection's name (seen in the server's /connz)
+  std::string creds_file;       // NATS user credentials (JWT + nkey seed), optional
+  std::string tls_ca_file;      // trust these CAs and require TLS, optional
+  std::uint64_t linger_ms = 5000;
+  std::size_t max_subjects = 1'000'000;
+  std::size_t max_uri_length = 4096;
+};
+
+class Backplane final : public KeyListener {
+ public:
+  struct Stats {
+    bool connected = false;
+    std::size_t subjects = 0;
+    std::uint64_t sub_ops = 0;
+    std::uint64_t unsub_ops = 0;
+    std::uint64_t received = 0;    // messages taken from NATS
+    std::uint64_t unmatched = 0;   // received, but for no local tenant with clients
+    std::uint64_t dropped = 0;     // slow-consumer drops, failed publishes, refused subjects
+    std::uint64_t sent = 0;
+  };
+
+  /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
+  [[nodiscard]] static Result<std::unique_ptr<Backplane>> start(BackplaneConfig config, Hub& hub);
+  ~Backplane();
+  Backplane(const Backplane&) = delete;
+  Backplane& operator=(const Backplane&) = delete;
+
+  // KeyListener: a shard's key gained its first / lost its last subscription.
+  void key_added(TenantId tenant, Kind kind, std::string_view uri) override;
+  void key_removed(TenantId tenant, Kind kind, std::string_view uri) override;
+
+  /** The largest message the servers take; a publish with a bigger notification is refused whole (413). */
+  [[nodiscard]] std::int64_t max_payload() const noexcept;
+  /** Sends each notification to its subject. Counts failures; never blocks on the network. */
+  void forward(const std::vector<RemoteNotification>& notifications);
+  [[nodiscard]] bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
+  [[nodiscard]] Stats stats() const;
+
+ private:
+  Backplane(BackplaneConfig config, Hub& hub);
+  void run();
+  void apply(const std::vector<InterestTable::Op>& ops);
+  [[nodiscard]] std::string subject_of(TenantId tenant, Kind kind, std::string_view uri) const;
+  static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
+  void receive(const char* data, int len);
+
+  BackplaneConfig config_;
+  Hub& hub_;
+  InterestTable interest_;
+  __natsConnection* conn_ = nullptr;
+  std::unordered_map<std::string, __natsSubscription*> subs_;  // the interest thread's only
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0};
+  std::thread thread_;
+  std::mutex wait_mu_;
+};
+
+}  // namespace mcpfan::detail::nats
