@@ -199,5 +199,49 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
   EXPECT_FALSE(b.ended()) << "the stream survived the outage";
 }
 
+// The outage policy: while NATS is unreachable, notifications for other nodes wait in a
+// bounded buffer; a publish that would not fit is refused whole (503, Retry-After) and not
+// delivered locally either.
+TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
+  auto nats = std::make_unique<NatsServer>();
+  ASSERT_TRUE(nats->ok()) << nats->error();
+  const int nats_port = nats->port();
+  ServerProcess node({"--nats", nats->url(), "--node-name", "solo", "--nats-outage-buffer-bytes", "65536"});
+  ASSERT_TRUE(node.ok()) << node.error();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, node.port(), R"("x")", R"({"resourceSubscriptions":["mem://x"]})"));
+  nats->Kill9();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 0));
+  const std::string pad(4000, 'p');
+  int accepted = 0;
+  std::optional<HttpResponse> refused;
+  for (int i = 0; i < 100 && !refused; ++i) {  // 64 KiB hold about 15 of these
+    auto r = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" + pad + R"("}})");
+    ASSERT_TRUE(r);
+    if (r->status == 503) refused = r;
+    else ASSERT_EQ(r->status, 202) << r->body;
+    accepted += r->status == 202;
+  }
+  ASSERT_TRUE(refused) << "the outage buffer never filled";
+  EXPECT_GT(accepted, 5);
+  EXPECT_TRUE(refused->Get("retry-after")) << "a refusal says when to retry";
+  EXPECT_NE(refused->body.find("outage buffer"), std::string::npos) << refused->body;
+  // Refused whole: not delivered here either.
+  auto to_x = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","pad":")" + pad + R"(","_meta":{"n":0}}})");
+  ASSERT_TRUE(to_x);
+  EXPECT_EQ(to_x->status, 503);
+  EXPECT_TRUE(PollMetric(node.port(), "mcpfan_backplane_refused_total", [](double v) { return v >= 2; }));
+  // Back: the buffer drains, publishing works, and the listen's first message is the new one.
+  nats = std::make_unique<NatsServer>(nats_port);
+  ASSERT_TRUE(nats->ok()) << nats->error();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+  ASSERT_TRUE(PublishOk(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})"));
+  std::string err;
+  auto m = s.NextMessage(kIo, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1) << "the refused publish must not have been delivered: " << m->text();
+}
+
 }  // namespace
 }  // namespace itest

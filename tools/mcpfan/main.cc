@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--nats-tls-ca", cfg.nats_tls_ca_file, "CA bundle; require TLS to the NATS servers")->check(CLI::ExistingFile);
   app.add_option("--nats-linger-ms", cfg.nats_linger_ms, "keep a subject's NATS interest this long after its last subscriber")
       ->capture_default_str();
+  app.add_option("--nats-outage-buffer-bytes", cfg.nats_outage_buffer_bytes,
+                 "notifications for other nodes held while NATS is unreachable; a publish past it gets 503")
+      ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

@@ -74,6 +74,12 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
         return;
       }
     }
+    if (!backplane->can_take(decoded.value().remote)) {
+      c.respond(503, "application/json",
+                json_error_body("the NATS backplane is disconnected and its outage buffer is full; nothing was published"),
+                "Retry-After: 1\r\n");
+      return;
+    }
   }
   if (!w.hub().publish(payloads)) {
     c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));

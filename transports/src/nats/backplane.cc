@@ -51,7 +51,11 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   if (s != NATS_OK) return nats_error("options", s);
   std::unique_ptr<natsOptions, void (*)(natsOptions*)> guard(opts, natsOptions_Destroy);
   auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
-  auto on_connected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(true, std::memory_order_release); };
+  auto on_connected = [](natsConnection*, void* self) {
+    auto* b = static_cast<Backplane*>(self);
+    b->outage_bytes_.store(0, std::memory_order_relaxed);  // nats.c sends its reconnect buffer first
+    b->connected_.store(true, std::memory_order_release);
+  };
   auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
     // Slow consumer: messages past a subscription's pending bound were dropped.
     if (err == NATS_SLOW_CONSUMER) static_cast<Backplane*>(self)->dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -63,7 +67,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||  // a tier never gives up (default: 60 tries)
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
-      (s = natsOptions_SetReconnectBufSize(opts, 8 << 20)) != NATS_OK ||
+      (s = natsOptions_SetReconnectBufSize(opts, c.outage_buffer_bytes)) != NATS_OK ||
       (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||  // a shared pool, not a thread per subject
       (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
       (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
@@ -176,6 +180,21 @@ void Backplane::receive(const char* data, int len) {
 
 std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
 
+bool Backplane::can_take(const std::vector<RemoteNotification>& messages) {
+  if (connected() || messages.empty()) return true;
+  // nats.c does not tell how full its reconnect buffer is (natsConnection_Buffered() stays 0
+  // while reconnecting, measured), and past it a publish just fails: count what went in since
+  // the disconnect ourselves, at the most one message can cost there
+  // ("PUB <subject> <len>\r\n<data>\r\n"), reserving before anything is delivered.
+  std::int64_t need = 0;
+  for (const RemoteNotification& m : messages) need += static_cast<std::int64_t>(m.message.size() + kMaxSubjectBytes + 32);
+  std::int64_t after = outage_bytes_.fetch_add(need, std::memory_order_relaxed) + need;
+  if (after <= config_.outage_buffer_bytes) return true;
+  outage_bytes_.fetch_sub(need, std::memory_order_relaxed);
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 void Backplane::forward(const std::vector<RemoteNotification>& notifications) {
   std::string subject;
   for (const RemoteNotification& n : notifications) {
@@ -198,6 +217,7 @@ Backplane::Stats Backplane::stats() const {
   s.unmatched = unmatched_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed) + i.refused;
   s.sent = sent_.load(std::memory_order_relaxed);
+  s.refused = refused_.load(std::memory_order_relaxed);
   return s;
 }
 

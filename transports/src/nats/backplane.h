@@ -20,7 +20,8 @@
 //
 // Delivery across nodes is at-most-once, in order per publisher and subject. While
 // disconnected, local delivery goes on; messages for other nodes wait in nats.c's bounded
-// reconnect buffer (8 MiB) and what does not fit is dropped and counted.
+// reconnect buffer (--nats-outage-buffer-bytes, 8 MiB), sent once it reconnects; a publish
+// that would not fit is refused whole (503) before anything is delivered.
 //
 // Thread-safety: key_added/key_removed run on shard loops, forward() on any thread, stats()
 // anywhere; all are thread-safe. Lifetime: created by Server::start() before the workers,
@@ -55,6 +56,7 @@ struct BackplaneConfig {
   std::uint64_t linger_ms = 5000;
   std::size_t max_subjects = 1'000'000;
   std::size_t max_uri_length = 4096;
+  int outage_buffer_bytes = 8 << 20;  // what waits for other nodes while disconnected (nats.c's reconnect buffer)
 };
 
 class Backplane final : public KeyListener {
@@ -68,6 +70,7 @@ class Backplane final : public KeyListener {
     std::uint64_t unmatched = 0;   // received, but for no local tenant with clients
     std::uint64_t dropped = 0;     // slow-consumer drops, failed publishes, refused subjects
     std::uint64_t sent = 0;
+    std::uint64_t refused = 0;     // publishes refused while disconnected with the outage buffer full
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -82,6 +85,12 @@ class Backplane final : public KeyListener {
 
   /** The largest message the servers take; a publish with a bigger notification is refused whole (413). */
   [[nodiscard]] std::int64_t max_payload() const noexcept;
+  /**
+   * The outage policy: while disconnected, messages for other nodes wait in a bounded buffer.
+   * False when `messages` would not fit: the caller refuses the publish (503, Retry-After)
+   * before delivering anything, so nothing is half published. Counted.
+   */
+  [[nodiscard]] bool can_take(const std::vector<RemoteNotification>& messages);
   /** Sends each notification to its subject. Counts failures; never blocks on the network. */
   void forward(const std::vector<RemoteNotification>& notifications);
   [[nodiscard]] bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
@@ -102,7 +111,8 @@ class Backplane final : public KeyListener {
   std::unordered_map<std::string, __natsSubscription*> subs_;  // the interest thread's only
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0};
+  std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
+  std::atomic<std::int64_t> outage_bytes_{0};  // reserved in the reconnect buffer since the disconnect
   std::thread thread_;
   std::mutex wait_mu_;
 };
