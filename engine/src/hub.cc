@@ -4,6 +4,45 @@
 
 namespace mcpfan {
 
+// One shard's index keys into the node's routing table, then to the next listener.
+class Hub::Reporter final : public KeyListener {
+ public:
+  Reporter(LocalInterest& interest, std::size_t shard, KeyListener* next) : interest_(interest), shard_(shard), next_(next) {}
+  void key_added(TenantId tenant, Kind kind, std::string_view uri) override {
+    interest_.add(shard_, tenant, kind, uri);
+    if (next_) next_->key_added(tenant, kind, uri);
+  }
+  void key_removed(TenantId tenant, Kind kind, std::string_view uri) override {
+    interest_.remove(shard_, tenant, kind, uri);
+    if (next_) next_->key_removed(tenant, kind, uri);
+  }
+
+ private:
+  LocalInterest& interest_;
+  std::size_t shard_;
+  KeyListener* next_;
+};
+
+void Hub::route_by_interest(KeyListener* next) {
+  interest_ = std::make_unique<LocalInterest>(shards_.size());
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    reporters_.push_back(std::make_unique<Reporter>(*interest_, i, next));
+    shards_[i]->set_key_listener(reporters_.back().get());
+  }
+}
+
+void Hub::post_one(const PayloadRef& payload) {
+  if (!interest_) {
+    for (auto& s : shards_) s->post(payload);
+    return;
+  }
+  ShardSet where(shards_.size());
+  interest_->shards_for(payload->tenant(), payload->kind(), payload->uri(), where);
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (where.test(i)) shards_[i]->post(payload);
+  }
+}
+
 Hub::Hub(std::size_t shards, ShardOptions options, std::size_t max_tenants) : tenants_(max_tenants) {
   shards_.reserve(shards);
   for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(options));
@@ -48,7 +87,7 @@ bool Hub::publish(const PayloadRef& payload) {
     debouncer_->publish(std::vector<PayloadRef>{payload});
     return true;
   }
-  for (auto& s : shards_) s->post(payload);
+  post_one(payload);
   published_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -72,9 +111,24 @@ void Hub::close() {
 
 void Hub::fan_out(const std::vector<PayloadRef>& payloads) {
   std::vector<PayloadRef> copy;
-  for (auto& s : shards_) {
-    copy.assign(payloads.begin(), payloads.end());
-    s->post_bulk(copy.data(), copy.size());
+  if (!interest_) {
+    for (auto& s : shards_) {
+      copy.assign(payloads.begin(), payloads.end());
+      s->post_bulk(copy.data(), copy.size());
+    }
+    return;
+  }
+  // Each shard gets, in order, the payloads it may match, with one wake-up.
+  std::vector<ShardSet> where(payloads.size(), ShardSet(shards_.size()));
+  for (std::size_t p = 0; p < payloads.size(); ++p) {
+    interest_->shards_for(payloads[p]->tenant(), payloads[p]->kind(), payloads[p]->uri(), where[p]);
+  }
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    copy.clear();
+    for (std::size_t p = 0; p < payloads.size(); ++p) {
+      if (where[p].test(i)) copy.push_back(payloads[p]);
+    }
+    if (!copy.empty()) shards_[i]->post_bulk(copy.data(), copy.size());
   }
 }
 

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "mcpfan/debouncer.h"
+#include "mcpfan/index.h"
+#include "mcpfan/local_interest.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -45,6 +47,15 @@ class Hub {
    * default). Call once, before publishing starts (it is not synchronised with publish()).
    */
   void set_debounce(std::chrono::milliseconds interval);
+  /**
+   * Interest-aware dispatch: from now on a publish is posted only to the shards that hold a
+   * subscription it may match (LocalInterest), instead of to every shard. Call once, before
+   * any shard has subscriptions or its loop runs. `next` (may be null) also hears every
+   * shard's key changes (the NATS backplane's interest); it outlives the shards' use of it.
+   */
+  void route_by_interest(KeyListener* next = nullptr);
+  /** The routing table, or null before route_by_interest(): reserve() a shard ahead of a key it is about to get. */
+  [[nodiscard]] LocalInterest* interest() noexcept { return interest_.get(); }
   /** The debouncer, if set_debounce() turned one on (for its counters). */
   [[nodiscard]] const Debouncer* debouncer() const noexcept { return debouncer_.get(); }
 
@@ -63,6 +74,9 @@ class Hub {
 
  private:
   void fan_out(const std::vector<PayloadRef>& payloads);
+  /** Posts to every shard, or with routing only to those that may match. */
+  void post_one(const PayloadRef& payload);
+  class Reporter;
 
   TenantTable tenants_;
   std::vector<std::unique_ptr<Shard>> shards_;
@@ -70,6 +84,8 @@ class Hub {
   std::atomic<std::uint64_t> no_audience_{0};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> publishing_{0};  // publishes between their closed_ check and their last post
+  std::unique_ptr<LocalInterest> interest_;
+  std::vector<std::unique_ptr<Reporter>> reporters_;  // one per shard: its key changes into interest_
   std::unique_ptr<Debouncer> debouncer_;  // declared last: its thread stops first
 };
 

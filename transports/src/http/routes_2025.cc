@@ -34,16 +34,25 @@ std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session
     owner = s->owner;
   }
   if (owner < 0) return std::nullopt;  // applied when a GET stream opens
-  Shard& shard = w.hub().shard(static_cast<std::size_t>(owner));
-  shard.post_task([s, owner, uri, add, &shard] {
-    SubId sub;
+  auto shard_index = static_cast<std::size_t>(owner);
+  Shard& shard = w.hub().shard(shard_index);
+  // The client is answered before the owner loop adds the URI: name that loop in the routing
+  // table now, so a publish sent after the answer is posted there (behind this change).
+  LocalInterest* interest = w.hub().interest();
+  if (add && interest) interest->reserve(shard_index, s->tenant, Kind::ResourceUpdated, uri);
+  shard.post_task([s, owner, uri, add, &shard, interest, shard_index] {
+    SubId sub{};
+    bool open;
     {
       std::lock_guard lock(s->mu);
-      if (s->owner != owner || !s->conn) return;  // the stream closed meanwhile
+      open = s->owner == owner && s->conn;  // else the stream closed meanwhile
       sub = s->sub;
     }
-    if (add) shard.add_uri(sub, s->tenant, uri);
-    else shard.remove_uri(sub, s->tenant, uri);
+    if (open) {
+      if (add) shard.add_uri(sub, s->tenant, uri);
+      else shard.remove_uri(sub, s->tenant, uri);
+    }
+    if (add && interest) interest->unreserve(shard_index, s->tenant, Kind::ResourceUpdated, uri);  // the key holds it now
   });
   return std::nullopt;
 }

@@ -142,9 +142,10 @@ Result<std::uint16_t> Server::start() {
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();
     m.state.backplane = std::move(b.value());
-    // Before any worker runs: every key a shard ever holds is reported.
-    for (std::size_t i = 0; i < m.hub->shard_count(); ++i) m.hub->shard(i).set_key_listener(m.state.backplane.get());
   }
+  // Before any worker runs: a publish wakes only the loops holding a subscription it may match,
+  // and every key a shard ever holds is also reported to the backplane's interest.
+  m.hub->route_by_interest(m.state.backplane.get());
   std::vector<int> fds;
   for (unsigned i = 0; i < m.config.workers; ++i) {
     std::string err;

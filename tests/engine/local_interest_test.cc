@@ -1,0 +1,84 @@
+// LocalInterest and the Hub's interest-aware dispatch (issue 11, item 3): a publish is
+// posted only to the shards holding a subscription it may match, never missing one.
+#include "mcpfan/local_interest.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "mcpfan/hub.h"
+#include "test_sink.h"
+
+namespace mcpfan {
+namespace {
+
+std::vector<std::size_t> Shards(const LocalInterest& li, TenantId t, Kind k, std::string_view uri, std::size_t n) {
+  ShardSet s(n);
+  li.shards_for(t, k, uri, s);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.test(i)) out.push_back(i);
+  }
+  return out;
+}
+
+TEST(LocalInterest, ExactPrefixAndListKeysNameTheirShards) {
+  LocalInterest li(70);  // more than one word of shards
+  li.add(1, kDefaultTenant, Kind::ResourceUpdated, "file:///a/b.txt");
+  li.add(65, kDefaultTenant, Kind::ResourceUpdated, "file:///a/");
+  li.add(3, kDefaultTenant, Kind::ToolsListChanged, "");
+  using V = std::vector<std::size_t>;
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "file:///a/b.txt", 70), (V{1, 65}));
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "file:///a/c/d", 70), (V{65}));
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "file:///a/", 70), (V{65}));
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "file:///b", 70), (V{}));
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ToolsListChanged, "", 70), (V{3}));
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::PromptsListChanged, "", 70), (V{}));
+  EXPECT_EQ(Shards(li, TenantId{5, 1}, Kind::ToolsListChanged, "", 70), (V{})) << "another tenant";
+}
+
+TEST(LocalInterest, CountsPerShardAndReservationsStack) {
+  LocalInterest li(2);
+  li.add(0, kDefaultTenant, Kind::ResourceUpdated, "u");
+  li.reserve(0, kDefaultTenant, Kind::ResourceUpdated, "u");
+  li.remove(0, kDefaultTenant, Kind::ResourceUpdated, "u");
+  EXPECT_EQ(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "u", 2), (std::vector<std::size_t>{0}));
+  li.unreserve(0, kDefaultTenant, Kind::ResourceUpdated, "u");
+  EXPECT_TRUE(Shards(li, kDefaultTenant, Kind::ResourceUpdated, "u", 2).empty());
+  EXPECT_EQ(li.keys(), 0u);
+  li.remove(1, kDefaultTenant, Kind::ResourceUpdated, "never");  // ignored
+  EXPECT_EQ(li.keys(), 0u);
+}
+
+// With routing, a shard with no matching subscription is neither posted to nor woken; a shard
+// with one gets every matching publish.
+TEST(HubRouting, APublishWakesOnlyTheShardsThatMayMatch) {
+  Hub hub(4);
+  hub.route_by_interest();
+  std::atomic<int> wakes[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < 4; ++i) {
+    hub.shard(i).set_waker([](void* n) { static_cast<std::atomic<int>*>(n)->fetch_add(1); }, &wakes[i]);
+  }
+  Shard& s2 = hub.shard(2);
+  test::RecordingSink sink(s2);
+  StreamId st = s2.open_stream(&sink, Framing::Line);
+  Filter f;
+  f.tenant = kDefaultTenant;
+  f.uris = {"mem://p/"};
+  (void)s2.subscribe(st, f, "\"s\"");
+  ASSERT_TRUE(hub.publish(test::make_update("mem://p/x")));
+  ASSERT_TRUE(hub.publish(test::make_update("mem://q")));  // nobody
+  ASSERT_TRUE(hub.publish(std::vector<PayloadRef>{test::make_update("mem://p/y"), test::make_update("mem://r")}));
+  for (int i : {0, 1, 3}) EXPECT_EQ(wakes[i].load(), 0) << "shard " << i;
+  EXPECT_EQ(wakes[2].load(), 2);
+  while (s2.drain()) {
+  }
+  EXPECT_EQ(s2.stats().payloads.load(), 2u);
+  s2.close_stream(st);
+  ASSERT_TRUE(hub.publish(test::make_update("mem://p/z")));
+  EXPECT_EQ(wakes[2].load(), 2) << "the key left with the stream";
+  EXPECT_EQ(hub.interest()->keys(), 0u);
+}
+
+}  // namespace
+}  // namespace mcpfan
