@@ -20,6 +20,18 @@ void append_members(std::string& out, const Members& members, bool& first) {
   }
 }
 
+// The params members as the publisher sent them: its _meta (if any), then the rest.
+void append_params_as_published(std::string& out, const NotificationParts& parts) {
+  bool first = true;
+  if (parts.has_meta || !parts.meta.empty()) {
+    out += R"("_meta":{)";
+    append_members(out, parts.meta, first);
+    out.push_back('}');
+    first = false;
+  }
+  append_members(out, parts.params, first);
+}
+
 void append_method_head(std::string& out, Kind kind) {
   out += Payload::kSsePrefix;
   out += R"({"jsonrpc":"2.0","method":")";
@@ -58,14 +70,7 @@ PayloadRef encode_notification(const NotificationParts& parts) {
   std::string& q = p->plain_;
   q.reserve(b.size());
   append_method_head(q, parts.kind);
-  first = true;
-  if (parts.has_meta || !parts.meta.empty()) {
-    q += R"("_meta":{)";
-    append_members(q, parts.meta, first);
-    q.push_back('}');
-    first = false;
-  }
-  append_members(q, parts.params, first);
+  append_params_as_published(q, parts);
   q += "}}\n\n";
   return ref;
 }
@@ -78,14 +83,7 @@ std::string encode_publish_message(const NotificationParts& parts, std::string_v
   m += R"(,"method":")";
   m += method_name(parts.kind);
   m += R"(","params":{)";
-  bool first = true;
-  if (parts.has_meta || !parts.meta.empty()) {
-    m += R"("_meta":{)";
-    append_members(m, parts.meta, first);
-    m.push_back('}');
-    first = false;
-  }
-  append_members(m, parts.params, first);
+  append_params_as_published(m, parts);
   m += "}}";
   return m;
 }
