@@ -16,6 +16,7 @@ class Hub::Reporter final : public KeyListener {
     interest_.remove(shard_, tenant, kind, uri);
     if (next_) next_->key_removed(tenant, kind, uri);
   }
+  void detach() noexcept { next_ = nullptr; }
 
  private:
   LocalInterest& interest_;
@@ -29,6 +30,10 @@ void Hub::route_by_interest(KeyListener* next) {
     reporters_.push_back(std::make_unique<Reporter>(*interest_, i, next));
     shards_[i]->set_key_listener(reporters_.back().get());
   }
+}
+
+void Hub::detach_key_listener() noexcept {
+  for (auto& r : reporters_) r->detach();
 }
 
 void Hub::post_one(const PayloadRef& payload) {
@@ -48,7 +53,12 @@ Hub::Hub(std::size_t shards, ShardOptions options, std::size_t max_tenants) : te
   for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(options));
 }
 
-Hub::~Hub() { close(); }
+Hub::~Hub() {
+  close();
+  // The shards outlive the routing table (members go in reverse order), and a shard destroyed
+  // with streams still open removes their keys: nobody may hear that any more.
+  for (auto& s : shards_) s->set_key_listener(nullptr);
+}
 
 void Hub::set_debounce(std::chrono::milliseconds interval) {
   if (interval.count() <= 0) {

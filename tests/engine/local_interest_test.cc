@@ -80,5 +80,30 @@ TEST(HubRouting, APublishWakesOnlyTheShardsThatMayMatch) {
   EXPECT_EQ(hub.interest()->keys(), 0u);
 }
 
+// A Hub destroyed with streams still open removes their keys: neither its own routing table
+// (destroyed before the shards) nor a detached listener (the backplane, gone by then) may hear it.
+TEST(HubRouting, DestroyedWithOpenStreamsReportsToNobody) {
+  struct Counting : KeyListener {
+    int added = 0, removed = 0;
+    void key_added(TenantId, Kind, std::string_view) override { ++added; }
+    void key_removed(TenantId, Kind, std::string_view) override { ++removed; }
+  } listener;
+  {
+    auto hub = std::make_unique<Hub>(2);
+    hub->route_by_interest(&listener);
+    Shard& s = hub->shard(1);
+    test::RecordingSink sink(s);
+    StreamId st = s.open_stream(&sink, Framing::Line);
+    Filter f;
+    f.tenant = kDefaultTenant;
+    f.kinds = kind_bit(Kind::ToolsListChanged);
+    (void)s.subscribe(st, f, "\"t\"");
+    EXPECT_EQ(listener.added, 1);
+    hub->detach_key_listener();
+    hub.reset();  // ASan: no use of the routing table or the listener after they are gone
+  }
+  EXPECT_EQ(listener.removed, 0);
+}
+
 }  // namespace
 }  // namespace mcpfan

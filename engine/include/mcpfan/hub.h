@@ -54,6 +54,11 @@ class Hub {
    * shard's key changes (the NATS backplane's interest); it outlives the shards' use of it.
    */
   void route_by_interest(KeyListener* next = nullptr);
+  /**
+   * Stops passing key changes to the listener given to route_by_interest() (before that
+   * listener is destroyed, once no loop changes subscriptions any more).
+   */
+  void detach_key_listener() noexcept;
   /** The routing table, or null before route_by_interest(): reserve() a shard ahead of a key it is about to get. */
   [[nodiscard]] LocalInterest* interest() noexcept { return interest_.get(); }
   /** The debouncer, if set_debounce() turned one on (for its counters). */

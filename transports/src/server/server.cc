@@ -198,7 +198,9 @@ Status Server::stop() {
   m.hub->close();
   for (auto& w : m.workers) (void)w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
   for (auto& w : m.workers) w->join();
-  // After the workers: no shard reports keys to it any more, no route forwards through it.
+  // After the workers: no route forwards through it; and shards destroyed later with streams
+  // still open must not report to it.
+  m.hub->detach_key_listener();
   m.state.backplane.reset();
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
   return {};
