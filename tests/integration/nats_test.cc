@@ -11,6 +11,8 @@
 
 #include "child_process.h"
 #include "harness.h"
+#include "session_client.h"
+#include "stdio_client.h"
 
 namespace itest {
 namespace {
@@ -21,26 +23,55 @@ constexpr const char* kNatsServer = "/usr/sbin/nats-server";
 // both read from its log. Stopped by PID.
 class NatsServer {
  public:
-  explicit NatsServer(int port = -1) {
+  // `cluster_routes`: join a cluster ("" = none; "-" = be its first server).
+  explicit NatsServer(int port = -1, std::string cluster_routes = "") {
     if (::access(kNatsServer, X_OK) != 0) {
       error_ = std::string(kNatsServer) + " is not installed (tools/setup.sh installs nats-server)";
       return;
     }
-    if (!proc_.Spawn({kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"})) {
+    std::vector<std::string> argv{kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"};
+    if (!cluster_routes.empty()) {
+      argv.insert(argv.end(), {"--cluster_name", "itest", "-cluster", "nats://127.0.0.1:-1"});
+      if (cluster_routes != "-") argv.insert(argv.end(), {"-routes", cluster_routes});
+    }
+    if (!proc_.Spawn(argv)) {
       error_ = proc_.error();
       return;
     }
     std::smatch m;
     static const std::regex client(R"(Listening for client connections on 127\.0\.0\.1:(\d+))");
     static const std::regex monitor(R"(Starting http monitor on 127\.0\.0\.1:(\d+))");
+    static const std::regex route(R"(Listening for route connections on 127\.0\.0\.1:(\d+))");
     proc_.WaitStderrUntil(
         [&](const std::string& log) {
           if (std::regex_search(log, m, client)) port_ = std::stoi(m[1]);
           if (std::regex_search(log, m, monitor)) monitor_ = std::stoi(m[1]);
-          return port_ > 0 && monitor_ > 0;
+          if (std::regex_search(log, m, route)) route_ = std::stoi(m[1]);
+          return port_ > 0 && monitor_ > 0 && (cluster_routes.empty() || route_ > 0);
         },
         kStart);
     if (port_ <= 0 || monitor_ <= 0) error_ = "nats-server did not log its ports:\n" + proc_.Stderr();
+  }
+  std::string route_url() const { return "nats://127.0.0.1:" + std::to_string(route_); }
+  // Routes to other servers of the cluster (from /routez).
+  int Routes() const {
+    auto r = Roundtrip(monitor_, BuildRequest("GET", "/routez", {}));
+    if (!r || r->status != 200) return -1;
+    return static_cast<int>(Json(r->body).GetInt({"num_routes"}).value_or(-1));
+  }
+  // Every client connection's name (from /connz).
+  std::vector<std::string> Clients() const {
+    auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz", {}));
+    std::vector<std::string> names;
+    if (!r || r->status != 200) return names;
+    Json j(r->body);
+    auto conns = j.Get({"connections"});
+    if (!conns) return names;
+    for (auto c : conns->get_array()) {
+      std::string_view n;
+      if (!c["name"].get_string().get(n)) names.emplace_back(n);
+    }
+    return names;
   }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -72,6 +103,7 @@ class NatsServer {
   ChildProcess proc_;
   int port_ = 0;
   int monitor_ = 0;
+  int route_ = 0;
   std::string error_;
 };
 
@@ -241,6 +273,93 @@ TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
   auto m = s.NextMessage(kIo, &err);
   ASSERT_TRUE(m) << err;
   EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1) << "the refused publish must not have been delivered: " << m->text();
+}
+
+// Two nats-servers in a cluster, and every kind of client on nodes attached to either:
+// interest crosses the route per subject, a publish reaches a 2025 session and a stdio client
+// on other nodes exactly once, and a node killed with -9 takes only its own streams and its
+// interest with it.
+TEST(NatsCluster, EveryKindOfClientAcrossTwoServersAndANodeKilled) {
+  NatsServer n1(-1, "-");
+  ASSERT_TRUE(n1.ok()) << n1.error();
+  NatsServer n2(-1, n1.route_url());
+  ASSERT_TRUE(n2.ok()) << n2.error();
+  ASSERT_TRUE(Eventually([&] { return n1.Routes() >= 1 && n2.Routes() >= 1; }, "the cluster route"));
+  ServerProcess a({"--nats", n1.url(), "--node-name", "A", "--nats-linger-ms", "100"});
+  ServerProcess b({"--nats", n2.url(), "--node-name", "B", "--nats-linger-ms", "100"});
+  StdioChild c({"--nats", n2.url(), "--node-name", "C", "--nats-linger-ms", "100"});
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  ASSERT_TRUE(c.ok()) << c.error();
+  for (int p : {a.port(), b.port(), c.port()}) ASSERT_TRUE(PollMetricEq(p, "mcpfan_backplane_connected", 1));
+
+  // B: a 2025 session subscribed to mem://s. C: a stdio client listening for tools and mem://s.
+  std::string sid;
+  ASSERT_TRUE(Initialize(b.port(), &sid));
+  SseStream session;
+  ASSERT_TRUE(OpenSessionStream(session, b.port(), sid));
+  ASSERT_TRUE(SessionSubscribe(b.port(), sid, "mem://s"));
+  std::string err;
+  ASSERT_TRUE(c.io().SendLine(StdioListen(R"("c")", R"({"toolsListChanged":true,"resourceSubscriptions":["mem://s"]})"), kIo, &err)) << err;
+  auto ack = c.io().NextJson(kIo, &err);
+  ASSERT_TRUE(ack) << err;
+  ASSERT_TRUE(IsAck(*ack, R"("c")"));
+  // A 2025 session gets every list_changed kind (3 subjects) plus its URI.
+  ASSERT_TRUE(Eventually([&] { return n2.Subscriptions("B").size() == 4 && n2.Subscriptions("C").size() == 2; },
+                         "B's and C's subjects at their server"));
+  EXPECT_TRUE(n1.Subscriptions("A").empty()) << "A subscribes to nothing";
+
+  // Published on A (the other server): each reaches B's session and C once, across the route.
+  // Interest crosses the route asynchronously: publish until the first arrives, with distinct
+  // numbers, then check that every later one arrived exactly once.
+  std::int64_t first = -1;
+  for (int n = 0; n < 200 && first < 0; ++n) {
+    ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":)" +
+                                        std::to_string(n) + "}}}"));
+    if (auto m = session.NextMessage(Ms(50))) first = m->GetInt({"params", "_meta", "n"}).value_or(-1);
+  }
+  ASSERT_GE(first, 0) << "nothing crossed the cluster";
+  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":1000}}})"));
+  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/tools/list_changed","params":{"_meta":{"n":1001}}})"));
+  // B's session: the later ones, in order, ending with 1000 (tools is not in a session's URI set,
+  // but a 2025 session gets every list_changed kind).
+  std::vector<std::int64_t> at_b;
+  while (at_b.empty() || at_b.back() < 1001) {
+    auto m = session.NextMessage(kIo, &err);
+    ASSERT_TRUE(m) << err;
+    EXPECT_FALSE(m->Has({"params", "_meta", std::string(kSubId)})) << "2025 notifications carry no subscriptionId";
+    at_b.push_back(m->GetInt({"params", "_meta", "n"}).value_or(-1));
+  }
+  for (std::size_t i = 1; i < at_b.size(); ++i) {
+    if (at_b[i] < 1000) {
+      EXPECT_EQ(at_b[i], at_b[i - 1] + 1) << "once, in order";
+    }
+  }
+  EXPECT_EQ(at_b.end()[-2], 1000);
+  // C: the same sequence on its stdio, with its subscriptionId.
+  std::int64_t last = -1;
+  while (last < 1001) {
+    auto m = c.io().NextJson(kIo, &err);
+    ASSERT_TRUE(m) << err;
+    EXPECT_EQ(m->GetString({"params", "_meta", std::string(kSubId)}), "c");
+    std::int64_t n = m->GetInt({"params", "_meta", "n"}).value_or(-1);
+    if (last >= 0 && last < 1000) {
+      EXPECT_TRUE(n == last + 1 || n == 1000) << "once, in order: " << last << " then " << n;
+    }
+    last = n;
+  }
+
+  // C killed with -9: its interest leaves the server with its connection; A and B go on.
+  ASSERT_TRUE(c.Signal(SIGKILL));
+  ASSERT_TRUE(c.WaitExit(kIo));
+  ASSERT_TRUE(Eventually([&] {
+    auto names = n2.Clients();
+    return std::find(names.begin(), names.end(), "C") == names.end();
+  }, "C's connection gone from its server"));
+  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":2000}}})"));
+  auto after = session.NextMessage(kIo, &err);
+  ASSERT_TRUE(after) << err;
+  EXPECT_EQ(after->GetInt({"params", "_meta", "n"}), 2000);
 }
 
 }  // namespace
