@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 
 #include "child_process.h"
 #include "harness.h"
 #include "session_client.h"
 #include "stdio_client.h"
+#include "token_mint.h"
 
 namespace itest {
 namespace {
@@ -360,6 +362,54 @@ TEST(NatsCluster, EveryKindOfClientAcrossTwoServersAndANodeKilled) {
   auto after = session.NextMessage(kIo, &err);
   ASSERT_TRUE(after) << err;
   EXPECT_EQ(after->GetInt({"params", "_meta", "n"}), 2000);
+}
+
+// Tenants stay apart across nodes: tenant t1's publish reaches t1's listen on another node
+// and not t2's listen on the same URI; each node's NATS interest names its own tenant only.
+TEST(NatsTenants, APublishCrossesNodesOnlyToItsTenant) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  TempDir dir;
+  const std::string secret = "nats-tenant-test-secret-0123456789abcdef";
+  std::ofstream(dir.path() + "/secret") << secret << "\n";
+  auto node = [&](const char* name) {
+    return std::make_unique<ServerProcess>(std::vector<std::string>{"--nats", nats.url(), "--node-name", name,
+                                                                    "--jwt-secret-file", dir.path() + "/secret"});
+  };
+  auto a = node("A"), b = node("B"), c = node("C");
+  for (auto* n : {a.get(), b.get(), c.get()}) {
+    ASSERT_TRUE(n->ok()) << n->error();
+    ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
+  }
+  auto listen_as = [&](SseStream& s, int port, std::string_view tenant) {
+    std::string body = RpcBody(R"("l")", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":["mem://shared"]})");
+    auto h = McpHeaders(kV2026, "subscriptions/listen");
+    h.push_back({"Authorization", "Bearer " + Hs256Token(secret, tenant)});
+    std::string err;
+    if (!s.Open(port, McpPost(body, h), kIo, &err)) return ::testing::AssertionFailure() << err;
+    auto ack = s.NextMessage(kIo, &err);
+    if (!ack) return ::testing::AssertionFailure() << "no ack: " << err;
+    return ::testing::AssertionSuccess();
+  };
+  SseStream at_b, at_c;
+  ASSERT_TRUE(listen_as(at_b, b->port(), "t1"));
+  ASSERT_TRUE(listen_as(at_c, c->port(), "t2"));
+  ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B").size() == 1 && nats.Subscriptions("C").size() == 1; },
+                         "B's and C's subjects"));
+  EXPECT_TRUE(HasSubject(nats.Subscriptions("B"), ".v1.t1.r."));
+  EXPECT_TRUE(HasSubject(nats.Subscriptions("C"), ".v1.t2.r."));
+  // Published on A (no publisher keys configured: any tenant may be named there).
+  ASSERT_TRUE(PublishOk(a->port(), R"({"tenant":"t1","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":1}}})"));
+  ASSERT_TRUE(PublishOk(a->port(), R"({"tenant":"t2","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":2}}})"));
+  std::string err;
+  auto mb = at_b.NextMessage(kIo, &err);
+  ASSERT_TRUE(mb) << err;
+  EXPECT_EQ(mb->GetInt({"params", "_meta", "n"}), 1) << "t1's listen gets t1's publish only";
+  auto mc = at_c.NextMessage(kIo, &err);
+  ASSERT_TRUE(mc) << err;
+  EXPECT_EQ(mc->GetInt({"params", "_meta", "n"}), 2) << "t2's listen gets t2's publish only";
+  EXPECT_TRUE(PollMetricEq(b->port(), "mcpfan_backplane_received_total", 1)) << "B's interest is t1's only";
+  EXPECT_TRUE(PollMetricEq(c->port(), "mcpfan_backplane_received_total", 1));
 }
 
 }  // namespace
