@@ -118,7 +118,8 @@ class NatsServer {
 }
 
 std::vector<std::string> NodeArgs(const NatsServer& nats, std::string_view name) {
-  return {"--workers", "2", "--nats", nats.url(), "--node-name", std::string(name), "--nats-linger-ms", "100"};
+  return {"--workers", "2", "--nats", nats.url(), "--node-name", std::string(name), "--nats-linger-ms", "100",
+          "--nats-settle-ms", "1000"};
 }
 
 bool HasSubject(const std::vector<std::string>& subs, std::string_view piece) {
@@ -216,6 +217,10 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
   ASSERT_TRUE(local) << err;
   EXPECT_EQ(local->GetInt({"params", "_meta", "n"}), 1);
 
+  // Published on A during the outage: held, and sent once A is back and settled (B has
+  // re-subscribed by then).
+  ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":10}}})"));
+  EXPECT_TRUE(PollMetricEq(port(0), "mcpfan_backplane_queued", 1));
   nats_ = std::make_unique<NatsServer>(nats_port);  // the same address: the nodes reconnect by themselves
   ASSERT_TRUE(nats_->ok()) << nats_->error();
   for (std::size_t i : {0u, 1u}) ASSERT_TRUE(PollMetricEq(port(i), "mcpfan_backplane_connected", 1, Ms(15000)));
@@ -225,7 +230,7 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
   EXPECT_EQ(h->status, 200);
   ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":2}}})"));
   ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":3}}})"));
-  for (std::int64_t want : {2, 3}) {
+  for (std::int64_t want : {10, 2, 3}) {
     auto m = b.NextMessage(kIo, &err);
     ASSERT_TRUE(m) << err;
     EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), want) << "exactly once, in the publisher's order";
@@ -266,10 +271,12 @@ TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
   ASSERT_TRUE(to_x);
   EXPECT_EQ(to_x->status, 503);
   EXPECT_TRUE(PollMetric(node.port(), "mcpfan_backplane_refused_total", [](double v) { return v >= 2; }));
-  // Back: the buffer drains, publishing works, and the listen's first message is the new one.
+  // Back: the queue drains, publishing works, and the listen's first message is the new one.
   nats = std::make_unique<NatsServer>(nats_port);
   ASSERT_TRUE(nats->ok()) << nats->error();
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+  // What waited goes out a settle delay after the reconnect; then there is room again.
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_queued", 0));
   ASSERT_TRUE(PublishOk(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})"));
   std::string err;
   auto m = s.NextMessage(kIo, &err);

@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   app.add_option("--nats-outage-buffer-bytes", cfg.nats_outage_buffer_bytes,
                  "notifications for other nodes held while NATS is unreachable; a publish past it gets 503")
       ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
+  app.add_option("--nats-settle-ms", cfg.nats_settle_ms,
+                 "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited")
+      ->capture_default_str();
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

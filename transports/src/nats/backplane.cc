@@ -53,7 +53,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
   auto on_connected = [](natsConnection*, void* self) {
     auto* b = static_cast<Backplane*>(self);
-    b->outage_bytes_.store(0, std::memory_order_relaxed);  // nats.c sends its reconnect buffer first
+    b->connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
     b->connected_.store(true, std::memory_order_release);
   };
   auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
@@ -85,6 +85,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   }
   s = natsConnection_Connect(&b->conn_, opts);
   if (s == NATS_OK) {
+    b->connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);
     b->connected_.store(true, std::memory_order_release);
   } else if (s != NATS_NOT_YET_CONNECTED) {
     return nats_error("connect", s);
@@ -133,6 +134,7 @@ void Backplane::run() {
     // Before the first connect the operations wait in the table; after it, nats.c itself
     // re-sends every subscription on each reconnect.
     if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
+    release_outage_queue();
     std::this_thread::sleep_for(std::chrono::milliseconds(kInterestTickMs));
   }
 }
@@ -180,30 +182,65 @@ void Backplane::receive(const char* data, int len) {
 
 std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
 
+bool Backplane::direct() const {
+  // Straight to NATS only once connected and settled, and behind anything still queued (order).
+  return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms && queue_.empty() &&
+         !releasing_;
+}
+
+std::int64_t Backplane::cost(const RemoteNotification& m) {
+  return static_cast<std::int64_t>(m.message.size() + m.tenant.size() + m.uri.size() + kMaxSubjectBytes);
+}
+
+void Backplane::release_outage_queue() {
+  std::deque<RemoteNotification> out;
+  {
+    std::lock_guard lock(queue_mu_);
+    if (queue_.empty() || !connected() || steady_ms() < connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms) {
+      return;
+    }
+    out.swap(queue_);
+    queued_bytes_ = 0;
+    releasing_ = true;  // new publishes queue behind these until they are out
+  }
+  for (const RemoteNotification& n : out) send(n);
+  std::lock_guard lock(queue_mu_);
+  releasing_ = false;
+}
+
 bool Backplane::can_take(const std::vector<RemoteNotification>& messages) {
-  if (connected() || messages.empty()) return true;
-  // nats.c does not tell how full its reconnect buffer is (natsConnection_Buffered() stays 0
-  // while reconnecting, measured), and past it a publish just fails: count what went in since
-  // the disconnect ourselves, at the most one message can cost there
-  // ("PUB <subject> <len>\r\n<data>\r\n"), reserving before anything is delivered.
+  if (messages.empty()) return true;
+  std::lock_guard lock(queue_mu_);
+  if (direct()) return true;
   std::int64_t need = 0;
-  for (const RemoteNotification& m : messages) need += static_cast<std::int64_t>(m.message.size() + kMaxSubjectBytes + 32);
-  std::int64_t after = outage_bytes_.fetch_add(need, std::memory_order_relaxed) + need;
-  if (after <= config_.outage_buffer_bytes) return true;
-  outage_bytes_.fetch_sub(need, std::memory_order_relaxed);
+  for (const RemoteNotification& m : messages) need += cost(m);
+  if (queued_bytes_ + need <= config_.outage_buffer_bytes) return true;
   refused_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
-void Backplane::forward(const std::vector<RemoteNotification>& notifications) {
+void Backplane::send(const RemoteNotification& n) {
   std::string subject;
-  for (const RemoteNotification& n : notifications) {
-    subject.clear();
-    if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
-    else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
-    natsStatus s = natsConnection_Publish(conn_, subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
-    (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
+  if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
+  else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
+  natsStatus s = natsConnection_Publish(conn_, subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
+  (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void Backplane::forward(const std::vector<RemoteNotification>& notifications) {
+  {
+    std::lock_guard lock(queue_mu_);
+    if (!direct()) {
+      // Disconnected, or reconnected less than the settle delay ago (peers may not have
+      // re-subscribed yet): held, in order, until the interest thread releases them.
+      for (const RemoteNotification& n : notifications) {
+        queued_bytes_ += cost(n);
+        queue_.push_back(n);
+      }
+      return;
+    }
   }
+  for (const RemoteNotification& n : notifications) send(n);
 }
 
 Backplane::Stats Backplane::stats() const {
@@ -218,6 +255,10 @@ Backplane::Stats Backplane::stats() const {
   s.dropped = dropped_.load(std::memory_order_relaxed) + i.refused;
   s.sent = sent_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(queue_mu_);
+    s.queued = queue_.size();
+  }
   return s;
 }
 

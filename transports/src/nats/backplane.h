@@ -19,15 +19,18 @@
 //    pending messages per subscription with slow-consumer drops counted.
 //
 // Delivery across nodes is at-most-once, in order per publisher and subject. While
-// disconnected, local delivery goes on; messages for other nodes wait in nats.c's bounded
-// reconnect buffer (--nats-outage-buffer-bytes, 8 MiB), sent once it reconnects; a publish
-// that would not fit is refused whole (503) before anything is delivered.
+// disconnected, local delivery goes on; notifications for other nodes wait in a bounded
+// queue (--nats-outage-buffer-bytes, 8 MiB) released a settle delay (--nats-settle-ms) after
+// the reconnect, so that peers have re-subscribed; a publish that would not fit is refused
+// whole (503) before anything is delivered. (Concurrent publishes checked against the bound
+// at the same moment may pass it by at most their own size.)
 //
 // Thread-safety: key_added/key_removed run on shard loops, forward() on any thread, stats()
 // anywhere; all are thread-safe. Lifetime: created by Server::start() before the workers,
 // destroyed by Server::stop() after them (so no shard calls a destroyed listener); the Hub
 // outlives it.
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,7 +59,8 @@ struct BackplaneConfig {
   std::uint64_t linger_ms = 5000;
   std::size_t max_subjects = 1'000'000;
   std::size_t max_uri_length = 4096;
-  int outage_buffer_bytes = 8 << 20;  // what waits for other nodes while disconnected (nats.c's reconnect buffer)
+  int outage_buffer_bytes = 8 << 20;  // what waits for other nodes while disconnected
+  std::uint64_t settle_ms = 500;      // after a (re)connect, before what waited is sent: peers re-subscribe first
 };
 
 class Backplane final : public KeyListener {
@@ -71,6 +75,7 @@ class Backplane final : public KeyListener {
     std::uint64_t dropped = 0;     // slow-consumer drops, failed publishes, refused subjects
     std::uint64_t sent = 0;
     std::uint64_t refused = 0;     // publishes refused while disconnected with the outage buffer full
+    std::size_t queued = 0;        // notifications waiting for the backplane (outage, settle delay)
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -103,6 +108,10 @@ class Backplane final : public KeyListener {
   [[nodiscard]] std::string subject_of(TenantId tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   void receive(const char* data, int len);
+  [[nodiscard]] bool direct() const;  // queue_mu_ held
+  static std::int64_t cost(const RemoteNotification& m);
+  void send(const RemoteNotification& n);
+  void release_outage_queue();
 
   BackplaneConfig config_;
   Hub& hub_;
@@ -112,7 +121,13 @@ class Backplane final : public KeyListener {
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
-  std::atomic<std::int64_t> outage_bytes_{0};  // reserved in the reconnect buffer since the disconnect
+  // The outage queue: notifications for other nodes held while disconnected, and for the
+  // settle delay after a (re)connect, released in order by the interest thread.
+  mutable std::mutex queue_mu_;
+  std::deque<RemoteNotification> queue_;
+  std::int64_t queued_bytes_ = 0;  // guarded by queue_mu_
+  bool releasing_ = false;         // guarded by queue_mu_: the queue is being sent
+  std::atomic<std::uint64_t> connected_at_ms_{0};
   std::thread thread_;
   std::mutex wait_mu_;
 };

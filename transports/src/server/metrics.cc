@@ -110,6 +110,9 @@ std::string Server::Impl::metrics_text() {
     metric(out, "mcpfan_backplane_unmatched_total", "counter",
            "Received notifications no local tenant had clients for (subject over-match, or a subscriber just gone).",
            static_cast<long long>(b.unmatched));
+    metric(out, "mcpfan_backplane_queued", "gauge",
+           "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
+           static_cast<long long>(b.queued));
     metric(out, "mcpfan_backplane_refused_total", "counter",
            "Publishes refused (503) while NATS was unreachable and the outage buffer full.", static_cast<long long>(b.refused));
     metric(out, "mcpfan_backplane_dropped_total", "counter",

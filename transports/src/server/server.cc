@@ -138,6 +138,7 @@ Result<std::uint16_t> Server::start() {
     bc.tls_ca_file = m.config.nats_tls_ca_file;
     bc.linger_ms = m.config.nats_linger_ms;
     bc.outage_buffer_bytes = m.config.nats_outage_buffer_bytes;
+    bc.settle_ms = m.config.nats_settle_ms;
     bc.max_uri_length = m.config.max_uri_length;
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();
