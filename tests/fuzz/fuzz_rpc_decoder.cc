@@ -187,10 +187,12 @@ void check_request(const RpcRequest& r, std::string_view input, const RpcLimits&
                      !r.listen.resources_list_changed,
                  "a listen filter on %s", printable(r.method).c_str());
     }
-    if (r.method == "resources/subscribe" || r.method == "resources/unsubscribe") {
+    if ((r.method == "resources/subscribe" || r.method == "resources/unsubscribe") && r.meta_version.empty()) {
       FUZZ_CHECK(!r.uri.empty() && r.uri.size() <= limits.max_uri_length, "subscribe uri empty or too long");
       FUZZ_CHECK(str(root["params"]["uri"], "params.uri") == r.uri, "subscribe uri differs from the text");
     }
+    // A request naming the 2026 revision: its 2025-era params are not read (the method is refused by name).
+    if (!r.meta_version.empty()) FUZZ_CHECK(r.uri.empty() && r.init_version.empty(), "2025-era params read from a 2026 request");
     if (r.method == "notifications/cancelled") {
       std::string cancel = check_id_text(p, r.cancel_id, "cancel requestId");
       (void)cancel;
