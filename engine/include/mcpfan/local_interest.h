@@ -31,27 +31,33 @@
 
 namespace mcpfan {
 
-/** A set of shard indexes. */
+/**
+ * A set of shard indexes. Up to 64 shards it lives in one word, with no allocation: a
+ * publish builds one.
+ */
 class ShardSet {
  public:
-  explicit ShardSet(std::size_t shards = 0) : words_((shards + 63) / 64, 0) {}
-  void set(std::size_t i) noexcept { words_[i / 64] |= std::uint64_t{1} << (i % 64); }
-  [[nodiscard]] bool test(std::size_t i) const noexcept { return (words_[i / 64] >> (i % 64)) & 1; }
+  explicit ShardSet(std::size_t shards = 0) : more_(shards > 64 ? (shards - 1) / 64 : 0, 0) {}
+  void set(std::size_t i) noexcept { word(i) |= bit(i); }
+  void reset(std::size_t i) noexcept { word(i) &= ~bit(i); }
+  [[nodiscard]] bool test(std::size_t i) const noexcept { return (const_cast<ShardSet*>(this)->word(i) & bit(i)) != 0; }
   [[nodiscard]] bool empty() const noexcept {
-    for (auto w : words_) {
+    if (first_) return false;
+    for (auto w : more_) {
       if (w) return false;
     }
     return true;
   }
-  void clear() noexcept {
-    for (auto& w : words_) w = 0;
-  }
   void merge(const ShardSet& o) noexcept {
-    for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= o.words_[i];
+    first_ |= o.first_;
+    for (std::size_t i = 0; i < more_.size(); ++i) more_[i] |= o.more_[i];
   }
 
  private:
-  std::vector<std::uint64_t> words_;
+  static std::uint64_t bit(std::size_t i) noexcept { return std::uint64_t{1} << (i % 64); }
+  std::uint64_t& word(std::size_t i) noexcept { return i < 64 ? first_ : more_[i / 64 - 1]; }
+  std::uint64_t first_ = 0;
+  std::vector<std::uint64_t> more_;  // shards 64 and up
 };
 
 class LocalInterest {
@@ -70,14 +76,20 @@ class LocalInterest {
  private:
   struct Entry {
     std::vector<std::uint32_t> counts;  // per shard: keys + reservations
-    ShardSet shards;                    // where counts > 0
+    ShardSet shards;                    // where counts > 0: what a publish reads
   };
-  static std::string key(TenantId tenant, Kind kind, std::string_view uri);
-  void probe(const std::string& k, ShardSet& out) const;
+  // Lookups by string_view: a publish builds its key once in a reused buffer and probes its
+  // '/'-prefixes as views of it, with no allocation.
+  struct ViewHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  static void append_key(std::string& out, TenantId tenant, Kind kind, std::string_view uri);
+  void probe(std::string_view k, ShardSet& out) const;
 
   const std::size_t shards_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, Entry> map_;
+  std::unordered_map<std::string, Entry, ViewHash, std::equal_to<>> map_;
   std::size_t prefix_keys_ = 0;  // none: a resource update probes its exact key only
 };
 

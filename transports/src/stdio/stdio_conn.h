@@ -118,8 +118,7 @@ class StdioConn final : public Conn, public StreamSink {
   TenantBinding binding_;        // counted against its tenant's connections (from the first request)
   bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant
   // The 2025-era session an initialize creates: one stream, the list_changed subscription,
-  // and the resources/subscribe URIs, counted against the tenant.
-  bool session_ = false;
+  // and the resources/subscribe URIs, counted against the tenant (session_uris_ set: it exists).
   SubId session_sub_{};
   StreamUsage session_usage_;
   std::optional<SessionUris> session_uris_;

@@ -114,18 +114,17 @@ void StdioConn::handle_session_request(RpcRequest& r) {
   Shard& shard = w_.shard();
   const std::string& m = r.method;
   if (m == "initialize") {
-    if (!session_) {
+    if (!session_uris_) {
       if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_usage_)) {
         return reply_refusal(r, core.refusal(*refused, caller_.tenant));
       }
       session_uris_.emplace(core.limits(), caller_.tenant, w_.config().max_uris_per_listen);
       session_sub_ = shard.subscribe(stream_, ClientCore::session_filter(caller_.tenant, *session_uris_), {});
-      session_ = true;
     }
     reply(rpc_result_json(r.id, initialize_result(negotiate_2025(r.init_version))));
     return;
   }
-  if (!session_) {
+  if (!session_uris_) {
     reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
     return;
   }
