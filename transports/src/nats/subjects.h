@@ -85,8 +85,8 @@
 // Thread safety: pure functions of their arguments, no shared state; callable from any thread.
 // Allocation: append_*() writes into the caller's string and allocates nothing when its
 // capacity already holds kMaxSubjectBytes more bytes; the other encoders return a new string.
-// Cost (measured once, -O2, a shared and busy 2-core machine): append_resource_subject takes
-// about 90 ns for file:///proj/src/main.cc and 115 ns for a 7-segment https URI.
+// Cost: a hash and a base64url token per URI segment, at most 12; no benchmark in the
+// project times it yet.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
