@@ -94,6 +94,7 @@ class HttpConn final : public Conn, public StreamSink {
   /** Queues the listen's final `complete` result, then ends the stream once it is written. */
   void end_listen();
   void start_sse();
+  void send_sse_head();
   void release_session();
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void commit_header();

@@ -31,10 +31,6 @@ void HttpConn::start_sse() {
   mode_ = Mode::Listen;
   deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
   pause_parser();
-  write_raw(
-      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
-      false);
   stream_ = w_.shard().open_stream(this, Framing::Sse);
   stream_open_ = true;
   // A stream reads no more requests: drop what parsing them needed.
@@ -42,6 +38,16 @@ void HttpConn::start_sse() {
   req_.body.shrink_to_fit();
   field_.shrink_to_fit();
   value_.shrink_to_fit();
+}
+
+void HttpConn::send_sse_head() {
+  // Written once the stream's subscription exists: a client that publishes as soon as it sees
+  // the 200 must find its stream in the index (and in the routing table, which posts a
+  // publish only to the loops that hold a match), not race this loop to it.
+  write_raw(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n",
+      false);
 }
 
 void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
@@ -52,10 +58,12 @@ void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ac
   // (thousands of long URIs echoed back) ends the stream before it starts.
   if (shard.send(stream_, std::move(ack_event)) != SendStatus::Ok) {
     stream_open_ = false;
+    send_sse_head();  // a 200 stream that ends at once, as before
     close();
     return;
   }
   (void)shard.subscribe(stream_, filter, listen_id_);
+  send_sse_head();  // now; the ack goes out at the shard's flush, after it
 }
 
 void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
@@ -74,6 +82,7 @@ void HttpConn::begin_session_stream(std::shared_ptr<Session> session) {
     ended = s.ended.load();
   }
   session_ = std::move(session);
+  send_sse_head();
   if (ended) finish_stream();
 }
 
