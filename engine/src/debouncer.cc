@@ -17,7 +17,7 @@ void Debouncer::close() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Debouncer::emit(std::unique_lock<std::mutex>& lock, const std::vector<PayloadRef>& out) {
+void Debouncer::emit(std::unique_lock<std::mutex>& lock, std::vector<Notification>& out) {
   std::uint64_t ticket = next_ticket_++;
   lock.unlock();
   {
@@ -43,9 +43,22 @@ void Debouncer::emit(std::unique_lock<std::mutex>& lock, const std::vector<Paylo
   lock.lock();
 }
 
-std::string Debouncer::key_of(const Payload& p) {
+std::string Debouncer::key_of(const Notification& n) {
+  // One node uses one form for all its notifications (forwarded with a backplane, local
+  // without), so the two never meet; the first byte keeps them apart regardless.
   std::string k;
-  k.reserve(8 + p.uri().size());
+  if (n.forwarded()) {
+    k.reserve(3 + n.tenant.size() + n.uri.size());
+    k.push_back('n');
+    k.append(n.tenant);
+    k.push_back('\0');  // a tenant name is never empty and the kind byte follows: no ambiguity
+    k.push_back(static_cast<char>(n.kind));
+    k.append(n.uri);
+    return k;
+  }
+  const Payload& p = *n.local;
+  k.reserve(9 + p.uri().size());
+  k.push_back('i');
   TenantId tenant = p.tenant();
   k.append(reinterpret_cast<const char*>(&tenant), sizeof tenant);
   k.push_back(static_cast<char>(p.kind()));
@@ -54,23 +67,30 @@ std::string Debouncer::key_of(const Payload& p) {
 }
 
 void Debouncer::publish(const std::vector<PayloadRef>& payloads) {
-  std::vector<PayloadRef> now;
-  now.reserve(payloads.size());
+  std::vector<Notification> notes(payloads.size());
+  for (std::size_t i = 0; i < payloads.size(); ++i) notes[i].local = payloads[i];
+  publish(std::move(notes));
+}
+
+void Debouncer::publish(std::vector<Notification> notes) {
+  std::vector<Notification> now;
+  now.reserve(notes.size());
   std::unique_lock lock(mu_);
   auto t = Clock::now();
-  for (const PayloadRef& p : payloads) {
-    std::string key = key_of(*p);
+  for (Notification& n : notes) {
+    if (!n.forwarded() && !n.local) continue;  // nothing to deliver anywhere
+    std::string key = key_of(n);
     auto [it, fresh] = keys_.try_emplace(key);
     State& s = it->second;
     if (!s.held && (fresh || t - s.last_fire >= interval_)) {
       s.last_fire = t;
-      now.push_back(p);
+      now.push_back(std::move(n));
       // Every tracked key has a due entry: it fans out what is held by then, or forgets
       // the key once a whole interval has passed with nothing held.
       due_.push(Due{t + interval_, std::move(key)});
     } else {
       if (s.held) suppressed_.fetch_add(1, std::memory_order_relaxed);
-      s.held = p;
+      s.held = std::move(n);
     }
   }
   cv_.notify_one();
@@ -79,12 +99,12 @@ void Debouncer::publish(const std::vector<PayloadRef>& payloads) {
 
 void Debouncer::run() {
   std::unique_lock lock(mu_);
-  std::vector<PayloadRef> out;
+  std::vector<Notification> out;
   while (true) {
     if (stop_) {
       // Shutting down: held updates go out now rather than being lost.
       for (auto& [key, s] : keys_) {
-        if (s.held) out.push_back(std::move(s.held));
+        if (s.held) out.push_back(std::move(*s.held));
       }
       keys_.clear();
       if (!out.empty()) emit(lock, out);
@@ -110,7 +130,8 @@ void Debouncer::run() {
           due_.push(Due{s.last_fire + interval_, it->first});
           continue;
         }
-        out.push_back(std::move(s.held));
+        out.push_back(std::move(*s.held));
+        s.held.reset();
         s.last_fire = t;
         trailing_.fetch_add(1, std::memory_order_relaxed);
         due_.push(Due{t + interval_, it->first});

@@ -65,7 +65,7 @@ void Hub::set_debounce(std::chrono::milliseconds interval) {
     debouncer_.reset();
     return;
   }
-  debouncer_ = std::make_unique<Debouncer>(interval, [this](const std::vector<PayloadRef>& p) { fan_out(p); });
+  debouncer_ = std::make_unique<Debouncer>(interval, [this](std::vector<Notification>& n) { send_out(n); });
 }
 
 namespace {
@@ -110,6 +110,39 @@ bool Hub::publish(const std::vector<PayloadRef>& payloads) {
   if (debouncer_) debouncer_->publish(payloads);
   else fan_out(payloads);
   return true;
+}
+
+bool Hub::publish(std::vector<Notification> notes) {
+  PublishGate gate(publishing_, closed_);
+  if (!gate.open()) return false;
+  if (notes.empty()) return true;
+  std::uint64_t local = 0;  // as publish(payloads) counts: what has an audience here
+  for (const Notification& n : notes) local += n.local ? 1u : 0u;
+  published_.fetch_add(local, std::memory_order_relaxed);
+  if (debouncer_) debouncer_->publish(std::move(notes));
+  else send_out(notes);
+  return true;
+}
+
+bool Hub::deliver_forwarded(const std::vector<PayloadRef>& payloads) {
+  PublishGate gate(publishing_, closed_);
+  if (!gate.open()) return false;
+  if (payloads.empty()) return true;
+  published_.fetch_add(payloads.size(), std::memory_order_relaxed);
+  fan_out(payloads);
+  return true;
+}
+
+void Hub::send_out(std::vector<Notification>& notes) {
+  std::vector<PayloadRef> local;
+  local.reserve(notes.size());
+  bool forward = false;
+  for (const Notification& n : notes) {
+    if (n.local) local.push_back(n.local);
+    forward = forward || n.forwarded();
+  }
+  if (!local.empty()) fan_out(local);
+  if (forward && forwarder_) forwarder_(notes);
 }
 
 void Hub::close() {

@@ -15,6 +15,7 @@ struct PublishDecoder::Impl {
   std::string raw;  // the body as sent, padded for simdjson
   std::string buf;  // the minified body, padded for simdjson
   std::vector<NotificationParts> parts;
+  std::vector<std::size_t> note_of_part;  // with for_backplane: parts[i] is notifications[note_of_part[i]]
 };
 
 namespace {
@@ -84,7 +85,8 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
   }
   m.parts.clear();
   std::size_t accepted = 0;
-  std::vector<RemoteNotification> remote;
+  std::vector<Notification> notes;
+  m.note_of_part.clear();
 
   auto decode_one = [&](od::value v, std::size_t index, bool many) -> std::optional<Error> {
     od::object obj;
@@ -161,13 +163,14 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     ++accepted;
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
-      remote.push_back(RemoteNotification{p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name)});
+      notes.push_back(Notification{PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name)});
     }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
     std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
     if (!id) return std::nullopt;
     p.tenant = *id;
     m.parts.push_back(std::move(p));
+    if (for_backplane) m.note_of_part.push_back(notes.size() - 1);
     return std::nullopt;
   };
 
@@ -196,9 +199,10 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
 
   DecodedPublish out;
   out.accepted = accepted;
-  out.remote = std::move(remote);
   out.payloads.reserve(m.parts.size());
   for (const NotificationParts& p : m.parts) out.payloads.push_back(encode_notification(p));
+  for (std::size_t i = 0; i < m.note_of_part.size(); ++i) notes[m.note_of_part[i]].local = out.payloads[i];
+  out.notifications = std::move(notes);
   return out;
 }
 

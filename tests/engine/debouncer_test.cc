@@ -23,9 +23,9 @@ struct Recorder {
   std::mutex mu;
   std::vector<const Payload*> seen;
   Debouncer::Sink sink() {
-    return [this](const std::vector<PayloadRef>& ps) {
+    return [this](std::vector<Notification>& ns) {
       std::lock_guard lock(mu);
-      for (auto& p : ps) seen.push_back(p.get());
+      for (auto& n : ns) seen.push_back(n.local.get());
     };
   }
   std::vector<const Payload*> snapshot() {
@@ -118,7 +118,7 @@ TEST(Debouncer, ASlowSinkDoesNotHoldTheDebouncersLock) {
   std::mutex gate;
   std::unique_lock hold(gate);
   std::atomic<bool> in_sink{false};
-  Debouncer d(1h, [&](const std::vector<PayloadRef>&) {
+  Debouncer d(1h, [&](std::vector<Notification>&) {
     in_sink = true;
     std::lock_guard wait(gate);  // blocks until the test lets go
   });

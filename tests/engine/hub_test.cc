@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -271,6 +272,43 @@ TEST(Hub, CloseFansOutWhatTheDebouncerHolds) {
   }
   EXPECT_EQ(shard.stats().payloads.load(), 2u);
   EXPECT_FALSE(hub.publish(first));
+}
+
+// With a backplane the hub debounces whole notifications where they are accepted: the
+// forwarder hears only what went out here (a suppressed update never leaves the node, a
+// notification for a tenant with no local payload is debounced by name), after its local
+// fan-out; what arrives from other nodes is fanned out and never held again.
+TEST(Hub, DebouncesAtIngressAndForwardsWhatWentOut) {
+  Hub hub(1);
+  hub.set_debounce(std::chrono::hours(1));
+  std::vector<std::string> forwarded;
+  Shard& shard = hub.shard(0);
+  hub.set_forwarder([&](std::vector<Notification>& ns) {
+    for (auto& n : ns) forwarded.push_back(n.message);
+  });
+  auto note = [](PayloadRef local, std::string tenant, std::string message) {
+    return Notification{std::move(local), Kind::ResourceUpdated, std::move(tenant), "file:///hot", std::move(message)};
+  };
+  ASSERT_TRUE(hub.publish(std::vector<Notification>{note(test::make_update("file:///hot"), "default", "m1")}));
+  ASSERT_TRUE(hub.publish(std::vector<Notification>{note(test::make_update("file:///hot"), "default", "m2")}));  // held
+  ASSERT_TRUE(hub.publish(std::vector<Notification>{note(test::make_update("file:///hot"), "default", "m3")}));  // replaces m2
+  ASSERT_TRUE(hub.publish(std::vector<Notification>{note({}, "elsewhere", "r1")}));  // no local payload: keyed by name
+  ASSERT_TRUE(hub.publish(std::vector<Notification>{note({}, "elsewhere", "r2")}));  // held
+  EXPECT_EQ(forwarded, (std::vector<std::string>{"m1", "r1"}));
+  ASSERT_NE(hub.debouncer(), nullptr);
+  EXPECT_EQ(hub.debouncer()->suppressed(), 1u);
+  // From another node: out at once, although the same key is held here.
+  ASSERT_TRUE(hub.deliver_forwarded({test::make_update("file:///hot")}));
+  while (shard.drain()) {
+  }
+  EXPECT_EQ(shard.stats().payloads.load(), 2u) << "m1's payload and the forwarded one";
+  hub.close();  // the held ones go out now (two keys: in no particular order)
+  ASSERT_EQ(forwarded.size(), 4u);
+  std::sort(forwarded.begin() + 2, forwarded.end());
+  EXPECT_EQ(forwarded, (std::vector<std::string>{"m1", "r1", "m3", "r2"}));
+  while (shard.drain()) {
+  }
+  EXPECT_EQ(shard.stats().payloads.load(), 3u) << "m3's payload at close";
 }
 
 }  // namespace

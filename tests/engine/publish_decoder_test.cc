@@ -345,14 +345,16 @@ TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTri
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value().accepted, 2u);
   EXPECT_EQ(r.value().payloads.size(), 1u) << "the tenant with no clients here has no local payload";
-  ASSERT_EQ(r.value().remote.size(), 2u);
-  const RemoteNotification& first = r.value().remote[0];
+  ASSERT_EQ(r.value().notifications.size(), 2u);
+  const Notification& first = r.value().notifications[0];
   EXPECT_EQ(first.tenant, "default");
   EXPECT_EQ(first.kind, Kind::ResourceUpdated);
   EXPECT_EQ(first.uri, "file:///a b");
   EXPECT_EQ(first.message, R"({"tenant":"default","method":"notifications/resources/updated","params":{"_meta":{"rev":7},"uri":"file:///a b","x":[1,2]}})");
-  EXPECT_EQ(r.value().remote[1].tenant, "elsewhere");
-  EXPECT_EQ(r.value().remote[1].message, R"({"tenant":"elsewhere","method":"notifications/tools/list_changed","params":{}})");
+  EXPECT_EQ(first.local.get(), r.value().payloads[0].get()) << "the local payload travels with its notification";
+  EXPECT_FALSE(r.value().notifications[1].local) << "no clients of that tenant here";
+  EXPECT_EQ(r.value().notifications[1].tenant, "elsewhere");
+  EXPECT_EQ(r.value().notifications[1].message, R"({"tenant":"elsewhere","method":"notifications/tools/list_changed","params":{}})");
   // Decoded again (as a receiving node does), the same bytes go to the same streams.
   auto again = d.decode(first.message, tenants);
   ASSERT_TRUE(again) << again.error().message;
@@ -360,7 +362,7 @@ TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTri
   EXPECT_EQ(again.value().payloads[0]->plain(Framing::Line), r.value().payloads[0]->plain(Framing::Line));
   EXPECT_EQ(again.value().payloads[0]->head(Framing::Sse), r.value().payloads[0]->head(Framing::Sse));
   // Without the flag nothing is built for a backplane.
-  EXPECT_TRUE(d.decode(body, tenants).value().remote.empty());
+  EXPECT_TRUE(d.decode(body, tenants).value().notifications.empty());
 }
 
 }  // namespace

@@ -12,122 +12,13 @@
 
 #include "child_process.h"
 #include "harness.h"
+#include "nats_server.h"
 #include "session_client.h"
 #include "stdio_client.h"
 #include "token_mint.h"
 
 namespace itest {
 namespace {
-
-constexpr const char* kNatsServer = "/usr/sbin/nats-server";
-
-// nats-server on 127.0.0.1: a random client port (or `port`) and a random monitoring port,
-// both read from its log. Stopped by PID.
-class NatsServer {
- public:
-  // `cluster_routes`: join a cluster ("" = none; "-" = be its first server).
-  explicit NatsServer(int port = -1, std::string cluster_routes = "") {
-    if (::access(kNatsServer, X_OK) != 0) {
-      error_ = std::string(kNatsServer) + " is not installed (tools/setup.sh installs nats-server)";
-      return;
-    }
-    std::vector<std::string> argv{kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"};
-    if (!cluster_routes.empty()) {
-      argv.insert(argv.end(), {"--cluster_name", "itest", "-cluster", "nats://127.0.0.1:-1"});
-      if (cluster_routes != "-") argv.insert(argv.end(), {"-routes", cluster_routes});
-    }
-    if (!proc_.Spawn(argv)) {
-      error_ = proc_.error();
-      return;
-    }
-    std::smatch m;
-    static const std::regex client(R"(Listening for client connections on 127\.0\.0\.1:(\d+))");
-    static const std::regex monitor(R"(Starting http monitor on 127\.0\.0\.1:(\d+))");
-    static const std::regex route(R"(Listening for route connections on 127\.0\.0\.1:(\d+))");
-    proc_.WaitStderrUntil(
-        [&](const std::string& log) {
-          if (std::regex_search(log, m, client)) port_ = std::stoi(m[1]);
-          if (std::regex_search(log, m, monitor)) monitor_ = std::stoi(m[1]);
-          if (std::regex_search(log, m, route)) route_ = std::stoi(m[1]);
-          return port_ > 0 && monitor_ > 0 && (cluster_routes.empty() || route_ > 0);
-        },
-        kStart);
-    if (port_ <= 0 || monitor_ <= 0) error_ = "nats-server did not log its ports:\n" + proc_.Stderr();
-  }
-  std::string route_url() const { return "nats://127.0.0.1:" + std::to_string(route_); }
-  // Routes to other servers of the cluster (from /routez).
-  int Routes() const {
-    auto r = Roundtrip(monitor_, BuildRequest("GET", "/routez", {}));
-    if (!r || r->status != 200) return -1;
-    return static_cast<int>(Json(r->body).GetInt({"num_routes"}).value_or(-1));
-  }
-  // Every client connection's name (from /connz).
-  std::vector<std::string> Clients() const {
-    auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz", {}));
-    std::vector<std::string> names;
-    if (!r || r->status != 200) return names;
-    Json j(r->body);
-    auto conns = j.Get({"connections"});
-    if (!conns) return names;
-    for (auto c : conns->get_array()) {
-      std::string_view n;
-      if (!c["name"].get_string().get(n)) names.emplace_back(n);
-    }
-    return names;
-  }
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  int port() const { return port_; }
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
-  void Kill9() {
-    proc_.Signal(SIGKILL);
-    proc_.WaitExit(kIo);
-  }
-  // The subjects NATS holds for the client connection named `name` (from /connz?subs=1).
-  std::vector<std::string> Subscriptions(std::string_view name) const {
-    auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz?subs=1", {}));
-    if (!r || r->status != 200) return {"<no /connz>"};
-    Json j(r->body);
-    std::vector<std::string> subs;
-    auto conns = j.Get({"connections"});
-    if (!conns) return {"<no connections>"};
-    for (auto c : conns->get_array()) {
-      std::string_view n;
-      if (c["name"].get_string().get(n) || n != name) continue;
-      simdjson::dom::array list;
-      if (c["subscriptions_list"].get_array().get(list)) continue;
-      for (auto s : list) subs.emplace_back(std::string_view(s.get_string().value()));
-    }
-    return subs;
-  }
-
- private:
-  ChildProcess proc_;
-  int port_ = 0;
-  int monitor_ = 0;
-  int route_ = 0;
-  std::string error_;
-};
-
-// Polls (bounded) until `pred` holds.
-::testing::AssertionResult Eventually(const std::function<bool()>& pred, std::string_view what, Ms timeout = kIo) {
-  for (auto end = After(timeout); Clock::now() < end; std::this_thread::sleep_for(Ms(10))) {
-    if (pred()) return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << what << " did not happen within " << timeout.count() << " ms";
-}
-
-std::vector<std::string> NodeArgs(const NatsServer& nats, std::string_view name) {
-  return {"--workers", "2", "--nats", nats.url(), "--node-name", std::string(name), "--nats-linger-ms", "100",
-          "--nats-settle-ms", "1000"};
-}
-
-bool HasSubject(const std::vector<std::string>& subs, std::string_view piece) {
-  for (const auto& s : subs) {
-    if (s.find(piece) != std::string::npos) return true;
-  }
-  return false;
-}
 
 class Nats : public ::testing::Test {
  protected:
@@ -221,6 +112,7 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
   // re-subscribed by then).
   ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":10}}})"));
   EXPECT_TRUE(PollMetricEq(port(0), "mcpfan_backplane_queued", 1));
+  EXPECT_TRUE(PollMetric(port(0), "mcpfan_backplane_lag_seconds", [](double v) { return v > 0; })) << "the wait is reported";
   nats_ = std::make_unique<NatsServer>(nats_port);  // the same address: the nodes reconnect by themselves
   ASSERT_TRUE(nats_->ok()) << nats_->error();
   for (std::size_t i : {0u, 1u}) ASSERT_TRUE(PollMetricEq(port(i), "mcpfan_backplane_connected", 1, Ms(15000)));
@@ -235,6 +127,7 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
     ASSERT_TRUE(m) << err;
     EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), want) << "exactly once, in the publisher's order";
   }
+  EXPECT_TRUE(PollMetricEq(port(0), "mcpfan_backplane_lag_seconds", 0)) << "nothing waits any more";
   EXPECT_FALSE(b.ended()) << "the stream survived the outage";
 }
 

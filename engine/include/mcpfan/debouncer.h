@@ -1,7 +1,9 @@
 #pragma once
 /**
  * Optional minimum interval between fan-outs of the same (tenant, method, uri), as the MCP
- * guidance on fast-changing resources recommends. A trailing-edge throttle: the first
+ * guidance on fast-changing resources recommends. It runs where a publish is accepted: with a
+ * backplane it holds whole Notifications (local payload and the copy for other nodes), so a
+ * suppressed update never crosses the backplane, and a receiving node does not debounce again. A trailing-edge throttle: the first
  * update of a quiet key goes out at once; updates arriving within the interval after a
  * fan-out are held, each replacing the one before (counted as suppressed), and the newest
  * goes out when the interval has passed. The newest update is never lost.
@@ -20,19 +22,22 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "mcpfan/notification.h"
 #include "mcpfan/payload.h"
 
 namespace mcpfan {
 
 class Debouncer {
  public:
-  using Sink = std::function<void(const std::vector<PayloadRef>&)>;
+  /** Gets what goes out now, in decision order; it may move from the notifications. */
+  using Sink = std::function<void(std::vector<Notification>&)>;
   using Clock = std::chrono::steady_clock;
 
   Debouncer(std::chrono::milliseconds interval, Sink sink);
@@ -43,7 +48,13 @@ class Debouncer {
   Debouncer(const Debouncer&) = delete;
   Debouncer& operator=(const Debouncer&) = delete;
 
-  /** Fans out what may go now (in order) and holds the rest. */
+  /**
+   * Fans out what may go now (in order) and holds the rest. A notification is keyed by its
+   * tenant's name when it is forwarded (a tenant with no clients here has no id), else by
+   * the local payload's tenant id.
+   */
+  void publish(std::vector<Notification> notes);
+  /** The same for notifications that stay on this node. */
   void publish(const std::vector<PayloadRef>& payloads);
 
   [[nodiscard]] std::uint64_t suppressed() const noexcept { return suppressed_.load(std::memory_order_relaxed); }
@@ -53,7 +64,7 @@ class Debouncer {
  private:
   struct State {
     Clock::time_point last_fire{};
-    PayloadRef held;  // the newest update waiting for the interval to pass
+    std::optional<Notification> held;  // the newest update waiting for the interval to pass
   };
   struct Due {
     Clock::time_point at;
@@ -61,10 +72,10 @@ class Debouncer {
     bool operator>(const Due& o) const noexcept { return at > o.at; }
   };
 
-  static std::string key_of(const Payload& p);
+  static std::string key_of(const Notification& n);
   void run();
   /** Hands `out` to the sink in decision order; called and returns with `lock` (mu_) held. */
-  void emit(std::unique_lock<std::mutex>& lock, const std::vector<PayloadRef>& out);
+  void emit(std::unique_lock<std::mutex>& lock, std::vector<Notification>& out);
 
   const Clock::duration interval_;
   const Sink sink_;

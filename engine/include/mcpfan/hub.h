@@ -19,12 +19,14 @@
  */
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "mcpfan/debouncer.h"
 #include "mcpfan/index.h"
 #include "mcpfan/local_interest.h"
+#include "mcpfan/notification.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -64,10 +66,30 @@ class Hub {
   /** The debouncer, if set_debounce() turned one on (for its counters). */
   [[nodiscard]] const Debouncer* debouncer() const noexcept { return debouncer_.get(); }
 
+  /**
+   * Where notifications for other nodes go (a backplane). Called after their local fan-out,
+   * in publish order, from the publishing thread or the debouncer's; only with the
+   * notifications that are forwarded(). Set once, before publishing starts; it must stay
+   * callable until close() returns (close() fans out what the debouncer holds).
+   */
+  using Forwarder = std::function<void(std::vector<Notification>&)>;
+  void set_forwarder(Forwarder forwarder) { forwarder_ = std::move(forwarder); }
+
   /** Fans one payload out to every shard: one queue push and one wake-up per shard. False after close(). */
   [[nodiscard]] bool publish(const PayloadRef& payload);
   /** Same for several payloads, in order, with one wake-up per shard. False after close(). */
   [[nodiscard]] bool publish(const std::vector<PayloadRef>& payloads);
+  /**
+   * A publish accepted on this node that other nodes hear too: debounced here (if on), then
+   * each notification's `local` payload is fanned out and the forwarded ones go to the
+   * forwarder. False after close().
+   */
+  [[nodiscard]] bool publish(std::vector<Notification> notes);
+  /**
+   * Payloads another node accepted (and debounced): fanned out here, never debounced again.
+   * False after close().
+   */
+  [[nodiscard]] bool deliver_forwarded(const std::vector<PayloadRef>& payloads);
   /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out. Idempotent. */
   void close();
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -79,6 +101,8 @@ class Hub {
 
  private:
   void fan_out(const std::vector<PayloadRef>& payloads);
+  /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder. */
+  void send_out(std::vector<Notification>& notes);
   /** Posts to every shard, or with routing only to those that may match. */
   void post_one(const PayloadRef& payload);
   class Reporter;
@@ -89,6 +113,7 @@ class Hub {
   std::atomic<std::uint64_t> no_audience_{0};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> publishing_{0};  // publishes between their closed_ check and their last post
+  Forwarder forwarder_;
   std::unique_ptr<LocalInterest> interest_;
   std::vector<std::unique_ptr<Reporter>> reporters_;  // one per shard: its key changes into interest_
   std::unique_ptr<Debouncer> debouncer_;  // declared last: its thread stops first

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mcpfan/notification.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/result.h"
 #include "mcpfan/tenants.h"
@@ -25,19 +26,12 @@ struct PublishLimits {
   std::size_t max_notifications = 10000;  // per body
 };
 
-/** One notification as it goes to other nodes: its routing key and its publish-API object. */
-struct RemoteNotification {
-  Kind kind = Kind::ToolsListChanged;
-  std::string tenant;   // the tenant's name (other nodes have their own ids)
-  std::string uri;      // empty for list_changed
-  std::string message;  // encode_publish_message(): {"tenant","method","params"}
-};
-
 /** A decoded body: the payloads to fan out, and how many notifications it held. */
 struct DecodedPublish {
   std::vector<PayloadRef> payloads;  // for tenants that have clients, in body order
   std::size_t accepted = 0;          // every notification of the body (payloads + no audience)
-  std::vector<RemoteNotification> remote;  // with `for_backplane`: every notification, in body order
+  /** With `for_backplane`: every notification, in body order, `local` set where `payloads` has it. */
+  std::vector<Notification> notifications;
 };
 
 class PublishDecoder {
@@ -51,8 +45,8 @@ class PublishDecoder {
    * Decodes `body`. `forced_tenant`, when set (the name a publisher key is bound to),
    * overrides and must equal any "tenant" field. On error nothing is returned, and the
    * message names the problem and the index of the offending notification.
-   * `for_backplane` also fills `remote` with every notification, local audience or not: a
-   * tenant with no clients here may have some on another node.
+   * `for_backplane` also fills `notifications` with every notification, local audience or
+   * not: a tenant with no clients here may have some on another node.
    */
   [[nodiscard]] Result<DecodedPublish> decode(std::string_view body, const TenantTable& tenants,
                                               std::optional<std::string_view> forced_tenant = std::nullopt,

@@ -66,7 +66,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
   if (backplane) {
     // All or nothing: a notification NATS would refuse is refused before anything is delivered.
     std::int64_t max = backplane->max_payload();
-    for (const RemoteNotification& n : decoded.value().remote) {
+    for (const Notification& n : decoded.value().notifications) {
       if (max > 0 && static_cast<std::int64_t>(n.message.size()) > max) {
         c.respond(413, "application/json",
                   json_error_body("a notification of " + std::to_string(n.message.size()) +
@@ -74,19 +74,20 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
         return;
       }
     }
-    if (!backplane->can_take(decoded.value().remote)) {
+    if (!backplane->can_take(decoded.value().notifications)) {
       c.respond(503, "application/json",
                 json_error_body("the NATS backplane is disconnected and its outage buffer is full; nothing was published"),
                 "Retry-After: 1\r\n");
       return;
     }
   }
-  if (!w.hub().publish(payloads)) {
+  // With a backplane the hub debounces whole notifications, delivers them here and forwards
+  // them (Hub::set_forwarder): a suppressed update never crosses the backplane.
+  if (!(backplane ? w.hub().publish(std::move(decoded.value().notifications)) : w.hub().publish(payloads))) {
     c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     return;
   }
-  if (backplane) backplane->forward(decoded.value().remote);
-  else w.hub().count_no_audience(accepted - payloads.size());
+  if (!backplane) w.hub().count_no_audience(accepted - payloads.size());
   c.respond(202, "application/json", R"({"accepted":)" + std::to_string(accepted) + "}");
 }
 

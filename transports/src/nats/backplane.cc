@@ -177,7 +177,7 @@ void Backplane::receive(const char* data, int len) {
     unmatched_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  (void)hub_.publish(decoded.value().payloads);  // refused only while the server stops
+  (void)hub_.deliver_forwarded(decoded.value().payloads);  // refused only while the server stops
 }
 
 std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
@@ -188,12 +188,12 @@ bool Backplane::direct() const {
          !releasing_;
 }
 
-std::int64_t Backplane::cost(const RemoteNotification& m) {
+std::int64_t Backplane::cost(const Notification& m) {
   return static_cast<std::int64_t>(m.message.size() + m.tenant.size() + m.uri.size() + kMaxSubjectBytes);
 }
 
 void Backplane::release_outage_queue() {
-  std::deque<RemoteNotification> out;
+  std::deque<Waiting> out;
   {
     std::lock_guard lock(queue_mu_);
     if (queue_.empty() || !connected() || steady_ms() < connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms) {
@@ -203,23 +203,23 @@ void Backplane::release_outage_queue() {
     queued_bytes_ = 0;
     releasing_ = true;  // new publishes queue behind these until they are out
   }
-  for (const RemoteNotification& n : out) send(n);
+  for (const Waiting& w : out) send(w.note);
   std::lock_guard lock(queue_mu_);
   releasing_ = false;
 }
 
-bool Backplane::can_take(const std::vector<RemoteNotification>& messages) {
+bool Backplane::can_take(const std::vector<Notification>& messages) {
   if (messages.empty()) return true;
   std::lock_guard lock(queue_mu_);
   if (direct()) return true;
   std::int64_t need = 0;
-  for (const RemoteNotification& m : messages) need += cost(m);
+  for (const Notification& m : messages) need += cost(m);
   if (queued_bytes_ + need <= config_.outage_buffer_bytes) return true;
   refused_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
-void Backplane::send(const RemoteNotification& n) {
+void Backplane::send(const Notification& n) {
   std::string subject;
   if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
   else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
@@ -227,20 +227,25 @@ void Backplane::send(const RemoteNotification& n) {
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
 }
 
-void Backplane::forward(const std::vector<RemoteNotification>& notifications) {
+void Backplane::forward(std::vector<Notification>& notifications) {
   {
     std::lock_guard lock(queue_mu_);
     if (!direct()) {
       // Disconnected, or reconnected less than the settle delay ago (peers may not have
       // re-subscribed yet): held, in order, until the interest thread releases them.
-      for (const RemoteNotification& n : notifications) {
+      const std::uint64_t now = steady_ms();
+      for (Notification& n : notifications) {
+        if (!n.forwarded()) continue;
+        n.local.reset();  // delivered here already: the queue holds only what other nodes need
         queued_bytes_ += cost(n);
-        queue_.push_back(n);
+        queue_.push_back(Waiting{std::move(n), now});
       }
       return;
     }
   }
-  for (const RemoteNotification& n : notifications) send(n);
+  for (const Notification& n : notifications) {
+    if (n.forwarded()) send(n);
+  }
 }
 
 Backplane::Stats Backplane::stats() const {
@@ -258,6 +263,7 @@ Backplane::Stats Backplane::stats() const {
   {
     std::lock_guard lock(queue_mu_);
     s.queued = queue_.size();
+    if (!queue_.empty()) s.lag_seconds = static_cast<double>(steady_ms() - queue_.front().since_ms) / 1000.0;
   }
   return s;
 }

@@ -10,7 +10,9 @@
 //    one NATS message, the publish-API object {"tenant","method","params"} (encode_publish_
 //    message) on its subject. The connection never receives its own messages (no echo).
 //  - In: nats.c's delivery thread decodes a message once (PublishDecoder) and hands the
-//    payloads to the thread-safe Hub::publish(); no socket is touched from nats.c's threads.
+//    payloads to the thread-safe Hub::deliver_forwarded(); no socket is touched from nats.c's
+//    threads. Debouncing happened where the publish was accepted (Hub::publish(notes)): a
+//    suppressed update never crosses the backplane, and nothing is debounced twice.
 //    A message that matches no local tenant is counted as unmatched (hash or fold over-match,
 //    or a subscriber that just left).
 //  - nats.c is configured for a tier, not its defaults: one named connection, unlimited
@@ -76,6 +78,7 @@ class Backplane final : public KeyListener {
     std::uint64_t sent = 0;
     std::uint64_t refused = 0;     // publishes refused while disconnected with the outage buffer full
     std::size_t queued = 0;        // notifications waiting for the backplane (outage, settle delay)
+    double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -95,9 +98,12 @@ class Backplane final : public KeyListener {
    * False when `messages` would not fit: the caller refuses the publish (503, Retry-After)
    * before delivering anything, so nothing is half published. Counted.
    */
-  [[nodiscard]] bool can_take(const std::vector<RemoteNotification>& messages);
-  /** Sends each notification to its subject. Counts failures; never blocks on the network. */
-  void forward(const std::vector<RemoteNotification>& notifications);
+  [[nodiscard]] bool can_take(const std::vector<Notification>& messages);
+  /**
+   * Sends each forwarded() notification to its subject (the Hub's forwarder, after the local
+   * fan-out and the debouncer). Counts failures; never blocks on the network.
+   */
+  void forward(std::vector<Notification>& notifications);
   [[nodiscard]] bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
   [[nodiscard]] Stats stats() const;
 
@@ -109,8 +115,8 @@ class Backplane final : public KeyListener {
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   void receive(const char* data, int len);
   [[nodiscard]] bool direct() const;  // queue_mu_ held
-  static std::int64_t cost(const RemoteNotification& m);
-  void send(const RemoteNotification& n);
+  static std::int64_t cost(const Notification& m);
+  void send(const Notification& n);
   void release_outage_queue();
 
   BackplaneConfig config_;
@@ -124,7 +130,11 @@ class Backplane final : public KeyListener {
   // The outage queue: notifications for other nodes held while disconnected, and for the
   // settle delay after a (re)connect, released in order by the interest thread.
   mutable std::mutex queue_mu_;
-  std::deque<RemoteNotification> queue_;
+  struct Waiting {
+    Notification note;
+    std::uint64_t since_ms;  // steady clock: the lag metric
+  };
+  std::deque<Waiting> queue_;
   std::int64_t queued_bytes_ = 0;  // guarded by queue_mu_
   bool releasing_ = false;         // guarded by queue_mu_: the queue is being sent
   std::atomic<std::uint64_t> connected_at_ms_{0};

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <functional>
 
 #include "server/log.h"
@@ -26,6 +27,16 @@ void metric(std::string& out, const char* name, const char* type, const char* he
   out += name;
   out += ' ';
   out += std::to_string(value);
+  out += '\n';
+}
+
+void metric_seconds(std::string& out, const char* name, const char* help, double seconds) {
+  metric_header(out, name, "gauge", help);
+  char v[32];
+  std::snprintf(v, sizeof v, "%.3f", seconds);
+  out += name;
+  out += ' ';
+  out += v;
   out += '\n';
 }
 
@@ -113,6 +124,8 @@ std::string Server::Impl::metrics_text() {
     metric(out, "mcpfan_backplane_queued", "gauge",
            "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
            static_cast<long long>(b.queued));
+    metric_seconds(out, "mcpfan_backplane_lag_seconds",
+                   "How long the oldest notification for other nodes has waited (0 when none waits).", b.lag_seconds);
     metric(out, "mcpfan_backplane_refused_total", "counter",
            "Publishes refused (503) while NATS was unreachable and the outage buffer full.", static_cast<long long>(b.refused));
     metric(out, "mcpfan_backplane_dropped_total", "counter",

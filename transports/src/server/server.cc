@@ -143,6 +143,9 @@ Result<std::uint16_t> Server::start() {
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();
     m.state.backplane = std::move(b.value());
+    // Ingress: what this node accepts goes out after its local fan-out (and the debouncer).
+    // stop() closes the hub, which flushes the debouncer, before it destroys the backplane.
+    m.hub->set_forwarder([bp = m.state.backplane.get()](std::vector<Notification>& n) { bp->forward(n); });
   }
   // Before any worker runs: a publish wakes only the loops holding a subscription it may match,
   // and every key a shard ever holds is also reported to the backplane's interest.

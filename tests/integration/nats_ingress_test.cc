@@ -1,0 +1,101 @@
+// The backplane's ingress rules and its traffic at the NATS server (issue 11): debouncing
+// happens once, on the node that accepts a publish, so a suppressed update never crosses the
+// backplane and a receiving node does not hold it again; subscribe/unsubscribe churn within
+// the linger sends no SUB/UNSUB to NATS (counted by the server itself, /subsz); a node killed
+// with -9 takes its interest out of the server.
+#include <signal.h>
+
+#include <fstream>
+
+#include "harness.h"
+#include "nats_server.h"
+#include "stdio_client.h"  // TempDir
+#include "token_mint.h"
+
+namespace itest {
+namespace {
+
+// A publishes 5 updates of one key in one body; A debounces (400 ms) and B, where the only
+// listener is, is configured with a debounce it must not apply to what arrives over NATS (an
+// hour). The listener gets the first update at once and the newest after A's interval, and
+// B receives exactly those two messages. The tenant has no clients on A: the debouncer keys
+// forwarded notifications by tenant name.
+TEST(NatsIngress, DebouncingHappensOnceWhereThePublishIsAccepted) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  TempDir dir;
+  const std::string secret = "nats-ingress-test-secret-0123456789abcdef";
+  std::ofstream(dir.path() + "/secret") << secret << "\n";
+  ServerProcess a({"--nats", nats.url(), "--node-name", "A", "--debounce-ms", "400"});
+  ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--debounce-ms", "3600000", "--jwt-secret-file",
+                   dir.path() + "/secret"});
+  for (ServerProcess* n : {&a, &b}) {
+    ASSERT_TRUE(n->ok()) << n->error();
+    ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
+  }
+  SseStream s;
+  std::string body = RpcBody(R"("d")", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":["mem://hot"]})");
+  auto h = McpHeaders(kV2026, "subscriptions/listen");
+  h.push_back({"Authorization", "Bearer " + Hs256Token(secret, "t1")});
+  std::string err;
+  ASSERT_TRUE(s.Open(b.port(), McpPost(body, h), kIo, &err)) << err;
+  ASSERT_TRUE(s.NextMessage(kIo, &err)) << "no acknowledgement: " << err;
+  ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B").size() == 1; }, "B's subject at NATS"));
+
+  std::string burst = "[";
+  for (int n = 1; n <= 5; ++n) {
+    if (n > 1) burst += ",";
+    burst += R"({"tenant":"t1","method":"notifications/resources/updated","params":{"uri":"mem://hot","_meta":{"n":)" +
+             std::to_string(n) + "}}}";
+  }
+  burst += "]";
+  ASSERT_TRUE(PublishOk(a.port(), burst, 5));
+  for (std::int64_t want : {1, 5}) {
+    auto m = s.NextMessage(kIo, &err);
+    ASSERT_TRUE(m) << "update " << want << " did not arrive (held again on B?): " << err;
+    EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), want) << m->text();
+  }
+  EXPECT_TRUE(PollMetricEq(a.port(), "mcpfan_debounce_suppressed_total", 3));
+  EXPECT_TRUE(PollMetricEq(a.port(), "mcpfan_backplane_sent_total", 2)) << "suppressed updates never leave A";
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_received_total", 2));
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_debounce_suppressed_total", 0)) << "B does not debounce what A debounced";
+}
+
+// Churn: a subject whose subscribers come and go within the linger costs NATS nothing (the
+// server's own insert/remove counters do not move); then the node is killed with -9 and its
+// interest leaves the server with its connection.
+TEST(NatsIngress, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestLeaves) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  const std::int64_t subs_before = nats.Subsz("num_subscriptions");
+  ASSERT_GE(subs_before, 0) << "no /subsz";
+  ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--nats-linger-ms", "600000"});
+  ASSERT_TRUE(b.ok()) << b.error();
+  ASSERT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_connected", 1));
+  {
+    SseStream first;
+    ASSERT_TRUE(OpenListen(first, b.port(), R"("0")", R"({"resourceSubscriptions":["mem://churn"]})"));
+    ASSERT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before + 1; }, "B's first SUB"));
+  }
+  const std::int64_t inserts = nats.Subsz("num_inserts");
+  const std::int64_t removes = nats.Subsz("num_removes");
+  for (int i = 1; i <= 20; ++i) {  // each stream closes before the next opens
+    SseStream s;
+    ASSERT_TRUE(OpenListen(s, b.port(), "\"" + std::to_string(i) + "\"", R"({"resourceSubscriptions":["mem://churn"]})"));
+  }
+  // A barrier: the interest thread applies its operations in order, so once this SUB is at
+  // the server, any SUB/UNSUB the churn had caused would be there too.
+  SseStream barrier;
+  ASSERT_TRUE(OpenListen(barrier, b.port(), R"("b")", R"({"resourceSubscriptions":["mem://barrier"]})"));
+  ASSERT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before + 2; }, "the barrier's SUB"));
+  EXPECT_EQ(nats.Subsz("num_inserts"), inserts + 1) << "only the barrier was subscribed";
+  EXPECT_EQ(nats.Subsz("num_removes"), removes) << "nothing was unsubscribed";
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_sub_ops_total", 2));
+
+  ASSERT_TRUE(b.Signal(SIGKILL));
+  ASSERT_TRUE(b.WaitExit(kIo));
+  EXPECT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before; }, "B's interest leaving the server"));
+}
+
+}  // namespace
+}  // namespace itest

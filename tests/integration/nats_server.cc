@@ -1,0 +1,111 @@
+#include "nats_server.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <regex>
+#include <thread>
+
+namespace itest {
+
+namespace {
+constexpr const char* kNatsServer = "/usr/sbin/nats-server";
+}  // namespace
+
+NatsServer::NatsServer(int port, std::string cluster_routes) {
+  if (::access(kNatsServer, X_OK) != 0) {
+    error_ = std::string(kNatsServer) + " is not installed (tools/setup.sh installs nats-server)";
+    return;
+  }
+  std::vector<std::string> argv{kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"};
+  if (!cluster_routes.empty()) {
+    argv.insert(argv.end(), {"--cluster_name", "itest", "-cluster", "nats://127.0.0.1:-1"});
+    if (cluster_routes != "-") argv.insert(argv.end(), {"-routes", cluster_routes});
+  }
+  if (!proc_.Spawn(argv)) {
+    error_ = proc_.error();
+    return;
+  }
+  std::smatch m;
+  static const std::regex client(R"(Listening for client connections on 127\.0\.0\.1:(\d+))");
+  static const std::regex monitor(R"(Starting http monitor on 127\.0\.0\.1:(\d+))");
+  static const std::regex route(R"(Listening for route connections on 127\.0\.0\.1:(\d+))");
+  proc_.WaitStderrUntil(
+      [&](const std::string& log) {
+        if (std::regex_search(log, m, client)) port_ = std::stoi(m[1]);
+        if (std::regex_search(log, m, monitor)) monitor_ = std::stoi(m[1]);
+        if (std::regex_search(log, m, route)) route_ = std::stoi(m[1]);
+        return port_ > 0 && monitor_ > 0 && (cluster_routes.empty() || route_ > 0);
+      },
+      kStart);
+  if (port_ <= 0 || monitor_ <= 0) error_ = "nats-server did not log its ports:\n" + proc_.Stderr();
+}
+
+void NatsServer::Kill9() {
+  proc_.Signal(SIGKILL);
+  proc_.WaitExit(kIo);
+}
+
+int NatsServer::Routes() const {
+  auto r = Roundtrip(monitor_, BuildRequest("GET", "/routez", {}));
+  if (!r || r->status != 200) return -1;
+  return static_cast<int>(Json(r->body).GetInt({"num_routes"}).value_or(-1));
+}
+
+std::vector<std::string> NatsServer::Clients() const {
+  auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz", {}));
+  std::vector<std::string> names;
+  if (!r || r->status != 200) return names;
+  Json j(r->body);
+  auto conns = j.Get({"connections"});
+  if (!conns) return names;
+  for (auto c : conns->get_array()) {
+    std::string_view n;
+    if (!c["name"].get_string().get(n)) names.emplace_back(n);
+  }
+  return names;
+}
+
+std::vector<std::string> NatsServer::Subscriptions(std::string_view name) const {
+  auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz?subs=1", {}));
+  if (!r || r->status != 200) return {"<no /connz>"};
+  Json j(r->body);
+  std::vector<std::string> subs;
+  auto conns = j.Get({"connections"});
+  if (!conns) return {"<no connections>"};
+  for (auto c : conns->get_array()) {
+    std::string_view n;
+    if (c["name"].get_string().get(n) || n != name) continue;
+    simdjson::dom::array list;
+    if (c["subscriptions_list"].get_array().get(list)) continue;
+    for (auto s : list) subs.emplace_back(std::string_view(s.get_string().value()));
+  }
+  return subs;
+}
+
+std::int64_t NatsServer::Subsz(std::string_view field) const {
+  auto r = Roundtrip(monitor_, BuildRequest("GET", "/subsz", {}));
+  if (!r || r->status != 200) return -1;
+  return Json(r->body).GetInt({std::string(field)}).value_or(-1);
+}
+
+::testing::AssertionResult Eventually(const std::function<bool()>& pred, std::string_view what, Ms timeout) {
+  for (auto end = After(timeout); Clock::now() < end; std::this_thread::sleep_for(Ms(10))) {
+    if (pred()) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << what << " did not happen within " << timeout.count() << " ms";
+}
+
+std::vector<std::string> NodeArgs(const NatsServer& nats, std::string_view name) {
+  return {"--workers", "2", "--nats", nats.url(), "--node-name", std::string(name), "--nats-linger-ms", "100",
+          "--nats-settle-ms", "1000"};
+}
+
+bool HasSubject(const std::vector<std::string>& subs, std::string_view piece) {
+  for (const auto& s : subs) {
+    if (s.find(piece) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace itest

@@ -1,0 +1,49 @@
+#pragma once
+// A real nats-server (Debian's /usr/sbin/nats-server) for the backplane tests: started on
+// ephemeral loopback ports, its ports read from its log, its state read from its own
+// monitoring endpoints (/connz, /routez, /subsz), stopped by PID.
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "child_process.h"
+#include "harness.h"
+
+namespace itest {
+
+class NatsServer {
+ public:
+  // `port` -1 = random. `cluster_routes`: join a cluster ("" = none; "-" = be its first server).
+  explicit NatsServer(int port = -1, std::string cluster_routes = "");
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  int port() const { return port_; }
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  std::string route_url() const { return "nats://127.0.0.1:" + std::to_string(route_); }
+  void Kill9();
+  // Routes to other servers of the cluster (from /routez); -1 if unreadable.
+  int Routes() const;
+  // Every client connection's name (from /connz).
+  std::vector<std::string> Clients() const;
+  // The subjects NATS holds for the client connection named `name` (from /connz?subs=1).
+  std::vector<std::string> Subscriptions(std::string_view name) const;
+  // A counter of the server's subscription table (from /subsz: "num_subscriptions",
+  // "num_inserts", "num_removes", ...); -1 if unreadable.
+  std::int64_t Subsz(std::string_view field) const;
+
+ private:
+  ChildProcess proc_;
+  int port_ = 0;
+  int monitor_ = 0;
+  int route_ = 0;
+  std::string error_;
+};
+
+// Polls (bounded) until `pred` holds.
+::testing::AssertionResult Eventually(const std::function<bool()>& pred, std::string_view what, Ms timeout = kIo);
+// A node's arguments: 2 workers, a 100 ms linger, a 1 s settle delay.
+std::vector<std::string> NodeArgs(const NatsServer& nats, std::string_view name);
+bool HasSubject(const std::vector<std::string>& subs, std::string_view piece);
+
+}  // namespace itest
