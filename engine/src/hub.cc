@@ -124,12 +124,13 @@ bool Hub::publish(std::vector<Notification> notes) {
   return true;
 }
 
-bool Hub::deliver_forwarded(const std::vector<PayloadRef>& payloads) {
+bool Hub::deliver_forwarded(const std::vector<PayloadRef>& payloads, std::size_t* matched_nowhere) {
   PublishGate gate(publishing_, closed_);
   if (!gate.open()) return false;
   if (payloads.empty()) return true;
   published_.fetch_add(payloads.size(), std::memory_order_relaxed);
-  fan_out(payloads);
+  std::size_t nowhere = fan_out(payloads);
+  if (matched_nowhere) *matched_nowhere = nowhere;
   return true;
 }
 
@@ -152,19 +153,21 @@ void Hub::close() {
   if (debouncer_) debouncer_->close();
 }
 
-void Hub::fan_out(const std::vector<PayloadRef>& payloads) {
+std::size_t Hub::fan_out(const std::vector<PayloadRef>& payloads) {
   std::vector<PayloadRef> copy;
   if (!interest_) {
     for (auto& s : shards_) {
       copy.assign(payloads.begin(), payloads.end());
       s->post_bulk(copy.data(), copy.size());
     }
-    return;
+    return 0;
   }
   // Each shard gets, in order, the payloads it may match, with one wake-up.
   std::vector<ShardSet> where(payloads.size(), ShardSet(shards_.size()));
+  std::size_t nowhere = 0;
   for (std::size_t p = 0; p < payloads.size(); ++p) {
     interest_->shards_for(payloads[p]->tenant(), payloads[p]->kind(), payloads[p]->uri(), where[p]);
+    nowhere += where[p].empty() ? 1u : 0u;
   }
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     copy.clear();
@@ -173,6 +176,7 @@ void Hub::fan_out(const std::vector<PayloadRef>& payloads) {
     }
     if (!copy.empty()) shards_[i]->post_bulk(copy.data(), copy.size());
   }
+  return nowhere;
 }
 
 }  // namespace mcpfan

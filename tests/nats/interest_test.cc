@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 namespace mcpfan::detail::nats {
@@ -95,6 +96,65 @@ TEST(Interest, ReferencedListsWhatIsNeededNow) {
   EXPECT_EQ(t.referenced(), std::vector<std::string>{"a"});
 }
 
+// Per-tenant compaction: at the bound, the tenant with the most subjects becomes one
+// `<scope>.>` subscription. Its SUB goes before the UNSUBs of what it replaces; from then on the
+// tenant's references count on it; once they are all gone and the linger passed, the tenant is
+// itself again.
+TEST(Interest, AtTheBoundTheLargestTenantIsFoldedIntoOneSubject) {
+  InterestTable t(100ms, 4);
+  ASSERT_TRUE(t.add("p.A.r.1", "p.A"));
+  ASSERT_TRUE(t.add("p.A.r.2", "p.A"));
+  ASSERT_TRUE(t.add("p.A.r.2", "p.A"));  // two references
+  ASSERT_TRUE(t.add("p.A.r.3", "p.A"));
+  ASSERT_TRUE(t.add("p.B.r.1", "p.B"));
+  EXPECT_EQ(Ops(t.take(0)), "+p.A.r.1 +p.A.r.2 +p.A.r.3 +p.B.r.1 ");
+  ASSERT_TRUE(t.add("p.B.r.2", "p.B")) << "full: A (3 subjects) is folded, and B's new subject fits";
+  EXPECT_EQ(Ops(t.take(0)), "+p.A.> +p.B.r.2 -p.A.r.1 -p.A.r.2 -p.A.r.3 ") << "the wildcard before the UNSUBs";
+  InterestTable::Stats st = t.stats();
+  EXPECT_EQ(st.subjects, 3u);
+  EXPECT_EQ(st.compacted_tenants, 1u);
+  EXPECT_EQ(st.compactions, 1u);
+  EXPECT_EQ(st.refused, 0u);
+  // A's references now count on A's wildcard: new ones send nothing, and it stays while any is left.
+  ASSERT_TRUE(t.add("p.A.r.9", "p.A"));
+  EXPECT_EQ(Ops(t.take(0)), "");
+  for (const char* s : {"p.A.r.1", "p.A.r.2", "p.A.r.2", "p.A.r.3"}) t.remove(s, 10, "p.A");
+  EXPECT_EQ(Ops(t.take(1000)), "") << "p.A.r.9 is still referenced";
+  t.remove("p.A.r.9", 20, "p.A");
+  EXPECT_EQ(Ops(t.take(119)), "");
+  EXPECT_EQ(Ops(t.take(120)), "-p.A.> ") << "the wildcard's UNSUB after the linger";
+  EXPECT_EQ(t.stats().compacted_tenants, 0u);
+  ASSERT_TRUE(t.add("p.A.r.1", "p.A"));
+  EXPECT_EQ(Ops(t.take(200)), "+p.A.r.1 ") << "A is itself again";
+  EXPECT_EQ(t.stats().subjects, 3u);
+}
+
+TEST(Interest, WithNoTenantToFoldTheBoundRefusesAndCounts) {
+  InterestTable t(0ms, 2);
+  ASSERT_TRUE(t.add("p.A.r.1", "p.A"));
+  ASSERT_TRUE(t.add("p.B.r.1", "p.B"));
+  EXPECT_FALSE(t.add("p.C.r.1", "p.C")) << "every tenant has one subject: folding frees nothing";
+  EXPECT_EQ(t.stats().refused, 1u);
+  EXPECT_EQ(t.stats().compactions, 0u);
+}
+
+// A tenant whose subjects only linger is folded to nothing: their UNSUBs go at once.
+TEST(Interest, FoldingALingeringTenantFreesItsSubjects) {
+  InterestTable t(1h, 3);
+  ASSERT_TRUE(t.add("p.A.r.1", "p.A"));
+  ASSERT_TRUE(t.add("p.A.r.2", "p.A"));
+  ASSERT_TRUE(t.add("p.B.r.1", "p.B"));
+  EXPECT_EQ(Ops(t.take(0)), "+p.A.r.1 +p.A.r.2 +p.B.r.1 ");
+  t.remove("p.A.r.1", 0, "p.A");
+  t.remove("p.A.r.2", 0, "p.A");
+  EXPECT_EQ(t.stats().lingering, 2u);
+  ASSERT_TRUE(t.add("p.B.r.2", "p.B"));
+  EXPECT_EQ(Ops(t.take(1)), "+p.B.r.2 -p.A.r.1 -p.A.r.2 ");
+  EXPECT_EQ(t.stats().lingering, 0u);
+  EXPECT_EQ(t.stats().compacted_tenants, 0u);
+  EXPECT_EQ(t.stats().subjects, 2u);
+}
+
 // Shards report from their own threads while the backplane takes batches: whatever the
 // interleaving, once all is removed and the linger passed, every SUB has had its UNSUB.
 TEST(Interest, ConcurrentReportsBalance) {
@@ -124,6 +184,38 @@ TEST(Interest, ConcurrentReportsBalance) {
   EXPECT_EQ(balance, 0);
   EXPECT_EQ(t.stats().subjects, 0u);
   EXPECT_EQ(t.stats().lingering, 0u);
+}
+
+// The same with a bound small enough that tenants are folded and unfolded all the time.
+TEST(Interest, ConcurrentReportsBalanceWhileTenantsAreFolded) {
+  InterestTable t(1ms, 8);
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> clock{0};
+  std::map<std::string, std::int64_t> held;  // subject -> SUBs minus UNSUBs at the server
+  std::thread backplane([&] {
+    while (!done.load()) {
+      for (const auto& op : t.take(clock.load())) held[op.subject] += op.subscribe ? 1 : -1;
+    }
+  });
+  std::vector<std::thread> shards;
+  for (int s = 0; s < 3; ++s) {
+    shards.emplace_back([&, s] {
+      for (int i = 0; i < 3000; ++i) {
+        std::string scope = "p.T" + std::to_string((i + s) % 4);
+        std::string subject = scope + ".r." + std::to_string((i * 7 + s) % 5);
+        (void)t.add(subject, scope);
+        t.remove(subject, clock.fetch_add(1), scope);
+      }
+    });
+  }
+  for (auto& th : shards) th.join();
+  done = true;
+  backplane.join();
+  for (const auto& op : t.take(UINT64_MAX)) held[op.subject] += op.subscribe ? 1 : -1;
+  for (const auto& [subject, n] : held) EXPECT_EQ(n, 0) << subject;
+  EXPECT_GT(t.stats().compactions, 0u) << "the bound was never reached: this test tests nothing";
+  EXPECT_EQ(t.stats().subjects, 0u);
+  EXPECT_EQ(t.stats().compacted_tenants, 0u);
 }
 
 }  // namespace

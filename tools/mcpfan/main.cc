@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--nats-settle-ms", cfg.nats_settle_ms,
                  "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited")
       ->capture_default_str();
+  app.add_option("--nats-max-subjects", cfg.nats_max_subjects,
+                 "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> subject")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

@@ -87,9 +87,10 @@ class Hub {
   [[nodiscard]] bool publish(std::vector<Notification> notes);
   /**
    * Payloads another node accepted (and debounced): fanned out here, never debounced again.
-   * False after close().
+   * With route_by_interest(), `matched_nowhere` (optional) gets how many matched no loop's
+   * subscription (a coarse or folded subject's over-match). False after close().
    */
-  [[nodiscard]] bool deliver_forwarded(const std::vector<PayloadRef>& payloads);
+  [[nodiscard]] bool deliver_forwarded(const std::vector<PayloadRef>& payloads, std::size_t* matched_nowhere = nullptr);
   /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out. Idempotent. */
   void close();
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -100,7 +101,8 @@ class Hub {
   [[nodiscard]] std::uint64_t no_audience() const noexcept { return no_audience_.load(std::memory_order_relaxed); }
 
  private:
-  void fan_out(const std::vector<PayloadRef>& payloads);
+  /** Returns how many payloads matched no shard (0 without routing: every shard gets all). */
+  std::size_t fan_out(const std::vector<PayloadRef>& payloads);
   /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder. */
   void send_out(std::vector<Notification>& notes);
   /** Posts to every shard, or with routing only to those that may match. */

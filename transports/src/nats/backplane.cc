@@ -103,18 +103,21 @@ Backplane::~Backplane() {
   if (conn_) natsConnection_Destroy(conn_);
 }
 
-std::string Backplane::subject_of(TenantId tenant, Kind kind, std::string_view uri) const {
-  std::string name = hub_.tenants().name(tenant);
-  if (name.empty()) return {};  // reclaimed meanwhile: nothing to name
-  return kind == Kind::ResourceUpdated ? resource_interest(config_.prefix, name, uri) : list_subject(config_.prefix, name, kind);
+std::string Backplane::subject_of(std::string_view tenant, Kind kind, std::string_view uri) const {
+  return kind == Kind::ResourceUpdated ? resource_interest(config_.prefix, tenant, uri) : list_subject(config_.prefix, tenant, kind);
 }
 
 void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
   // Called inside the shard's index: nothing may escape.
   try {
-    std::string subject = subject_of(tenant, kind, uri);
-    if (subject.empty()) dropped_.fetch_add(1, std::memory_order_relaxed);
-    else (void)interest_.add(subject);  // past the bound: refused and counted by the table
+    std::string name = hub_.tenants().name(tenant);
+    if (name.empty()) {  // reclaimed meanwhile: nothing to name
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    // Past the bound the table folds the largest tenant into one subject; refused (and
+    // counted) only when no tenant has two subjects to fold.
+    (void)interest_.add(subject_of(name, kind, uri), tenant_scope(config_.prefix, name));
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -122,8 +125,8 @@ void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
 
 void Backplane::key_removed(TenantId tenant, Kind kind, std::string_view uri) {
   try {
-    std::string subject = subject_of(tenant, kind, uri);
-    if (!subject.empty()) interest_.remove(subject, steady_ms());
+    std::string name = hub_.tenants().name(tenant);
+    if (!name.empty()) interest_.remove(subject_of(name, kind, uri), steady_ms(), tenant_scope(config_.prefix, name));
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -177,7 +180,9 @@ void Backplane::receive(const char* data, int len) {
     unmatched_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  (void)hub_.deliver_forwarded(decoded.value().payloads);  // refused only while the server stops
+  std::size_t nowhere = 0;
+  (void)hub_.deliver_forwarded(decoded.value().payloads, &nowhere);  // refused only while the server stops
+  if (nowhere > 0) unmatched_.fetch_add(1, std::memory_order_relaxed);  // a message is one notification
 }
 
 std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
@@ -258,6 +263,8 @@ Backplane::Stats Backplane::stats() const {
   s.received = received_.load(std::memory_order_relaxed);
   s.unmatched = unmatched_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed) + i.refused;
+  s.compacted_tenants = i.compacted_tenants;
+  s.compactions = i.compactions;
   s.sent = sent_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
   {

@@ -13,8 +13,8 @@
 //    payloads to the thread-safe Hub::deliver_forwarded(); no socket is touched from nats.c's
 //    threads. Debouncing happened where the publish was accepted (Hub::publish(notes)): a
 //    suppressed update never crosses the backplane, and nothing is debounced twice.
-//    A message that matches no local tenant is counted as unmatched (hash or fold over-match,
-//    or a subscriber that just left).
+//    A message that matches no local subscription is counted as unmatched (hash or fold
+//    over-match, a folded tenant's wildcard, or a subscriber that just left).
 //  - nats.c is configured for a tier, not its defaults: one named connection, unlimited
 //    reconnects with jitter, retry when the first connect fails (the node serves locally
 //    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
@@ -73,10 +73,12 @@ class Backplane final : public KeyListener {
     std::uint64_t sub_ops = 0;
     std::uint64_t unsub_ops = 0;
     std::uint64_t received = 0;    // messages taken from NATS
-    std::uint64_t unmatched = 0;   // received, but for no local tenant with clients
+    std::uint64_t unmatched = 0;   // received, but matching no local subscription (tenant or URI)
     std::uint64_t dropped = 0;     // slow-consumer drops, failed publishes, refused subjects
     std::uint64_t sent = 0;
     std::uint64_t refused = 0;     // publishes refused while disconnected with the outage buffer full
+    std::size_t compacted_tenants = 0;  // tenants subscribed as one `<prefix>.v1.<tenant>.>` (subject bound reached)
+    std::uint64_t compactions = 0;
     std::size_t queued = 0;        // notifications waiting for the backplane (outage, settle delay)
     double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
   };
@@ -111,7 +113,7 @@ class Backplane final : public KeyListener {
   Backplane(BackplaneConfig config, Hub& hub);
   void run();
   void apply(const std::vector<InterestTable::Op>& ops);
-  [[nodiscard]] std::string subject_of(TenantId tenant, Kind kind, std::string_view uri) const;
+  [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   void receive(const char* data, int len);
   [[nodiscard]] bool direct() const;  // queue_mu_ held

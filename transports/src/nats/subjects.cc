@@ -145,6 +145,13 @@ void append_tenant_token(std::string& out, std::string_view tenant) {
   }
 }
 
+std::string tenant_scope(std::string_view prefix, std::string_view tenant) {
+  std::string out;
+  append_head(out, prefix, tenant);
+  out.pop_back();  // the head's trailing '.'
+  return out;
+}
+
 void append_resource_subject(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view uri) {
   append_head(out, prefix, tenant);
   out.push_back('r');

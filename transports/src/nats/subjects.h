@@ -121,6 +121,12 @@ void append_hash_token(std::string& out, HashDomain domain, std::string_view byt
 /** Appends the tenant token (escaped, `~h` hashed or `~e`); at most 64 bytes. */
 void append_tenant_token(std::string& out, std::string_view tenant);
 
+/**
+ * `<prefix>.v1.<tenant>`: every subject of the tenant starts with it and a dot, so
+ * `<scope>.>` is the whole tenant (a compacted tenant's one subscription).
+ */
+[[nodiscard]] std::string tenant_scope(std::string_view prefix, std::string_view tenant);
+
 /** Appends the subject of a resources/updated for `uri`. */
 void append_resource_subject(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view uri);
 /** Appends the interest for a subscription to `uri` (a prefix subscription iff it ends in `/`, as in the engine). */

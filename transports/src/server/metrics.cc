@@ -113,13 +113,18 @@ std::string Server::Impl::metrics_text() {
     metric(out, "mcpfan_backplane_connected", "gauge", "1 while connected to a NATS server.", b.connected ? 1 : 0);
     metric(out, "mcpfan_backplane_subjects", "gauge", "NATS subjects this node subscribes to (incl. lingering ones).",
            static_cast<long long>(b.subjects));
+    metric(out, "mcpfan_backplane_compacted_tenants", "gauge",
+           "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.",
+           static_cast<long long>(b.compacted_tenants));
+    metric(out, "mcpfan_backplane_compactions_total", "counter", "Times a tenant's subjects were folded into one.",
+           static_cast<long long>(b.compactions));
     metric(out, "mcpfan_backplane_sub_ops_total", "counter", "SUB and UNSUB operations sent to NATS.",
            static_cast<long long>(b.sub_ops + b.unsub_ops));
     metric(out, "mcpfan_backplane_sent_total", "counter", "Notifications sent to other nodes.", static_cast<long long>(b.sent));
     metric(out, "mcpfan_backplane_received_total", "counter", "Notifications received from other nodes.",
            static_cast<long long>(b.received));
     metric(out, "mcpfan_backplane_unmatched_total", "counter",
-           "Received notifications no local tenant had clients for (subject over-match, or a subscriber just gone).",
+           "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber just gone).",
            static_cast<long long>(b.unmatched));
     metric(out, "mcpfan_backplane_queued", "gauge",
            "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",

@@ -139,6 +139,7 @@ Result<std::uint16_t> Server::start() {
     bc.linger_ms = m.config.nats_linger_ms;
     bc.outage_buffer_bytes = m.config.nats_outage_buffer_bytes;
     bc.settle_ms = m.config.nats_settle_ms;
+    bc.max_subjects = m.config.nats_max_subjects;
     bc.max_uri_length = m.config.max_uri_length;
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();

@@ -80,6 +80,7 @@ struct ServerConfig {
   std::uint64_t nats_linger_ms = 5000;  // interest kept this long after its last subscriber
   int nats_outage_buffer_bytes = 8 << 20;  // for other nodes while disconnected; a publish past it gets 503
   std::uint64_t nats_settle_ms = 500;       // after a reconnect, before what waited is sent (peers re-subscribe)
+  std::size_t nats_max_subjects = 1'000'000;  // past it the tenant with the most subjects is folded into one
   /**
    * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
    * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.

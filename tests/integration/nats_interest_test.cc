@@ -1,8 +1,9 @@
-// The backplane's ingress rules and its traffic at the NATS server (issue 11): debouncing
-// happens once, on the node that accepts a publish, so a suppressed update never crosses the
-// backplane and a receiving node does not hold it again; subscribe/unsubscribe churn within
-// the linger sends no SUB/UNSUB to NATS (counted by the server itself, /subsz); a node killed
-// with -9 takes its interest out of the server.
+// The backplane's ingress rules and its interest as the NATS server sees it (issue 11):
+// debouncing happens once, on the node that accepts a publish, so a suppressed update never
+// crosses the backplane and a receiving node does not hold it again; subscribe/unsubscribe
+// churn within the linger sends no SUB/UNSUB to NATS (counted by the server itself, /subsz);
+// a node killed with -9 takes its interest out of the server; at --nats-max-subjects a
+// tenant's subjects are folded into one and nothing is missed.
 #include <signal.h>
 
 #include <fstream>
@@ -64,7 +65,7 @@ TEST(NatsIngress, DebouncingHappensOnceWhereThePublishIsAccepted) {
 // Churn: a subject whose subscribers come and go within the linger costs NATS nothing (the
 // server's own insert/remove counters do not move); then the node is killed with -9 and its
 // interest leaves the server with its connection.
-TEST(NatsIngress, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestLeaves) {
+TEST(NatsInterest, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestLeaves) {
   NatsServer nats;
   ASSERT_TRUE(nats.ok()) << nats.error();
   const std::int64_t subs_before = nats.Subsz("num_subscriptions");
@@ -95,6 +96,41 @@ TEST(NatsIngress, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestLe
   ASSERT_TRUE(b.Signal(SIGKILL));
   ASSERT_TRUE(b.WaitExit(kIo));
   EXPECT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before; }, "B's interest leaving the server"));
+}
+
+// At the subject bound (3 here) the node folds the tenant into `<prefix>.v1.<tenant>.>`: the
+// server then holds that one subject for it, every subscribed URI still receives what is
+// published elsewhere, and what nobody here subscribed to arrives but is dropped and counted.
+TEST(NatsInterest, AtTheSubjectBoundATenantIsFoldedAndNothingIsMissed) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  ServerProcess a({"--nats", nats.url(), "--node-name", "A"});
+  ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--nats-max-subjects", "3"});
+  for (ServerProcess* n : {&a, &b}) {
+    ASSERT_TRUE(n->ok()) << n->error();
+    ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
+  }
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, b.port(), R"("f")",
+                         R"({"resourceSubscriptions":["mem://1","mem://2","mem://dir/"],"toolsListChanged":true})"));
+  ASSERT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_compacted_tenants", 1));
+  ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B") == std::vector<std::string>{"mcpfan.v1.default.>"}; },
+                         "B's one folded subject at the server"))
+      << "B holds: " << ::testing::PrintToString(nats.Subscriptions("B"));
+  const char* uris[] = {"mem://1", "mem://2", "mem://dir/x/y", "mem://other"};
+  for (int n = 0; n < 4; ++n) {
+    ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":")" +
+                                        std::string(uris[n]) + R"(","_meta":{"n":)" + std::to_string(n) + "}}}"));
+  }
+  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/tools/list_changed","params":{"_meta":{"n":4}}})"));
+  std::string err;
+  for (std::int64_t want : {0, 1, 2, 4}) {  // mem://other (3) is nobody's here
+    auto m = s.NextMessage(kIo, &err);
+    ASSERT_TRUE(m) << err;
+    EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), want) << m->text();
+  }
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_received_total", 5));
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_unmatched_total", 1)) << "mem://other: folded over-match, dropped";
 }
 
 }  // namespace
