@@ -99,6 +99,16 @@ int main(int argc, char** argv) {
   app.add_option("--nats-max-subjects", cfg.nats_max_subjects,
                  "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> subject")
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
+  app.add_option("--nats-io", cfg.nats_io,
+                 "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
+                 "batches under load) or threads (nats.c's reader and flusher threads)")
+      ->capture_default_str()->check(CLI::IsMember({"libuv", "threads"}));
+  app.add_flag("--nats-publish-batching", cfg.nats_publish_batching,
+               "let nats.c's flusher thread batch outgoing messages (it waits 1 ms before each write: +1 ms per hop)");
+  app.add_option("--nats-delivery-threads", cfg.nats_delivery_threads,
+                 "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
+                 "nats.c's default; only for a handful of subjects)")
+      ->capture_default_str()->check(CLI::Range(0, 64));
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

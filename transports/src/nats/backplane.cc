@@ -3,7 +3,9 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <future>
 
+#include "nats/libuv_adapter.h"
 #include "nats/subjects.h"
 
 namespace mcpfan::detail::nats {
@@ -19,7 +21,7 @@ std::uint64_t steady_ms() {
 // through the error handler) instead of piling up in this process.
 constexpr int kPendingMsgs = 1 << 20;
 constexpr int kPendingBytes = 256 << 20;
-constexpr std::int64_t kInterestTickMs = 10;
+constexpr std::uint64_t kInterestTickMs = 10;
 constexpr std::size_t kOpsPerTick = 4096;
 
 Error nats_error(const char* what, natsStatus s) {
@@ -46,21 +48,22 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   std::vector<const char*> url_ptrs;
   for (const auto& u : urls) url_ptrs.push_back(u.c_str());
 
-  natsOptions* opts = nullptr;
-  natsStatus s = natsOptions_Create(&opts);
-  if (s != NATS_OK) return nats_error("options", s);
-  std::unique_ptr<natsOptions, void (*)(natsOptions*)> guard(opts, natsOptions_Destroy);
+  natsStatus s = NATS_OK;
+  if (c.delivery_threads > 0 && (s = nats_SetMessageDeliveryPoolSize(c.delivery_threads)) != NATS_OK) {
+    return nats_error("delivery pool", s);
+  }
+  if ((s = natsOptions_Create(&b->opts_)) != NATS_OK) return nats_error("options", s);
+  natsOptions* opts = b->opts_;
   auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
-  auto on_connected = [](natsConnection*, void* self) {
-    auto* b = static_cast<Backplane*>(self);
-    b->connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
-    b->connected_.store(true, std::memory_order_release);
-  };
+  auto on_connected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->mark_connected(); };
   auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
     // Slow consumer: messages past a subscription's pending bound were dropped.
     if (err == NATS_SLOW_CONSUMER) static_cast<Backplane*>(self)->dropped_.fetch_add(1, std::memory_order_relaxed);
   };
   const std::string name = c.node_name.empty() ? "mcpfan" : c.node_name;
+  const bool on_loop = c.io == NatsIo::Libuv;
+  if (uv_loop_init(&b->loop_) != 0) return Error{rpc_code::kInternalError, "NATS: uv_loop_init failed"};
+  b->loop_ready_ = true;
   if ((s = natsOptions_SetServers(opts, url_ptrs.data(), static_cast<int>(url_ptrs.size()))) != NATS_OK ||
       (s = natsOptions_SetName(opts, name.c_str())) != NATS_OK ||
       (s = natsOptions_SetNoEcho(opts, true)) != NATS_OK ||  // never our own messages back
@@ -68,12 +71,21 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
       (s = natsOptions_SetReconnectBufSize(opts, c.outage_buffer_bytes)) != NATS_OK ||
-      (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||  // a shared pool, not a thread per subject
+      // Socket IO on our own loop (the adapter) or on nats.c's reader thread. Either way
+      // nats.c's flusher thread waits 1 ms before each write (+1 ms on every hop) unless
+      // publishes are "sent at once": on the loop that only asks it for the socket's
+      // writability, so what piles up while it is busy still goes out in one write.
+      (on_loop && (s = libuv::use_loop(opts, &b->loop_)) != NATS_OK) ||
+      (s = natsOptions_SetSendAsap(opts, !c.publish_batching)) != NATS_OK ||
+      // A shared pool, not a thread per subject (measured: README "Several nodes").
+      (s = natsOptions_UseGlobalMessageDelivery(opts, c.delivery_threads > 0)) != NATS_OK ||
       (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
       (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
       (s = natsOptions_SetErrorHandler(opts, on_error, b.get())) != NATS_OK ||
-      // The node serves locally while NATS is away, from the first connect on.
-      (s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, b.get())) != NATS_OK) {
+      // The node serves locally while NATS is away, from the first connect on. On the loop,
+      // nats.c's first attach must come from the loop's thread, which its retry thread is
+      // not: there the backplane retries the first connect itself.
+      (!on_loop && (s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, b.get())) != NATS_OK)) {
     return nats_error("options", s);
   }
   if (!c.creds_file.empty() && (s = natsOptions_SetUserCredentialsFromFiles(opts, c.creds_file.c_str(), nullptr)) != NATS_OK) {
@@ -83,24 +95,85 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
                                  (s = natsOptions_LoadCATrustedCertificates(opts, c.tls_ca_file.c_str())) != NATS_OK)) {
     return nats_error("TLS CA", s);
   }
-  s = natsConnection_Connect(&b->conn_, opts);
-  if (s == NATS_OK) {
-    b->connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);
-    b->connected_.store(true, std::memory_order_release);
-  } else if (s != NATS_NOT_YET_CONNECTED) {
-    return nats_error("connect", s);
-  }
-  b->thread_ = std::thread([p = b.get()] { p->run(); });
+  // The first connect runs on the backplane's thread (the adapter needs it there); its
+  // outcome comes back here, so that a bad configuration fails the start.
+  std::promise<int> first;
+  std::future<int> outcome = first.get_future();
+  b->thread_ = std::thread([p = b.get(), first = std::move(first)]() mutable { p->run(std::move(first)); });
+  s = static_cast<natsStatus>(outcome.get());
+  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED && s != NATS_NO_SERVER) return nats_error("connect", s);
   return b;
+}
+
+void Backplane::mark_connected() {
+  connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
+  connected_.store(true, std::memory_order_release);
 }
 
 Backplane::~Backplane() {
   stopping_.store(true, std::memory_order_release);
-  if (thread_.joinable()) thread_.join();
-  if (conn_) natsConnection_Close(conn_);  // no more deliveries into the hub from here
+  if (thread_.joinable()) {
+    uv_async_send(&stop_);  // the loop closes the connection on its own thread, then returns
+    thread_.join();
+  }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
   subs_.clear();
-  if (conn_) natsConnection_Destroy(conn_);
+  if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Destroy(c);
+  if (loop_ready_) (void)uv_loop_close(&loop_);
+  if (opts_) natsOptions_Destroy(opts_);
+}
+
+bool Backplane::try_connect() {
+  natsConnection* c = nullptr;
+  natsStatus s = natsConnection_Connect(&c, opts_);
+  if (c) conn_.store(c, std::memory_order_release);
+  if (s == NATS_OK) mark_connected();
+  last_connect_ = static_cast<int>(s);
+  return s == NATS_OK || s == NATS_NOT_YET_CONNECTED;  // else (on the loop): retried by the tick
+}
+
+void Backplane::run(std::promise<int> first) {
+  // The loop: the connection's socket IO (--nats-io libuv), the interest tick, and the stop
+  // signal. Its handles are initialised here, on the thread that runs it, before start()
+  // returns (so the destructor's uv_async_send always has a handle to signal).
+  if (config_.io == NatsIo::Libuv) libuv::set_thread_loop(&loop_);
+  uv_async_init(&loop_, &stop_, [](uv_async_t* h) { static_cast<Backplane*>(h->data)->close_loop(); });
+  stop_.data = this;
+  uv_timer_init(&loop_, &tick_);
+  tick_.data = this;
+  (void)try_connect();
+  const auto outcome = static_cast<natsStatus>(last_connect_);
+  const bool fatal = outcome != NATS_OK && outcome != NATS_NOT_YET_CONNECTED && outcome != NATS_NO_SERVER;
+  // On a fatal error start() reports it and destroys the backplane, whose stop signal ends
+  // this loop like any other: stop_ is only ever closed by its own callback.
+  if (!fatal) {
+    uv_timer_start(&tick_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->tick(); }, kInterestTickMs, kInterestTickMs);
+  }
+  first.set_value(last_connect_);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+}
+
+void Backplane::tick() {
+  if (stopping_.load(std::memory_order_acquire)) return;
+  if (!conn_.load(std::memory_order_acquire)) {
+    // The first connect failed (on the loop nats.c does not retry it): again, every second.
+    if (++connect_ticks_ * kInterestTickMs >= 1000) {
+      connect_ticks_ = 0;
+      (void)try_connect();
+    }
+    return;
+  }
+  // Before the first connect the operations wait in the table; after it, nats.c itself
+  // re-sends every subscription on each reconnect.
+  if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
+  release_outage_queue();
+}
+
+void Backplane::close_loop() {  // the stop signal's callback: once
+  // No more deliveries into the hub from here; on the loop the adapter detaches here too.
+  if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Close(c);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&stop_), nullptr);
 }
 
 std::string Backplane::subject_of(std::string_view tenant, Kind kind, std::string_view uri) const {
@@ -132,21 +205,11 @@ void Backplane::key_removed(TenantId tenant, Kind kind, std::string_view uri) {
   }
 }
 
-void Backplane::run() {
-  while (!stopping_.load(std::memory_order_acquire)) {
-    // Before the first connect the operations wait in the table; after it, nats.c itself
-    // re-sends every subscription on each reconnect.
-    if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
-    release_outage_queue();
-    std::this_thread::sleep_for(std::chrono::milliseconds(kInterestTickMs));
-  }
-}
-
 void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
   for (const InterestTable::Op& op : ops) {
     if (op.subscribe) {
       natsSubscription* sub = nullptr;
-      if (natsConnection_Subscribe(&sub, conn_, op.subject.c_str(), &Backplane::on_message, this) != NATS_OK) {
+      if (natsConnection_Subscribe(&sub, conn_.load(std::memory_order_acquire), op.subject.c_str(), &Backplane::on_message, this) != NATS_OK) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
@@ -185,7 +248,10 @@ void Backplane::receive(const char* data, int len) {
   if (nowhere > 0) unmatched_.fetch_add(1, std::memory_order_relaxed);  // a message is one notification
 }
 
-std::int64_t Backplane::max_payload() const noexcept { return conn_ ? natsConnection_GetMaxPayload(conn_) : 0; }
+std::int64_t Backplane::max_payload() const noexcept {
+  natsConnection* c = conn_.load(std::memory_order_acquire);
+  return c ? natsConnection_GetMaxPayload(c) : 0;
+}
 
 bool Backplane::direct() const {
   // Straight to NATS only once connected and settled, and behind anything still queued (order).
@@ -228,7 +294,7 @@ void Backplane::send(const Notification& n) {
   std::string subject;
   if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
   else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
-  natsStatus s = natsConnection_Publish(conn_, subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
+  natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
 }
 

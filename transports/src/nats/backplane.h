@@ -33,12 +33,15 @@
 // outlives it.
 #include <atomic>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <uv.h>
 
 #include "mcpfan/hub.h"
 #include "mcpfan/index.h"
@@ -47,10 +50,17 @@
 #include "nats/interest.h"
 
 struct __natsConnection;
+struct __natsOptions;
 struct __natsSubscription;
 struct __natsMsg;
 
 namespace mcpfan::detail::nats {
+
+/** Where the NATS connection's socket IO runs. */
+enum class NatsIo {
+  Libuv,    // on the backplane's own uv loop (nats.c's libuv adapter)
+  Threads,  // nats.c's reader and flusher threads
+};
 
 struct BackplaneConfig {
   std::string servers;          // comma-separated nats:// URLs
@@ -62,6 +72,9 @@ struct BackplaneConfig {
   std::size_t max_subjects = 1'000'000;
   std::size_t max_uri_length = 4096;
   int outage_buffer_bytes = 8 << 20;  // what waits for other nodes while disconnected
+  NatsIo io = NatsIo::Libuv;
+  bool publish_batching = false;      // nats.c's flusher (waits 1 ms to batch), else sent at once (SendAsap)
+  int delivery_threads = 1;           // nats.c's shared delivery pool (process-wide); 0: a thread per subscription
   std::uint64_t settle_ms = 500;      // after a (re)connect, before what waited is sent: peers re-subscribe first
 };
 
@@ -111,7 +124,11 @@ class Backplane final : public KeyListener {
 
  private:
   Backplane(BackplaneConfig config, Hub& hub);
-  void run();
+  void run(std::promise<int> first);  // the backplane thread: its loop; `first` gets the first connect's natsStatus
+  bool try_connect();
+  void mark_connected();
+  void tick();
+  void close_loop();  // on the loop, at the stop signal: closes the connection and the loop's handles
   void apply(const std::vector<InterestTable::Op>& ops);
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
@@ -124,7 +141,9 @@ class Backplane final : public KeyListener {
   BackplaneConfig config_;
   Hub& hub_;
   InterestTable interest_;
-  __natsConnection* conn_ = nullptr;
+  __natsOptions* opts_ = nullptr;
+  // Set by the backplane thread (first connect); read by publishing threads.
+  std::atomic<__natsConnection*> conn_{nullptr};
   std::unordered_map<std::string, __natsSubscription*> subs_;  // the interest thread's only
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
@@ -140,8 +159,14 @@ class Backplane final : public KeyListener {
   std::int64_t queued_bytes_ = 0;  // guarded by queue_mu_
   bool releasing_ = false;         // guarded by queue_mu_: the queue is being sent
   std::atomic<std::uint64_t> connected_at_ms_{0};
+  // The backplane thread's loop: socket IO (NatsIo::Libuv), the interest tick, the stop signal.
+  uv_loop_t loop_{};
+  uv_timer_t tick_{};
+  uv_async_t stop_{};
+  bool loop_ready_ = false;
+  int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status
+  std::uint64_t connect_ticks_ = 0;
   std::thread thread_;
-  std::mutex wait_mu_;
 };
 
 }  // namespace mcpfan::detail::nats

@@ -140,6 +140,9 @@ Result<std::uint16_t> Server::start() {
     bc.outage_buffer_bytes = m.config.nats_outage_buffer_bytes;
     bc.settle_ms = m.config.nats_settle_ms;
     bc.max_subjects = m.config.nats_max_subjects;
+    bc.delivery_threads = m.config.nats_delivery_threads;
+    bc.publish_batching = m.config.nats_publish_batching;
+    bc.io = m.config.nats_io == "threads" ? detail::nats::NatsIo::Threads : detail::nats::NatsIo::Libuv;
     bc.max_uri_length = m.config.max_uri_length;
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();

@@ -80,7 +80,10 @@ struct ServerConfig {
   std::uint64_t nats_linger_ms = 5000;  // interest kept this long after its last subscriber
   int nats_outage_buffer_bytes = 8 << 20;  // for other nodes while disconnected; a publish past it gets 503
   std::uint64_t nats_settle_ms = 500;       // after a reconnect, before what waited is sent (peers re-subscribe)
-  std::size_t nats_max_subjects = 1'000'000;  // past it the tenant with the most subjects is folded into one
+  std::size_t nats_max_subjects = 1'000'000;
+  std::string nats_io = "libuv";    // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)
+  bool nats_publish_batching = false;  // nats.c's flusher thread waits 1 ms to batch; off: sent at once (libuv: at the loop's next turn)
+  int nats_delivery_threads = 1;  // nats.c's shared delivery pool; 0 = its default, a thread per subscription  // past it the tenant with the most subjects is folded into one
   /**
    * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
    * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.

@@ -1,0 +1,71 @@
+// How a node's NATS connection runs (issue 11, item 5): its socket IO on the backplane's own
+// libuv loop (the default) or on nats.c's threads (--nats-io threads); and a node started while
+// no nats-server answers, which serves locally and joins once one does (on the loop nats.c
+// cannot retry a first connect: the backplane does).
+#include <signal.h>
+
+#include "harness.h"
+#include "nats_server.h"
+
+namespace itest {
+namespace {
+
+::testing::AssertionResult CrossesFromAToB(int a, int b, std::string_view uri) {
+  SseStream s;
+  if (auto r = OpenListen(s, b, R"("x")", R"({"resourceSubscriptions":[")" + std::string(uri) + R"("]})"); !r) return r;
+  // B's interest reaches the server asynchronously: publish until one arrives (bounded).
+  std::string err;
+  for (int n = 0; n < 200; ++n) {
+    if (!PublishOk(a, R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + R"("}})")) {
+      return ::testing::AssertionFailure() << "publish refused";
+    }
+    if (s.NextMessage(Ms(50), &err)) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "nothing crossed from A to B: " << err;
+}
+
+TEST(NatsConnect, NatsThreadsIoModeCrossesNodes) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  ServerProcess a({"--nats", nats.url(), "--node-name", "A", "--nats-io", "threads"});
+  ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--nats-io", "threads", "--nats-publish-batching"});
+  for (ServerProcess* n : {&a, &b}) {
+    ASSERT_TRUE(n->ok()) << n->error();
+    ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
+  }
+  EXPECT_TRUE(CrossesFromAToB(a.port(), b.port(), "mem://t"));
+  EXPECT_TRUE(CrossesFromAToB(b.port(), a.port(), "mem://u"));
+}
+
+TEST(NatsConnect, ANodeStartedBeforeItsServerServesLocallyAndJoinsLater) {
+  for (const char* io : {"libuv", "threads"}) {
+    SCOPED_TRACE(io);
+    int port = 0;
+    {
+      NatsServer probe;  // a loopback port that nats-server can take again, then nobody listening on it
+      ASSERT_TRUE(probe.ok()) << probe.error();
+      port = probe.port();
+      probe.Kill9();
+    }
+    const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+    ServerProcess a({"--nats", url, "--node-name", "A", "--nats-io", io});
+    ASSERT_TRUE(a.ok()) << a.error();
+    EXPECT_TRUE(PollMetricEq(a.port(), "mcpfan_backplane_connected", 0));
+    auto h = Roundtrip(a.port(), BuildRequest("GET", "/healthz", {}));
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 503) << h->body;
+    ASSERT_TRUE(ServesListenAndPublish(a.port())) << "local delivery without NATS";
+
+    NatsServer nats(port);
+    ASSERT_TRUE(nats.ok()) << nats.error();
+    ASSERT_TRUE(PollMetricEq(a.port(), "mcpfan_backplane_connected", 1, Ms(15000))) << "A never joined";
+    ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--nats-io", io});
+    ASSERT_TRUE(b.ok()) << b.error();
+    ASSERT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_connected", 1));
+    EXPECT_TRUE(CrossesFromAToB(a.port(), b.port(), "mem://late"));
+    EXPECT_TRUE(CrossesFromAToB(b.port(), a.port(), "mem://late2"));
+  }
+}
+
+}  // namespace
+}  // namespace itest
