@@ -292,8 +292,13 @@ class Loadgen {
   void OnPublishCommand(const std::string& line);
   bool RunTargeted();
   bool Tallying() const { return tally_ != nullptr; }
-  bool UriOk(const Stream* st, uint64_t h) const {
-    return h != 0 && ((h == shared_hash_ && o_.stream_uris != StreamUris::Own) || h == st->own_hash);
+  // A delivery's URI is one this stream subscribed to: the shared --uri (or, when that ends
+  // in '/', a URI directly below it: the server matches sub-resources), or its own URI.
+  bool UriOk(const Stream* st, const Msg& m) const {
+    if (m.uri_hash == 0) return false;
+    if (m.uri_hash == st->own_hash) return true;
+    if (o_.stream_uris == StreamUris::Own) return false;
+    return m.uri_hash == shared_hash_ || (shared_is_dir_ && m.uri_dir_hash == shared_hash_);
   }
   std::string OwnUri(uint32_t idx) const { return o_.own_uri_base + std::to_string(o_.index_base + idx); }
   ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
@@ -324,6 +329,7 @@ class Loadgen {
   std::unique_ptr<DeliveryTally> tally_;          // receive / targeted scenarios
   std::unique_ptr<StdinCommands> commands_;       // receive / publish scenarios
   uint64_t shared_hash_ = 0;
+  bool shared_is_dir_ = false;                    // --uri ends in '/'
   bool quit_ = false;
   std::string final_section_;                     // receive / publish / targeted: the report's section
   std::string mcp_path_;
@@ -537,6 +543,7 @@ bool Loadgen::Setup(std::string* err) {
     if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) streams_[i].lines.set_extras(true);
   }
   shared_hash_ = UriHash(o_.uri);
+  shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
   if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) tally_ = std::make_unique<DeliveryTally>(n_);
   if (o_.scenario == Scenario::Publish || o_.scenario == Scenario::Targeted) {
     multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes);
@@ -847,7 +854,7 @@ bool Loadgen::OnMessage(Stream* st, const Msg& m, uint64_t now) {
         return true;
       }
       if (Tallying()) {
-        tally_->Record(st->idx, m.seq, m.ts_ns, now, UriOk(st, m.uri_hash));
+        tally_->Record(st->idx, m.seq, m.ts_ns, now, UriOk(st, m));
         return true;
       }
       Deliver(st, m.seq, now);
@@ -1340,6 +1347,8 @@ bool Loadgen::RunReceive() {
 // Publish: no streams; publishes over every --publish-url on command:
 //   one VIA URI                          -> "SENT {seq, ts_ns, status, error}" when answered
 //   run RATE COUNT VIA shared URI        -> "DONE {run stats}" when every publish was answered
+//   run RATE COUNT VIA each BASE         -> the same, publish i of the run to BASE<i> (distinct URIs:
+//                                           never coalesced by the server, unlike one URI)
 //   run RATE COUNT VIA own BASE FIRST N  -> the same, each publish to BASE<random in FIRST..FIRST+N-1>
 //   quit
 // VIA: an index into --publish-url's list, "random" or "rotate". A non-2xx answer is reported,
@@ -1385,6 +1394,9 @@ void Loadgen::OnPublishCommand(const std::string& line) {
     bool ok = spec.rate > 0 && via_of(w[3], &spec.via);
     if (w[4] == "shared" && w.size() == 6) {
       spec.uri = w[5];
+    } else if (w[4] == "each" && w.size() == 6) {
+      spec.each = true;
+      spec.uri = w[5];
     } else if (w[4] == "own" && w.size() == 8) {
       spec.own = true;
       spec.own_base = w[5];
@@ -1394,7 +1406,7 @@ void Loadgen::OnPublishCommand(const std::string& line) {
     } else {
       ok = false;
     }
-    if (!ok) return StdinCommands::Emit("ERR run: RATE COUNT VIA shared URI | RATE COUNT VIA own BASE FIRST N: " + line);
+    if (!ok) return StdinCommands::Emit("ERR run: RATE COUNT VIA shared URI | each BASE | own BASE FIRST N: " + line);
     spec.seed = multi_->seq_base() ^ std::hash<std::string>{}(line);
     multi_->StartRun(spec, [this, rate = spec.rate] {
       const auto& r = multi_->run_stats();

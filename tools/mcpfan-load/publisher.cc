@@ -84,7 +84,9 @@ void MultiPublisher::OnTick(uv_timer_t* t) {
     size_t via = s.via >= 0 ? size_t(s.via)
                  : s.via == kViaRotate ? size_t(self->rotate_++ % self->eps_.size())
                                        : size_t(self->rng_() % self->eps_.size());
-    std::string uri = s.own ? s.own_base + std::to_string(s.own_first + self->rng_() % s.own_n) : s.uri;
+    std::string uri = s.own    ? s.own_base + std::to_string(s.own_first + self->rng_() % s.own_n)
+                      : s.each ? s.uri + std::to_string(self->done_)
+                               : s.uri;
     ++self->stats_.per_endpoint[via];
     ++self->stats_.published;
     bool last = ++self->done_ == s.count;

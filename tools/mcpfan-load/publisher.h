@@ -39,7 +39,9 @@ class MultiPublisher {
     double rate = 100;        // publishes per second, on a 1 ms timer
     uint64_t count = 0;       // publishes in all
     int via = kViaRandom;     // an endpoint index, kViaRandom or kViaRotate
-    bool own = false;         // false: every publish to `uri`; true: to own_base + random index
+    bool own = false;         // true: each publish to own_base + a random index
+    bool each = false;        // true: publish i of the run to uri + i (distinct URIs)
+                              // neither: every publish to `uri`
     std::string uri;
     std::string own_base;
     uint64_t own_first = 0, own_n = 0;

@@ -30,9 +30,12 @@ struct Msg {
   // Only with extras (Classify's second argument): what a receiver needs when the publish
   // was made by another process. ts_ns: the publisher's "bench/ts_ns" (CLOCK_MONOTONIC,
   // shared by the processes of one box), 0 when absent. uri_hash: UriHash of the raw bytes
-  // of params.uri (as sent, JSON escapes not undone), 0 when absent.
+  // of params.uri (as sent, JSON escapes not undone), 0 when absent; uri_dir_hash: the same
+  // for the URI cut after its last '/', so that a shared URI ending in '/' (a sub-resource
+  // subscription) accepts the URIs one level below it.
   uint64_t ts_ns = 0;
   uint64_t uri_hash = 0;
+  uint64_t uri_dir_hash = 0;  // UriHash of the URI up to and including its last '/' (a "directory" subscription)
   std::string_view text;  // the message; valid only during the callback
 };
 
@@ -94,7 +97,11 @@ inline Msg Classify(std::string_view d, bool extras = false) {
     if (extras && digits) {
       NumberAfter(d, kTsMarker, &m.ts_ns);
       std::string_view u = UriIn(d);
-      if (!u.empty()) m.uri_hash = UriHash(u);
+      if (!u.empty()) {
+        m.uri_hash = UriHash(u);
+        size_t slash = u.rfind('/');
+        if (slash != std::string_view::npos) m.uri_dir_hash = UriHash(u.substr(0, slash + 1));
+      }
     }
     return m;
   }
