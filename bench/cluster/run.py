@@ -223,6 +223,46 @@ def slab_kib():
     return 0
 
 
+def box_cpu():
+    """(busy, total) jiffies of the whole box from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = list(map(int, f.readline().split()[1:]))
+    idle = v[3] + v[4]  # idle + iowait
+    return sum(v) - idle, sum(v)
+
+
+def slab_caches():
+    """Bytes per slab cache (active objects x object size) from /proc/slabinfo (root only)."""
+    out = {}
+    try:
+        with open("/proc/slabinfo") as f:
+            for line in f.readlines()[2:]:
+                v = line.split()
+                out[v[0]] = int(v[1]) * int(v[3])
+    except (OSError, IndexError, ValueError):
+        pass
+    return out
+
+
+class SockstatPeak:
+    """The highest /proc/net/sockstat TCP mem (pages) seen, sampled every 5 ms in a thread."""
+
+    def __init__(self):
+        self.peak, self.stop = 0, threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, sockstat_tcp().get("mem", 0))
+            self.stop.wait(0.005)
+
+    def done(self):
+        self.stop.set()
+        self.t.join(2)
+        return self.peak
+
+
 def skmem_sum(filt):
     """Sum of rmem_alloc + wmem_queued + fwd_alloc over the established TCP sockets matching an
     ss filter, and their count: the kernel's buffer memory charged to those sockets."""
@@ -387,10 +427,13 @@ class Bench:
         out["sockstat_tcp_mem_bytes_per_connection_both_ends"] = (sock1.get("mem", 0) - before["sock"].get("mem", 0)) * PAGE / conns
         out["sockstat_tcp_inuse"] = [before["sock"].get("inuse"), sock1.get("inuse")]
         out["slab_kib_per_connection_both_ends"] = (slab1 - before["slab"]) / conns
+        caches1 = slab_caches()
+        top = sorted(((k, (v - before["caches"].get(k, 0)) / conns) for k, v in caches1.items()), key=lambda x: -x[1])
+        out["slab_bytes_per_connection_both_ends_by_cache"] = {k: round(v) for k, v in top[:12] if v > 0}
         return out
 
     def before_streams(self, nodes):
-        return {"rss": {n.pid: rss_kib(n.pid) for n in nodes}, "sock": sockstat_tcp(), "slab": slab_kib()}
+        return {"rss": {n.pid: rss_kib(n.pid) for n in nodes}, "sock": sockstat_tcp(), "slab": slab_kib(), "caches": slab_caches()}
 
     def burst_rounds(self, pub, recvs, nodes, servers, expected, rounds, via):
         """Broadcast rounds: CPU of `nodes` + `servers` per delivery, time to the last delivery."""
@@ -401,6 +444,7 @@ class Bench:
                 d.ask(f"phase burst{r} perseq", "OK")
             time.sleep(0.3)  # quiet before the clock starts
             t0 = {p: cpu_ticks(p) for p in watched}
+            peak = SockstatPeak()
             sent = pub.ask(f"one {via(r)} {SHARED_URI}", "SENT", 30)
             if sent["status"] // 100 != 2:
                 raise Fail(f"broadcast publish refused: {sent}")
@@ -413,6 +457,7 @@ class Bench:
                     break
                 time.sleep(0.05)
             t1 = {p: cpu_ticks(p) for p in watched}
+            peak_pages = peak.done()
             last = max((s[3] for rep in reps for s in rep.get("seqs", []) if s[0] == seq), default=0)
             dups = sum(rep["duplicates"] + rep["misdelivered"] for rep in reps)
             node_ticks = sum(t1[n.pid] - t0[n.pid] for n in nodes)
@@ -420,7 +465,8 @@ class Bench:
             out.append({"seq": seq, "via": via(r), "delivered": got, "expected": expected, "duplicates_or_misdelivered": dups,
                         "last_delivery_ms": (last - sent["ts_ns"]) / 1e6 if last else None,
                         "node_cpu_ms": node_ticks * 1000 / CLK, "nats_cpu_ms": nats_ticks * 1000 / CLK,
-                        "cpu_us_per_delivery": (node_ticks + nats_ticks) * 1e6 / CLK / max(got, 1)})
+                        "cpu_us_per_delivery": (node_ticks + nats_ticks) * 1e6 / CLK / max(got, 1),
+                        "sockstat_tcp_mem_peak_pages": peak_pages})
             log(f"  round {r}: {got}/{expected} delivered, last after {out[-1]['last_delivery_ms']:.1f} ms, "
                 f"CPU {out[-1]['cpu_us_per_delivery']:.2f} us/delivery (nodes {out[-1]['node_cpu_ms']:.0f} ms, nats {out[-1]['nats_cpu_ms']:.0f} ms)")
             if got != expected or dups:
@@ -433,12 +479,14 @@ class Bench:
     def targeted_run(self, pub, recvs, nodes, servers, rate, seconds, via, first, n):
         """`rate` publishes/s for `seconds`, each to one random stream's own URI in [first, first+n)."""
         count = int(rate * seconds)
-        watched = [x.pid for x in nodes] + [s.pid for s in servers]
+        loadgens = [d.p.pid for d in recvs] + [pub.p.pid]
+        watched = [x.pid for x in nodes] + [s.pid for s in servers] + loadgens
         for d in recvs:
             d.ask("phase targeted", "OK")
         m0 = [metrics(x.port) for x in nodes]
         time.sleep(0.3)
         t0 = {p: cpu_ticks(p) for p in watched}
+        box0 = box_cpu()
         w0 = time.time()
         pub.send(f"run {rate} {count} {via} own {OWN_BASE} {first} {n}")
         done = pub.expect("DONE", seconds + 120)
@@ -455,6 +503,7 @@ class Bench:
                 break
             time.sleep(0.1)
         t1 = {p: cpu_ticks(p) for p in watched}
+        box1 = box_cpu()
         wall = time.time() - w0
         m1 = [metrics(x.port) for x in nodes]
         lat = merge_quantiles([r["latency_buckets"] for r in reps])
@@ -468,6 +517,9 @@ class Bench:
                 "dropped_streams": sum(r["dropped_streams"] for r in reps),
                 "latency_ms": {"p50": lat.get(0.5), "p99": lat.get(0.99), "p999": lat.get(0.999), "max": lat.get("max")},
                 "node_cpu_ms": node_ms, "nats_cpu_ms": nats_ms, "wall_s": wall,
+                "loadgen_cpu_ms": sum(t1[p] - t0[p] for p in loadgens) * 1000 / CLK,
+                # the whole box, every process (another build on the machine included)
+                "box_busy_fraction": (box1[0] - box0[0]) / max(1, box1[1] - box0[1]),
                 "backplane_received": d("mcpfan_backplane_received_total"), "backplane_sent": d("mcpfan_backplane_sent_total"),
                 "backplane_unmatched": d("mcpfan_backplane_unmatched_total"), "backplane_dropped": d("mcpfan_backplane_dropped_total"),
                 "deliveries_metric": d("mcpfan_deliveries_total")}
@@ -489,10 +541,13 @@ class Bench:
         if "sparse" in a.scenarios:
             # The same per-node load as one cluster node gets in "sparse", all local, no backplane:
             # the reference for the nodes' CPU attributable to the backplane.
-            rate = a.sparse_rate // a.nodes
-            log(f"single node: local-only targeted load, {rate}/s for {a.sparse_seconds} s")
-            res["sparse_local"] = self.targeted_run(pub, [rx], [node], [], rate, a.sparse_seconds, 0, 0, a.streams)
-            log(f"  {res['sparse_local']['received']} received, lost {res['sparse_local']['lost']}, node CPU {res['sparse_local']['node_cpu_ms']:.0f} ms")
+            res["sparse_local"] = {}
+            for total in a.sparse_rates:
+                rate = total // a.nodes
+                log(f"single node: local-only targeted load, {rate}/s for {a.sparse_seconds} s (one node's share of {total}/s)")
+                x = res["sparse_local"][str(total)] = self.targeted_run(pub, [rx], [node], [], rate, a.sparse_seconds, 0, 0, a.streams)
+                log(f"  {x['received']} received, lost {x['lost']}, node CPU {x['node_cpu_ms']:.0f} ms, "
+                    f"p99 {x['latency_ms']['p99']} ms")
         pub.quit()
         rx.quit()
         self.procs.stop_all()
@@ -555,11 +610,13 @@ class Bench:
             res["broadcast"] = self.burst_rounds(pub, rxs, nodes, servers, n * N, a.rounds, lambda r: r % n)
             res["capacity"]["sockstat_after_broadcast"] = sockstat_tcp()
         if "sparse" in a.scenarios:
-            log(f"cluster: sparse, {a.sparse_rate}/s for {a.sparse_seconds} s through random nodes")
-            res["sparse"] = self.targeted_run(pub, rxs, nodes, servers, a.sparse_rate, a.sparse_seconds, "random", 0, n * N)
-            s = res["sparse"]
-            log(f"  published {s['published']}, received {s['received']}, lost {s['lost']}, dup {s['duplicates']}, "
-                f"misdelivered {s['misdelivered']}, p50/p99/max {s['latency_ms']['p50']}/{s['latency_ms']['p99']}/{s['latency_ms']['max']} ms")
+            res["sparse"] = {}
+            for rate in a.sparse_rates:
+                log(f"cluster: sparse, {rate}/s for {a.sparse_seconds} s through random nodes")
+                s = res["sparse"][str(rate)] = self.targeted_run(pub, rxs, nodes, servers, rate, a.sparse_seconds, "random", 0, n * N)
+                log(f"  published {s['published']}, received {s['received']}, lost {s['lost']}, dup {s['duplicates']}, "
+                    f"misdelivered {s['misdelivered']}, p50/p99/max {s['latency_ms']['p50']}/{s['latency_ms']['p99']}/{s['latency_ms']['max']} ms, "
+                    f"box busy {s['box_busy_fraction']:.0%}")
         if "hop" in a.scenarios:
             log("cluster: added hop")
             res["hop"] = self.hop(pub, hops, n)
@@ -707,13 +764,12 @@ def summarize(r):
                   f"({sb['all_rounds_cpu_us_per_delivery']:.2f}) = {ratio:.3f}x (target <= 1.05x)",
                   f"           time to last delivery {cb['median_last_delivery_ms']:.1f} ms vs single node ({s['streams']} streams) "
                   f"{sb['median_last_delivery_ms']:.1f} ms"]
-    if "sparse" in c:
-        sp = c["sparse"]
+    for rate, sp in c.get("sparse", {}).items():
         lines.append(f"sparse: {sp['published']} publishes at {sp['rate']}/s: lost {sp['lost']}, misdelivered {sp['misdelivered']}, "
                      f"duplicates {sp['duplicates']}; latency p50 {sp['latency_ms']['p50']} p99 {sp['latency_ms']['p99']} "
                      f"max {sp['latency_ms']['max']} ms (target p99 <= 10)")
-        if "sparse_local" in s:
-            loc = s["sparse_local"]
+        loc = s.get("sparse_local", {}).get(rate)
+        if loc:
             per_event_local = loc["node_cpu_ms"] * 1000 / max(loc["published"], 1)
             per_event_cluster = sp["node_cpu_ms"] * 1000 / max(sp["published"], 1)
             bp_us = sp["nats_cpu_ms"] * 1000 + (per_event_cluster - per_event_local) * sp["published"]
@@ -726,7 +782,8 @@ def summarize(r):
                          f"{sp['nats_cpu_ms'] * 1000 / max(sp['published'], 1):.1f} us/event; backplane "
                          f"{sp['backplane_cpu_us_per_event']:.1f} us/event, "
                          f"{(sp['backplane_cpu_us_per_event_receiving_node'] or float('nan')):.1f} us per (event, receiving node) "
-                         f"({sp['backplane_received']:.0f} received over NATS) (target <= 15)")
+                         f"({sp['backplane_received']:.0f} received over NATS) (target <= 15); box busy {sp['box_busy_fraction']:.0%}, "
+                         f"load generators {sp['loadgen_cpu_ms'] * 1000 / max(sp['published'], 1):.1f} us/event")
     if "hop" in c:
         h = c["hop"]["first_remote_minus_first_local_ms"]
         lines.append(f"added hop: first remote - first local p50 {h['p50']} p99 {h['p99']} max {h['max']} ms (target p99 <= 2)")
@@ -742,6 +799,9 @@ def summarize(r):
                      f"{med(cap['server_end_skmem_bytes_per_stream']):.0f} B, client end {med(cap['client_end_skmem_bytes_per_stream']):.0f} B "
                      f"per stream; sockstat mem {cap['sockstat_tcp_mem_bytes_per_connection_both_ends']:.0f} B and slab "
                      f"{cap['slab_kib_per_connection_both_ends']:.2f} KiB per connection (both ends)")
+        if "broadcast" in c:
+            pk = max(x["sockstat_tcp_mem_peak_pages"] for x in c["broadcast"]["rounds"])
+            lines.append(f"          sockstat TCP mem peak during a broadcast: {pk} pages = {pk * PAGE / c['streams']:.0f} B per connection (both ends)")
     return "\n".join(lines)
 
 
@@ -756,7 +816,7 @@ def main():
     ap.add_argument("--nats-servers", type=int, choices=(1, 2), default=1)
     ap.add_argument("--node-args", default="", help="extra arguments for every mcpfan (cluster nodes and the single node)")
     ap.add_argument("--rounds", type=int, default=None, help="broadcast rounds (default 5; --quick 3)")
-    ap.add_argument("--sparse-rate", type=int, default=20000)
+    ap.add_argument("--sparse-rate", default="20000", help="publishes/s, or several comma-separated (each a run; the first is the target's)")
     ap.add_argument("--sparse-seconds", type=float, default=None, help="default 10; --quick 2")
     ap.add_argument("--hop-publishes", type=int, default=None, help="default 1,000; --quick 200")
     ap.add_argument("--hop-rate", type=int, default=200)
@@ -773,6 +833,7 @@ def main():
     a.sparse_seconds = a.sparse_seconds or (2 if q else 10)
     a.hop_publishes = a.hop_publishes or (200 if q else 1000)
     a.outage_seconds = a.outage_seconds or (5 if q else 8)
+    a.sparse_rates = [int(x) for x in a.sparse_rate.split(",")]
     a.scenarios = set(x.strip() for x in a.scenarios.split(",") if x.strip())
     bad = a.scenarios - {"broadcast", "sparse", "hop", "outage"}
     if bad:
