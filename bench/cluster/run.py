@@ -621,6 +621,7 @@ class Bench:
         log(f"cluster: {a.nats_servers} nats-server(s), {n} nodes, {n} x {N} streams")
         servers, nodes = self.start_cluster()
         before = self.before_streams(nodes)
+        before["nats_rss"] = [rss_kib(x.pid) for x in servers]
         rxs = [self.receiver(f"rx{k}", nodes[k], N, k * N, "both", SHARED_URI) for k in range(n)]
         hops = [self.receiver(f"hop{k}", nodes[k], a.hop_streams, 0, "shared", HOP_URI) for k in range(n)]
         for d in rxs + hops:
@@ -629,7 +630,9 @@ class Bench:
         want = n * (N + 2)
         subs = self.wait_interest(servers, want)
         time.sleep(1)
+        nats_rss = [rss_kib(x.pid) for x in servers]
         res = {"nodes": n, "streams": n * N, "connect_s": max(d.ready["connect_s"] for d in rxs),
+               "nats_rss_kib_before_after": [before["nats_rss"], nats_rss],
                "nats_subscriptions": subs, "capacity": self.capacity(nodes, before, N)}
         # (The hop receivers' few streams are inside these figures: 8 of 19,008 per node.)
         log(f"  {n * N} streams open, nats-server holds {subs} subscriptions")

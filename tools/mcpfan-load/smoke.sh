@@ -152,4 +152,5 @@ print("controlled OK")
 PY
 
 echo "loadgen_smoke: OK (burst median $(json_get "$tmp/burst.json" '.burst.last_delivery_ms.median') ms;" \
-     "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms)"
+     "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms;" \
+     "targeted $(json_get "$tmp/targeted.json" '.targeted.tally.received') of 1000; $(tail -n 1 "$tmp/controlled.out"))"
