@@ -915,11 +915,12 @@ def main():
                           "git": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                                 text=True).stdout.strip(),
                           "loadavg_start": open("/proc/loadavg").read().split()[:3], "nproc": os.cpu_count()}
-    # SIGTERM/SIGHUP become an exception, so the finally below stops every child by PID.
+    # SIGINT/SIGTERM/SIGHUP become an exception, so the finally below stops every child by PID.
     def on_signal(sig, _):
         raise KeyboardInterrupt(f"signal {sig}")
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    # SIGINT too: a shell starts background jobs with SIGINT ignored, and Python then keeps it so.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     rc = 0
     try:
         if a.scenarios & {"broadcast", "sparse"}:
