@@ -32,6 +32,7 @@ class Histogram {
   }
 
   uint64_t total() const { return total_; }
+  uint64_t count_at(size_t i) const { return counts_[i]; }
   uint64_t max() const { return max_; }
 
   // The value at quantile q (0..1): the upper bound of the bucket holding the

@@ -20,6 +20,13 @@
 // drop their updates; the report keeps the fast streams' latency apart from the slow ones'.
 // For mcpfan (kinds listen/session/stdio) /metrics is read before and after the measured
 // phase, for the server's own coalesced and closed-for-backpressure counts.
+//
+// Several processes, one measurement (bench/cluster): --scenario receive opens the streams
+// and then only counts what arrives (DeliveryTally: latency from the publish's own
+// "bench/ts_ns", duplicates, misdeliveries by URI), --scenario publish opens no stream and
+// publishes over several --publish-url's; both are driven over stdin/stdout (control.h).
+// --stream-uris own|both gives stream i its own URI <--own-uri-base><--index-base + i>, and
+// --scenario targeted addresses each publish to one random stream's URI in one process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -45,14 +52,18 @@
 
 #include "histogram.h"
 #include "http_pool.h"
+#include "control.h"
 #include "proc_stats.h"
+#include "publisher.h"
+#include "tally.h"
 #include "wire.h"
 
 namespace mcpload {
 namespace {
 
 enum class Kind : uint8_t { Listen, Session, Stdio, Nchan, SdkHub };
-enum class Scenario : uint8_t { Burst, Sustained, Storm };
+enum class Scenario : uint8_t { Burst, Sustained, Storm, Receive, Publish, Targeted };
+enum class StreamUris : uint8_t { Shared, Own, Both };  // --stream-uris
 
 constexpr std::string_view kEnvelope2026 =
     R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
@@ -85,6 +96,10 @@ struct Options {
   int pad_bytes = 0;              // --pad-bytes: "bench/pad" string of this length in each publish
   std::string metrics_url;        // --metrics-url; default <target>/metrics for mcpfan kinds
   bool no_metrics = false;        // --no-metrics
+  std::string stream_uris_s = "shared";
+  StreamUris stream_uris = StreamUris::Shared;  // --stream-uris: what each stream subscribes to
+  std::string own_uri_base = "file:///bench/s/";  // --own-uri-base: stream i's own URI is this + (index base + i)
+  uint64_t index_base = 0;        // --index-base: global index of this process's first stream
 };
 
 constexpr uint64_t kSlowTickMs = 20;
@@ -189,6 +204,7 @@ struct Stream {
   uint64_t retry_at = 0;
   double tokens = 0;      // slow reader: bytes it may read now
   uint64_t last_seq = 0;  // local sequence index of the newest delivery
+  uint64_t own_hash = 0;  // UriHash of this stream's own URI (--stream-uris own|both)
   std::string carry;      // response head being assembled
   BodyDecoder body;
   LineFramer lines;
@@ -270,12 +286,27 @@ class Loadgen {
   bool RunBurst();
   bool RunSustained();
   bool RunStorm();
+  // Several processes, one measurement: driven by stdin commands (control.h).
+  bool RunReceive();
+  bool RunPublish();
+  void OnPublishCommand(const std::string& line);
+  bool RunTargeted();
+  bool Tallying() const { return tally_ != nullptr; }
+  // A delivery's URI is one this stream subscribed to: the shared --uri (or, when that ends
+  // in '/', a URI directly below it: the server matches sub-resources), or its own URI.
+  bool UriOk(const Stream* st, const Msg& m) const {
+    if (m.uri_hash == 0) return false;
+    if (m.uri_hash == st->own_hash) return true;
+    if (o_.stream_uris == StreamUris::Own) return false;
+    return m.uri_hash == shared_hash_ || (shared_is_dir_ && m.uri_dir_hash == shared_hash_);
+  }
+  std::string OwnUri(uint32_t idx) const { return o_.own_uri_base + std::to_string(o_.index_base + idx); }
   ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
   void Report(bool ok);
   // Contract violations seen on the streams: any makes the run fail. (MCP listen/session
   // streams must carry no `id:` lines and only `event: message`; nchan and the SDK hub may.)
   uint64_t Violations() const {
-    return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ +
+    return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ + (tally_ ? tally_->violations() : 0) +
            ((o_.kind == Kind::Listen || o_.kind == Kind::Session) ? id_lines_ + other_events_ : 0);
   }
 
@@ -293,6 +324,14 @@ class Loadgen {
   uint32_t slow_n_ = 0, open_slow_ = 0;
   uint64_t slow_tick_last_ = 0;
   Url target_, pub_;
+  std::vector<Endpoint> pub_eps_;                 // every --publish-url (comma-separated)
+  std::unique_ptr<MultiPublisher> multi_;         // publish / targeted scenarios
+  std::unique_ptr<DeliveryTally> tally_;          // receive / targeted scenarios
+  std::unique_ptr<StdinCommands> commands_;       // receive / publish scenarios
+  uint64_t shared_hash_ = 0;
+  bool shared_is_dir_ = false;                    // --uri ends in '/'
+  bool quit_ = false;
+  std::string final_section_;                     // receive / publish / targeted: the report's section
   std::string mcp_path_;
   std::vector<sockaddr_in> sources_;
   uint32_t n_ = 0;
@@ -387,12 +426,51 @@ bool Loadgen::Setup(std::string* err) {
   if (!ParseUrl(o_.target, &target_, err)) return false;
   mcp_path_ = target_.path.empty() || target_.path == "/" ? "/mcp" : target_.path;
   std::string base = "http://" + target_.hostport;
-  std::string pub = o_.publish_url;
-  if (pub.empty()) {
-    pub = base + (o_.kind == Kind::Nchan ? "/pub/bench" : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
+  std::string pubs = o_.publish_url;
+  if (pubs.empty()) {
+    pubs = base + (o_.kind == Kind::Nchan ? "/pub/bench" : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
   }
-  if (!ParseUrl(pub, &pub_, err)) return false;
-  if (pub_.path.empty()) pub_.path = "/";
+  // --publish-url may name several URLs (comma-separated): the publish and targeted
+  // scenarios spread their publishes over them; the classic ones use the first.
+  for (size_t at = 0; at <= pubs.size();) {
+    size_t comma = pubs.find(',', at);
+    if (comma == std::string::npos) comma = pubs.size();
+    Url u;
+    if (!ParseUrl(pubs.substr(at, comma - at), &u, err)) return false;
+    if (u.path.empty()) u.path = "/";
+    pub_eps_.push_back(Endpoint{u.addr, u.hostport, u.path});
+    if (pub_eps_.size() == 1) pub_ = u;
+    at = comma + 1;
+  }
+  bool controlled = o_.scenario == Scenario::Receive || o_.scenario == Scenario::Publish;
+  if (o_.streams == 0 && o_.scenario != Scenario::Publish) {
+    *err = "--streams 0 is only for --scenario publish";
+    return false;
+  }
+  if (o_.stream_uris != StreamUris::Shared && o_.kind != Kind::Listen && o_.kind != Kind::Stdio) {
+    *err = "--stream-uris own|both needs --kind listen or stdio (one listen with several URIs)";
+    return false;
+  }
+  if (o_.scenario == Scenario::Targeted && o_.stream_uris == StreamUris::Shared) {
+    *err = "--scenario targeted needs --stream-uris own or both";
+    return false;
+  }
+  if ((o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) && o_.kind != Kind::Listen && o_.kind != Kind::Stdio &&
+      o_.kind != Kind::Session) {
+    *err = "--scenario receive|targeted is for the mcpfan kinds (listen, session, stdio)";
+    return false;
+  }
+  // Receivers hash a delivery's URI as the raw bytes between its quotes: keep URIs free of
+  // anything JSON would escape.
+  for (const std::string* u : {&o_.uri, &o_.own_uri_base}) {
+    for (char c : *u) {
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) {
+        *err = "a URI with a quote, backslash or control character: " + *u;
+        return false;
+      }
+    }
+  }
+  if (controlled || o_.scenario == Scenario::Targeted) o_.no_metrics = o_.no_metrics || controlled;
   if (o_.kind == Kind::Stdio && o_.unix_path.empty()) {
     *err = "--kind stdio needs --unix PATH";
     return false;
@@ -460,6 +538,15 @@ bool Loadgen::Setup(std::string* err) {
     streams_[i].slow = o_.slow_fraction > 0 &&
                        std::floor((double(i) + 1) * o_.slow_fraction) > std::floor(double(i) * o_.slow_fraction);
     if (streams_[i].slow) ++slow_n_;
+    if (o_.stream_uris != StreamUris::Shared) streams_[i].own_hash = UriHash(OwnUri(i));
+    // Deliveries published by another process are told apart by their ts and URI.
+    if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) streams_[i].lines.set_extras(true);
+  }
+  shared_hash_ = UriHash(o_.uri);
+  shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
+  if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) tally_ = std::make_unique<DeliveryTally>(n_);
+  if (o_.scenario == Scenario::Publish || o_.scenario == Scenario::Targeted) {
+    multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes);
   }
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
   if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
@@ -480,6 +567,8 @@ void Loadgen::Teardown() {
     }
   }
   publishers_->Close();
+  if (multi_) multi_->Close();
+  if (commands_) commands_->Close();
   if (control_) control_->Close();
   if (metrics_pool_) metrics_pool_->Close();
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
@@ -554,9 +643,12 @@ void Loadgen::ConnectPipe(Stream* st) {
 }
 
 std::string Loadgen::ListenRequest(uint32_t idx) const {
+  std::string uris;  // --stream-uris: the shared URI, this stream's own, or both
+  if (o_.stream_uris != StreamUris::Own) uris = "\"" + JsonEscape(o_.uri) + "\"";
+  if (o_.stream_uris != StreamUris::Shared) uris += (uris.empty() ? "\"" : ",\"") + JsonEscape(OwnUri(idx)) + "\"";
   std::string body = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
                      R"(","method":"subscriptions/listen","params":{"_meta":)" + std::string(kEnvelope2026) +
-                     R"(,"notifications":{"resourceSubscriptions":[")" + JsonEscape(o_.uri) + R"("]}}})";
+                     R"(,"notifications":{"resourceSubscriptions":[)" + uris + R"(]}}})";
   if (o_.kind == Kind::Stdio) return body + "\n";
   return "POST " + mcp_path_ + " HTTP/1.1\r\nHost: " + target_.hostport +
          "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
@@ -761,6 +853,10 @@ bool Loadgen::OnMessage(Stream* st, const Msg& m, uint64_t now) {
         ++early_;
         return true;
       }
+      if (Tallying()) {
+        tally_->Record(st->idx, m.seq, m.ts_ns, now, UriOk(st, m));
+        return true;
+      }
       Deliver(st, m.seq, now);
       return true;
     case MsgType::Ack: {
@@ -930,7 +1026,9 @@ void Loadgen::OnEnd(Stream* st, const std::string& why) {
     ++dropped_;
     if (first_error_.empty()) first_error_ = "stream " + std::to_string(st->idx) + " dropped: " + why;
     CloseStream(st, AfterClose::Nothing);
-    if (!sustained_phase_) SetFatal("stream " + std::to_string(st->idx) + " dropped: " + why);
+    // A receiver reports a dropped stream with its phase (the driver decides); it goes on.
+    if (Tallying()) tally_->StreamDropped();
+    if (!sustained_phase_ && !Tallying()) SetFatal("stream " + std::to_string(st->idx) + " dropped: " + why);
     return;
   }
   FailAttempt(st, "before confirmation: " + why);
@@ -1200,6 +1298,180 @@ bool Loadgen::RunStorm() {
   return ok;
 }
 
+// ---------------------------------------------------------------- several processes
+
+namespace {
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> w;
+  std::istringstream in(line);
+  for (std::string t; in >> t;) w.push_back(t);
+  return w;
+}
+}  // namespace
+
+// Receive: open the streams, say READY, then count whatever arrives, phase by phase:
+//   phase NAME [perseq]  -> "OK phase NAME"     (resets the tally; perseq keeps per-seq stats)
+//   report               -> "REPORT {tally}"    (the phase so far; see DeliveryTally::ToJson)
+//   quit (or stdin's end)-> the final report, exit
+bool Loadgen::RunReceive() {
+  if (!ConnectAll()) return false;
+  rss1_ = Sample();
+  tally_->BeginPhase("connect", false);
+  commands_ = std::make_unique<StdinCommands>(&loop_, [this](std::string line) {
+    auto w = Words(line);
+    if (w.empty()) return;
+    if (w[0] == "quit") {
+      quit_ = true;
+    } else if (w[0] == "phase" && w.size() >= 2) {
+      tally_->BeginPhase(w[1], w.size() >= 3 && w[2] == "perseq");
+      StdinCommands::Emit("OK phase " + w[1]);
+    } else if (w[0] == "report") {
+      std::string t = tally_->ToJson();
+      t.pop_back();  // the tally's object, plus what only the process knows
+      StdinCommands::Emit("REPORT " + t + ",\"open_streams\":" + std::to_string(open_) + ",\"pid\":" + std::to_string(getpid()) + "}");
+    } else {
+      StdinCommands::Emit("ERR unknown command: " + line);
+    }
+  });
+  if (!commands_->Start()) {
+    SetFatal("cannot read commands from stdin");
+    return false;
+  }
+  StdinCommands::Emit("READY {\"streams\":" + std::to_string(n_) + ",\"connect_s\":" + Num(connect_s_) + ",\"pid\":" +
+                      std::to_string(getpid()) + ",\"index_base\":" + std::to_string(o_.index_base) + "}");
+  bool ok = RunUntil([this] { return quit_; }, global_deadline_, "receive (waiting for commands)");
+  final_section_ = "\"receive\":" + tally_->ToJson();
+  return ok;
+}
+
+// Publish: no streams; publishes over every --publish-url on command:
+//   one VIA URI                          -> "SENT {seq, ts_ns, status, error}" when answered
+//   run RATE COUNT VIA shared URI        -> "DONE {run stats}" when every publish was answered
+//   run RATE COUNT VIA each BASE         -> the same, publish i of the run to BASE<i> (distinct URIs:
+//                                           never coalesced by the server, unlike one URI)
+//   run RATE COUNT VIA own BASE FIRST N  -> the same, each publish to BASE<random in FIRST..FIRST+N-1>
+//   quit
+// VIA: an index into --publish-url's list, "random" or "rotate". A non-2xx answer is reported,
+// not fatal (an outage may refuse publishes: that is a result).
+bool Loadgen::RunPublish() {
+  commands_ = std::make_unique<StdinCommands>(&loop_, [this](std::string line) { OnPublishCommand(line); });
+  if (!commands_->Start()) {
+    SetFatal("cannot read commands from stdin");
+    return false;
+  }
+  StdinCommands::Emit("READY {\"urls\":" + std::to_string(pub_eps_.size()) + ",\"seq_base\":" + std::to_string(multi_->seq_base()) +
+                      ",\"pid\":" + std::to_string(getpid()) + "}");
+  return RunUntil([this] { return quit_; }, global_deadline_, "publish (waiting for commands)");
+}
+
+void Loadgen::OnPublishCommand(const std::string& line) {
+  auto w = Words(line);
+  if (w.empty()) return;
+  auto via_of = [&](const std::string& v, int* out) {
+    if (v == "random") *out = MultiPublisher::kViaRandom;
+    else if (v == "rotate") *out = MultiPublisher::kViaRotate;
+    else {
+      char* end = nullptr;
+      long k = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || k < 0 || size_t(k) >= pub_eps_.size()) return false;
+      *out = int(k);
+    }
+    return true;
+  };
+  if (w[0] == "quit") {
+    quit_ = true;
+  } else if (w[0] == "one" && w.size() == 3) {
+    int via = 0;
+    if (!via_of(w[1], &via) || via < 0) return StdinCommands::Emit("ERR one: VIA must be an index: " + line);
+    multi_->PublishOne(size_t(via), w[2], [](uint64_t seq, uint64_t ts, int status, const std::string& e) {
+      StdinCommands::Emit("SENT {\"seq\":" + std::to_string(seq) + ",\"ts_ns\":" + std::to_string(ts) + ",\"status\":" +
+                          std::to_string(status) + ",\"error\":\"" + JsonEscape(e) + "\"}");
+    });
+  } else if (w[0] == "run" && w.size() >= 6 && !multi_->running()) {
+    MultiPublisher::RunSpec spec;
+    spec.rate = std::atof(w[1].c_str());
+    spec.count = std::strtoull(w[2].c_str(), nullptr, 10);
+    bool ok = spec.rate > 0 && via_of(w[3], &spec.via);
+    if (w[4] == "shared" && w.size() == 6) {
+      spec.uri = w[5];
+    } else if (w[4] == "each" && w.size() == 6) {
+      spec.each = true;
+      spec.uri = w[5];
+    } else if (w[4] == "own" && w.size() == 8) {
+      spec.own = true;
+      spec.own_base = w[5];
+      spec.own_first = std::strtoull(w[6].c_str(), nullptr, 10);
+      spec.own_n = std::strtoull(w[7].c_str(), nullptr, 10);
+      ok = ok && spec.own_n > 0;
+    } else {
+      ok = false;
+    }
+    if (!ok) return StdinCommands::Emit("ERR run: RATE COUNT VIA shared URI | each BASE | own BASE FIRST N: " + line);
+    spec.seed = multi_->seq_base() ^ std::hash<std::string>{}(line);
+    multi_->StartRun(spec, [this, rate = spec.rate] {
+      const auto& r = multi_->run_stats();
+      std::string per;
+      for (size_t k = 0; k < r.per_endpoint.size(); ++k) per += (k ? "," : "") + std::to_string(r.per_endpoint[k]);
+      StdinCommands::Emit("DONE {\"rate\":" + Num(rate) + ",\"published\":" + std::to_string(r.published) + ",\"acked\":" +
+                          std::to_string(r.acked) + ",\"errors\":" + std::to_string(r.errors) + ",\"first_seq\":" +
+                          std::to_string(r.first_seq) + ",\"last_seq\":" + std::to_string(r.last_seq) + ",\"first_ts_ns\":" +
+                          std::to_string(r.first_ts_ns) + ",\"last_ts_ns\":" + std::to_string(r.last_ts_ns) +
+                          ",\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"per_url\":[" + per + "],\"first_error\":\"" +
+                          JsonEscape(r.first_error) + "\"}");
+    });
+  } else {
+    StdinCommands::Emit("ERR unknown or malformed command (or a run in progress): " + line);
+  }
+}
+
+// Targeted, in one process (issue 14's mode): N streams, each with its own URI; --rate
+// publishes/s for --duration s, each addressed to one random stream's URI, spread over the
+// --publish-url's. Nothing may be lost, duplicated or misdelivered.
+bool Loadgen::RunTargeted() {
+  tally_->BeginPhase("targeted", false);
+  ProcSample c0 = Sample();
+  uint64_t self0 = SelfCpuUs();
+  MultiPublisher::RunSpec spec;
+  spec.rate = o_.rate;
+  spec.count = std::max<uint64_t>(1, uint64_t(std::llround(o_.rate * o_.duration)));
+  spec.via = MultiPublisher::kViaRandom;
+  spec.own = true;
+  spec.own_base = o_.own_uri_base;
+  spec.own_first = o_.index_base;
+  spec.own_n = n_;
+  spec.seed = multi_->seq_base();
+  bool done = false;
+  uint64_t t0 = NowNs();
+  multi_->StartRun(spec, [&done] { done = true; });
+  bool ok = RunUntil([&] { return done; }, t0 + uint64_t((o_.duration + 30) * kSec), "targeted publishing");
+  // Drain: until every publish arrived, or 5 s without progress.
+  uint64_t seen = tally_->received(), progress_at = NowNs();
+  while (ok && tally_->received() + tally_->violations() < multi_->run_stats().published) {
+    RunUntil([&] { return tally_->received() + tally_->violations() >= multi_->run_stats().published; },
+             NowNs() + 200 * kMs, "targeted drain", /*fatal_on_timeout=*/false);
+    if (tally_->received() != seen) {
+      seen = tally_->received();
+      progress_at = NowNs();
+    }
+    if (fatal_ || NowNs() - progress_at >= 5 * kSec) break;
+  }
+  ProcSample c1 = Sample();
+  self_cpu_us_ = SelfCpuUs() - self0;
+  phase_deliveries_ = tally_->received();
+  if (c0.ok && c1.ok) {
+    cpu_ticks_ = c1.cpu_ticks - c0.cpu_ticks;
+    cpu_measured_ = true;
+  }
+  const auto& r = multi_->run_stats();
+  uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
+  if (r.errors) SetFatal("targeted: " + std::to_string(r.errors) + " publishes refused, first: " + r.first_error);
+  std::string t = tally_->ToJson();
+  final_section_ = "\"targeted\":{\"rate\":" + Num(o_.rate) + ",\"duration_s\":" + Num(o_.duration) + ",\"published\":" +
+                   std::to_string(r.published) + ",\"publish_errors\":" + std::to_string(r.errors) + ",\"lost\":" +
+                   std::to_string(lost) + ",\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"tally\":" + t + "}";
+  return ok && !fatal_ && lost == 0 && tally_->violations() == 0;
+}
+
 // ---------------------------------------------------------------- server metrics
 
 // GET /metrics (Prometheus text) and pick mcpfan's counters; bounded to 3 s, never fatal.
@@ -1244,7 +1516,7 @@ Loadgen::Metrics Loadgen::FetchMetrics() {
 
 void Loadgen::Report(bool ok) {
   const char* kinds[] = {"listen", "session", "stdio", "nchan", "sdkhub"};
-  const char* scenarios[] = {"burst", "sustained", "storm"};
+  const char* scenarios[] = {"burst", "sustained", "storm", "receive", "publish", "targeted"};
   std::ostringstream h;  // human summary
   h << "mcpfan-load: kind=" << kinds[int(o_.kind)] << " scenario=" << scenarios[int(o_.scenario)] << " streams=" << n_;
   if (o_.kind != Kind::Stdio) h << " sources=" << sources_.size() << " (127.0.0.2-127.0.0." << (sources_.size() + 1) << ")";
@@ -1304,6 +1576,18 @@ void Loadgen::Report(bool ok) {
     section = R"("storm":{"reconnect_s":)" + (storm_.reconnect_s >= 0 ? Num(storm_.reconnect_s) : "null") + R"(,"all_received":)" +
               (storm_.all_received ? "true" : "false") + R"(,"confirm_s":)" + (storm_.confirm_s >= 0 ? Num(storm_.confirm_s) : "null") +
               "}";
+  }
+  if (!final_section_.empty()) {
+    section = final_section_;
+    if (tally_) {
+      h << "  " << (o_.scenario == Scenario::Targeted ? "targeted" : "receive") << ": " << tally_->received()
+        << " deliveries counted in the last phase, " << tally_->violations() << " duplicates or misdelivered\n";
+    }
+    if (o_.scenario == Scenario::Targeted) {
+      const auto& r = multi_->run_stats();
+      h << "    " << r.published << " publishes at " << Num(o_.rate, 0) << "/s over " << pub_eps_.size() << " URL(s), "
+        << (r.published > tally_->received() ? r.published - tally_->received() : 0) << " lost\n";
+    }
   }
   std::string server;
   if (o_.server_pid) {
@@ -1384,14 +1668,23 @@ int Loadgen::Run() {
     Teardown();
     return 2;
   }
-  bool ok = ConnectAll();
-  rss1_ = Sample();
-  if (ok) {
+  bool ok = true;
+  if (o_.scenario == Scenario::Receive) {
+    ok = RunReceive();
+  } else if (o_.scenario == Scenario::Publish) {
+    ok = RunPublish();
+  } else {
+    ok = ConnectAll();
+    rss1_ = Sample();
+  }
+  if (ok && o_.scenario != Scenario::Receive && o_.scenario != Scenario::Publish) {
     m0_ = FetchMetrics();
     switch (o_.scenario) {
       case Scenario::Burst: ok = RunBurst(); break;
       case Scenario::Sustained: ok = RunSustained(); break;
       case Scenario::Storm: ok = RunStorm(); break;
+      case Scenario::Targeted: ok = RunTargeted(); break;
+      default: break;
     }
     m1_ = FetchMetrics();
   }
@@ -1418,8 +1711,15 @@ int main(int argc, char** argv) {
   app.add_option("--unix", o.unix_path, "stdio kind: the server's --unix socket");
   app.add_option("--sub-path", o.sub_path, "nchan kind: subscriber location")->capture_default_str();
   app.add_option("--publish-url", o.publish_url, "default <target>/v1/publish (nchan: <target>/pub/bench, sdkhub: <target>/publish)");
-  app.add_option("--streams", o.streams, "subscriber streams to open")->required()->check(CLI::Range(1, 1000000));
-  app.add_option("--scenario", o.scenario_s, "burst|sustained|storm")->required()->check(CLI::IsMember({"burst", "sustained", "storm"}));
+  app.add_option("--streams", o.streams, "subscriber streams to open (0: --scenario publish only)")->required()->check(CLI::Range(0, 1000000));
+  app.add_option("--scenario", o.scenario_s, "burst|sustained|storm|receive|publish|targeted")
+      ->required()
+      ->check(CLI::IsMember({"burst", "sustained", "storm", "receive", "publish", "targeted"}));
+  app.add_option("--stream-uris", o.stream_uris_s, "what each stream subscribes to: shared (--uri), own (<--own-uri-base><index>) or both")
+      ->capture_default_str()->check(CLI::IsMember({"shared", "own", "both"}));
+  app.add_option("--own-uri-base", o.own_uri_base, "stream i's own URI is this + (--index-base + i)")->capture_default_str();
+  app.add_option("--index-base", o.index_base, "global index of this process's first stream (own URIs across processes)")
+      ->capture_default_str();
   app.add_option("--rounds", o.rounds, "burst: publishes, one at a time")->capture_default_str()->check(CLI::Range(1, 1000000));
   app.add_option("--rate", o.rate, "sustained: publishes per second")->capture_default_str()->check(CLI::Range(0.1, 1e6));
   app.add_option("--duration", o.duration, "sustained: seconds")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
@@ -1444,7 +1744,11 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 5; ++k) {
     if (o.kind_s == kinds[k]) o.kind = Kind(k);
   }
-  o.scenario = o.scenario_s == "burst" ? Scenario::Burst : o.scenario_s == "sustained" ? Scenario::Sustained : Scenario::Storm;
+  const char* scenarios[] = {"burst", "sustained", "storm", "receive", "publish", "targeted"};
+  for (int k = 0; k < 6; ++k) {
+    if (o.scenario_s == scenarios[k]) o.scenario = Scenario(k);
+  }
+  o.stream_uris = o.stream_uris_s == "own" ? mcpload::StreamUris::Own : o.stream_uris_s == "both" ? mcpload::StreamUris::Both : mcpload::StreamUris::Shared;
   signal(SIGPIPE, SIG_IGN);
   auto lg = std::make_unique<mcpload::Loadgen>(std::move(o));
   return lg->Run();

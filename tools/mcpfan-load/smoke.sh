@@ -3,6 +3,8 @@
 #   1. burst: 200 listen streams, 3 rounds
 #   2. sustained: 200 listen streams, 50 publishes/s for 2 s
 #   3. the same with 10 % slow readers (fast/slow split, mcpfan's /metrics read)
+#   4. targeted: 200 streams with their own URIs, 500 publishes/s each to one stream
+#   5. receive + publish driven over stdin (bench/cluster's protocol)
 # and checks each exits 0 with a last-line JSON object showing every delivery received.
 # The server is stopped by its PID (TERM, then KILL after 3 s), also on failure.
 #
@@ -100,5 +102,55 @@ run slow --streams 200 --scenario sustained --rate 50 --duration 2 --slow-reader
 has "$tmp/slow.json" '.sustained.fast.latency_ms.p99' || fail "slow: no fast p99"
 has "$tmp/slow.json" '.server_metrics.deliveries' || fail "slow: no server_metrics from /metrics"
 
+# Targeted: each stream its own URI, each publish to one random stream; nothing lost,
+# duplicated or misdelivered.
+run targeted --streams 200 --stream-uris own --scenario targeted --rate 500 --duration 2
+[[ "$(json_get "$tmp/targeted.json" '.targeted.published')" == "1000" ]] || fail "targeted: want 1000 publishes"
+[[ "$(json_get "$tmp/targeted.json" '.targeted.lost')" == "0" ]] || fail "targeted: lost"
+[[ "$(json_get "$tmp/targeted.json" '.targeted.tally.received')" == "1000" ]] || fail "targeted: want 1000 received"
+[[ "$(json_get "$tmp/targeted.json" '.targeted.tally.misdelivered')" == "0" ]] || fail "targeted: misdelivered"
+
+# Receive + publish over stdin (the cluster benchmark's protocol): 50 streams with both URIs,
+# one broadcast (all 50 get it once) and one publish addressed to stream 7 (only it gets it).
+timeout 60 python3 - "$load_bin" "$port" >"$tmp/controlled.out" 2>&1 <<'PY' || fail "receive/publish over stdin"
+import json, subprocess, sys, time
+load, port = sys.argv[1], sys.argv[2]
+base = [load, "--kind", "listen", "--target", f"http://127.0.0.1:{port}", "--timeout-s", "50"]
+rx = subprocess.Popen(base + ["--streams", "50", "--scenario", "receive", "--stream-uris", "both", "--uri", "file:///smoke/all",
+                              "--own-uri-base", "file:///smoke/s/", "--index-base", "100"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+pub = subprocess.Popen(base + ["--streams", "0", "--scenario", "publish"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def ask(p, cmd, word):
+    if cmd:
+        p.stdin.write(cmd + "\n"); p.stdin.flush()
+    for _ in range(100):
+        line = p.stdout.readline()
+        if not line:
+            raise SystemExit(f"EOF waiting for {word}")
+        if line.startswith(word):
+            rest = line[len(word):].strip()
+            return json.loads(rest) if rest.startswith("{") else rest
+    raise SystemExit(f"no {word}")
+assert ask(rx, None, "READY")["streams"] == 50
+ask(pub, None, "READY")
+ask(rx, "phase b perseq", "OK")
+sent = ask(pub, "one 0 file:///smoke/all", "SENT")
+assert sent["status"] == 202, sent
+sent2 = ask(pub, "run 100 1 0 own file:///smoke/s/ 107 1", "DONE")
+assert sent2["errors"] == 0, sent2
+for _ in range(50):
+    rep = ask(rx, "report", "REPORT")
+    if rep["received"] >= 51:
+        break
+    time.sleep(0.05)
+seqs = {s[0]: s[1] for s in rep["seqs"]}
+assert seqs.get(sent["seq"]) == 50 and seqs.get(sent2["first_seq"]) == 1, rep
+assert rep["received"] == 51 and rep["duplicates"] == 0 and rep["misdelivered"] == 0, rep
+for p in (rx, pub):
+    p.stdin.write("quit\n"); p.stdin.flush(); p.wait(20)
+assert rx.returncode == 0 and pub.returncode == 0, (rx.returncode, pub.returncode)
+print("controlled OK")
+PY
+
 echo "loadgen_smoke: OK (burst median $(json_get "$tmp/burst.json" '.burst.last_delivery_ms.median') ms;" \
-     "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms)"
+     "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms;" \
+     "targeted $(json_get "$tmp/targeted.json" '.targeted.tally.received') of 1000; $(tail -n 1 "$tmp/controlled.out"))"

@@ -17,6 +17,8 @@
 namespace mcpload {
 
 constexpr std::string_view kSeqMarker = "\"bench/seq\":";
+constexpr std::string_view kTsMarker = "\"bench/ts_ns\":";
+constexpr std::string_view kUriMarker = "\"uri\":\"";
 constexpr std::string_view kAckMethod = "notifications/subscriptions/acknowledged";
 constexpr size_t kMaxLine = 1 << 20;  // a longer SSE line / stdio line is a framing error
 
@@ -25,11 +27,58 @@ enum class MsgType : uint8_t { Seq, Ack, Complete, Other, Invalid };
 struct Msg {
   MsgType type = MsgType::Other;
   uint64_t seq = 0;
+  // Only with extras (Classify's second argument): what a receiver needs when the publish
+  // was made by another process. ts_ns: the publisher's "bench/ts_ns" (CLOCK_MONOTONIC,
+  // shared by the processes of one box), 0 when absent. uri_hash: UriHash of the raw bytes
+  // of params.uri (as sent, JSON escapes not undone), 0 when absent; uri_dir_hash: the same
+  // for the URI cut after its last '/', so that a shared URI ending in '/' (a sub-resource
+  // subscription) accepts the URIs one level below it.
+  uint64_t ts_ns = 0;
+  uint64_t uri_hash = 0;
+  uint64_t uri_dir_hash = 0;  // UriHash of the URI up to and including its last '/' (a "directory" subscription)
   std::string_view text;  // the message; valid only during the callback
 };
 
-// Classifies one JSON-RPC message text without parsing it.
-inline Msg Classify(std::string_view d) {
+// FNV-1a, 64 bit. A stream compares the hash of a delivery's URI with the hashes of its own
+// subscriptions (a misdelivery check that keeps no copy of the message's bytes); a false
+// "match" needs a 64-bit collision.
+inline uint64_t UriHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h ? h : 1;  // 0 means "no URI"
+}
+
+// The unsigned decimal right after `marker` in d (spaces skipped); false when absent.
+inline bool NumberAfter(std::string_view d, std::string_view marker, uint64_t* out) {
+  const void* hit = memmem(d.data(), d.size(), marker.data(), marker.size());
+  if (!hit) return false;
+  const char* p = static_cast<const char*>(hit) + marker.size();
+  const char* end = d.data() + d.size();
+  while (p < end && *p == ' ') ++p;
+  uint64_t v = 0;
+  int digits = 0;
+  for (; p < end && *p >= '0' && *p <= '9' && digits < 19; ++p, ++digits) v = v * 10 + uint64_t(*p - '0');
+  *out = v;
+  return digits > 0;
+}
+
+// The raw bytes of the first "uri":"..." string in d (up to the next quote; the URIs the
+// load generator uses need no escapes).
+inline std::string_view UriIn(std::string_view d) {
+  const void* hit = memmem(d.data(), d.size(), kUriMarker.data(), kUriMarker.size());
+  if (!hit) return {};
+  const char* p = static_cast<const char*>(hit) + kUriMarker.size();
+  const char* end = d.data() + d.size();
+  const char* q = static_cast<const char*>(memchr(p, '"', size_t(end - p)));
+  return q ? std::string_view(p, size_t(q - p)) : std::string_view();
+}
+
+// Classifies one JSON-RPC message text without parsing it. With `extras`, a Seq message
+// also gets ts_ns and uri_hash (two more memmem calls; off for the classic scenarios).
+inline Msg Classify(std::string_view d, bool extras = false) {
   Msg m;
   m.text = d;
   if (d.size() < 2 || d.front() != '{' || d.back() != '}') {
@@ -45,6 +94,15 @@ inline Msg Classify(std::string_view d) {
     for (; p < end && *p >= '0' && *p <= '9' && digits < 19; ++p, ++digits) v = v * 10 + uint64_t(*p - '0');
     m.type = digits ? MsgType::Seq : MsgType::Invalid;
     m.seq = v;
+    if (extras && digits) {
+      NumberAfter(d, kTsMarker, &m.ts_ns);
+      std::string_view u = UriIn(d);
+      if (!u.empty()) {
+        m.uri_hash = UriHash(u);
+        size_t slash = u.rfind('/');
+        if (slash != std::string_view::npos) m.uri_dir_hash = UriHash(u.substr(0, slash + 1));
+      }
+    }
     return m;
   }
   if (memmem(d.data(), d.size(), kAckMethod.data(), kAckMethod.size())) {
@@ -207,6 +265,7 @@ class LineFramer {
 
   void Reset(Mode m) {
     mode_ = m;
+    extras_ = extras_default_;
     carry_.clear();
     carry_.shrink_to_fit();
     has_data_ = false;
@@ -247,7 +306,7 @@ class LineFramer {
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (mode_ == Mode::JsonLines) {
       if (l.empty()) return h.OnFramingError("empty line on a stdio stream");
-      Msg m = Classify(l);
+      Msg m = Classify(l, extras_);
       if (m.type == MsgType::Invalid) return h.OnFramingError("a stdio line that is not a JSON object");
       return h.OnMessage(m);
     }
@@ -261,7 +320,7 @@ class LineFramer {
       l.remove_prefix(5);
       if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
       if (has_data_) return h.OnFramingError("two data lines in one SSE event");
-      msg_ = Classify(l);
+      msg_ = Classify(l, extras_);
       if (msg_.type == MsgType::Invalid) return h.OnFramingError("SSE data that is not a JSON object");
       msg_.text = {};  // the line's bytes may not outlive this call
       if (msg_.type == MsgType::Ack) {  // kept so the handler can check its subscription id
@@ -291,10 +350,13 @@ class LineFramer {
     ack_text_.clear();
     ack_text_.shrink_to_fit();
   }
+  // Classify with extras (ts_ns, uri_hash) from now on, and after every Reset.
+  void set_extras(bool on) { extras_ = extras_default_ = on; }
 
  private:
   Mode mode_ = Mode::Sse;
   bool has_data_ = false;
+  bool extras_ = false, extras_default_ = false;
   Msg msg_;
   std::string carry_;
   std::string ack_text_;

@@ -1,0 +1,103 @@
+// MultiPublisher: publishes over several publish URLs (e.g. the nodes of a cluster), one
+// pipelined keep-alive connection per URL (HttpPool), each publish either to a shared URI or
+// addressed to one stream's own URI (<base><index>, a random index in [first, first+n)).
+//
+// Every body carries "bench/seq" (unique per process: wall-clock ms x 1000 + a counter,
+// below 2^53) and "bench/ts_ns" (CLOCK_MONOTONIC when the request was first written), so a
+// receiver in another process can tell the publish and its latency. Order: publishes through
+// one URL reach that server in sequence order; publishes through different URLs may overtake
+// each other, so receivers must not assume a per-stream order across URLs.
+#pragma once
+
+#include <netinet/in.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "http_pool.h"
+
+namespace mcpload {
+
+struct Endpoint {
+  sockaddr_in addr{};
+  std::string hostport;  // Host header
+  std::string path;      // /v1/publish
+};
+
+class MultiPublisher {
+ public:
+  // How a scheduled run picks the URL of each publish.
+  static constexpr int kViaRandom = -1;
+  static constexpr int kViaRotate = -2;
+
+  struct RunSpec {
+    double rate = 100;        // publishes per second, on a 1 ms timer
+    uint64_t count = 0;       // publishes in all
+    int via = kViaRandom;     // an endpoint index, kViaRandom or kViaRotate
+    bool own = false;         // true: each publish to own_base + a random index
+    bool each = false;        // true: publish i of the run to uri + i (distinct URIs)
+                              // neither: every publish to `uri`
+    std::string uri;
+    std::string own_base;
+    uint64_t own_first = 0, own_n = 0;
+    uint64_t seed = 1;        // for the random choices (reproducible)
+  };
+  struct RunStats {
+    uint64_t published = 0, acked = 0, errors = 0;
+    uint64_t first_seq = 0, last_seq = 0;
+    uint64_t first_ts_ns = 0, last_ts_ns = 0;
+    double publish_lag_ms = 0;  // how late the last publish was written against its schedule
+    std::vector<uint64_t> per_endpoint;
+    std::string first_error;
+  };
+
+  MultiPublisher(uv_loop_t* loop, std::vector<Endpoint> endpoints, int pad_bytes);
+  ~MultiPublisher();
+  MultiPublisher(const MultiPublisher&) = delete;
+  MultiPublisher& operator=(const MultiPublisher&) = delete;
+
+  size_t endpoints() const { return eps_.size(); }
+  uint64_t seq_base() const { return seq_offset_; }
+
+  // One publish of `uri` through endpoint `via`; done(seq, ts_ns, http_status, error) when answered.
+  using OneDone = std::function<void(uint64_t, uint64_t, int, const std::string&)>;
+  void PublishOne(size_t via, const std::string& uri, OneDone done);
+
+  // A scheduled run (one at a time); on_done once every publish of it was answered.
+  void StartRun(RunSpec spec, std::function<void()> on_done);
+  bool running() const { return run_active_; }
+  const RunStats& run_stats() const { return stats_; }
+
+  // Closes every connection (run the loop afterwards until the handles are closed).
+  void Close();
+
+ private:
+  uint64_t Submit(size_t via, std::string uri, std::function<void(uint64_t, uint64_t, Reply&)> done);
+  std::string Request(size_t via, const std::string& uri, uint64_t seq, uint64_t ts) const;
+  static void OnTick(uv_timer_t* t);
+  void MaybeFinish();
+
+  uv_loop_t* loop_;
+  std::vector<Endpoint> eps_;
+  std::vector<std::unique_ptr<HttpPool>> pools_;
+  int pad_bytes_;
+  uint64_t seq_offset_ = 0;
+  uint64_t next_ = 0;
+  uv_timer_t tick_{};
+  bool closed_ = false;
+
+  // the scheduled run
+  bool run_active_ = false;
+  RunSpec spec_;
+  RunStats stats_;
+  uint64_t run_start_ns_ = 0, done_ = 0, rotate_ = 0;
+  std::mt19937_64 rng_;
+  std::function<void()> on_done_;
+};
+
+}  // namespace mcpload
