@@ -75,7 +75,7 @@ struct BackplaneConfig {
   NatsIo io = NatsIo::Libuv;
   bool publish_batching = false;      // nats.c's flusher (waits 1 ms to batch), else sent at once (SendAsap)
   int delivery_threads = 1;           // nats.c's shared delivery pool (process-wide); 0: a thread per subscription
-  std::uint64_t settle_ms = 500;      // after a (re)connect, before what waited is sent: peers re-subscribe first
+  std::uint64_t settle_ms = 1000;     // after a (re)connect, before what waited is sent: peers re-subscribe first
 };
 
 class Backplane final : public KeyListener {
