@@ -53,7 +53,7 @@ def main():
         ("added hop: first remote − first local p50 (ms)", ["cluster", "hop", "first_remote_minus_first_local_ms", "p50"], 2),
         ("added hop: first remote − first local p99 (ms) (target ≤ 2)", ["cluster", "hop", "first_remote_minus_first_local_ms", "p99"], 2),
         ("added hop: max (ms)", ["cluster", "hop", "first_remote_minus_first_local_ms", "max"], 2),
-        ("outage, settle 500 ms: lost on n1..n4 (of 8,000)", ["cluster", "outage_settle_default", "lost_on_other_nodes"], 0),
+        ("outage, default settle (500 ms before d6aecdb, 1 s since): lost on n1..n4 (of 8,000)", ["cluster", "outage_settle_default", "lost_on_other_nodes"], 0),
         ("outage, settle 0: lost on n1..n4 (of 8,000)", ["cluster", "outage_settle_0", "lost_on_other_nodes"], 0),
         ("capacity: mcpfan RSS per stream (KiB, median of 5 nodes)", ["cluster", "capacity", "rss_kib_per_stream"], 2),
         ("capacity: slab per connection, both ends (KiB)", ["cluster", "capacity", "slab_kib_per_connection_both_ends"], 2),
