@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
   app.add_option("--nats-max-subjects", cfg.nats_max_subjects,
                  "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> subject")
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
+  app.add_option("--nats-batch-us", cfg.nats_batch_window_us,
+                 "after a send to NATS, later notifications wait up to this long and leave together "
+                 "(one after a quiet spell goes at once); 0: every one at once")
+      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000}));
   app.add_option("--nats-io", cfg.nats_io,
                  "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
                  "batches under load) or threads (nats.c's reader and flusher threads)")

@@ -12,6 +12,11 @@ namespace mcpfan::detail::nats {
 
 namespace {
 
+std::uint64_t steady_us() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 std::uint64_t steady_ms() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -23,6 +28,8 @@ constexpr int kPendingMsgs = 1 << 20;
 constexpr int kPendingBytes = 256 << 20;
 constexpr std::uint64_t kInterestTickMs = 10;
 constexpr std::size_t kOpsPerTick = 4096;
+// At stop: how long the loop may write what was queued before the connection closes.
+constexpr std::uint64_t kFinalWriteMs = 20;
 
 Error nats_error(const char* what, natsStatus s) {
   return Error{rpc_code::kInternalError, std::string("NATS ") + what + ": " + natsStatus_GetText(s)};
@@ -141,6 +148,10 @@ void Backplane::run(std::promise<int> first) {
   stop_.data = this;
   uv_timer_init(&loop_, &tick_);
   tick_.data = this;
+  uv_async_init(&loop_, &flush_, [](uv_async_t* h) { static_cast<Backplane*>(h->data)->on_flush_request(); });
+  flush_.data = this;
+  uv_timer_init(&loop_, &batch_timer_);
+  batch_timer_.data = this;
   (void)try_connect();
   const auto outcome = static_cast<natsStatus>(last_connect_);
   const bool fatal = outcome != NATS_OK && outcome != NATS_NOT_YET_CONNECTED && outcome != NATS_NO_SERVER;
@@ -166,13 +177,26 @@ void Backplane::tick() {
   // Before the first connect the operations wait in the table; after it, nats.c itself
   // re-sends every subscription on each reconnect.
   if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
-  release_outage_queue();
+  release_queue();  // the outage queue after the settle delay, or anything a batch left
 }
 
 void Backplane::close_loop() {  // the stop signal's callback: once
+  // What is queued (a batch window's worth) goes out first: the loop writes it at its next
+  // turn, so the connection closes a moment later (at-most-once, but not lost for nothing).
+  release_queue();
+  uv_timer_stop(&batch_timer_);
+  uv_timer_stop(&tick_);
+  uv_timer_start(&tick_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->close_connection(); }, kFinalWriteMs, 0);
+}
+
+void Backplane::close_connection() {
   // No more deliveries into the hub from here; on the loop the adapter detaches here too.
   if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Close(c);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&batch_timer_), nullptr);
+  // A forward() after this would signal a closed handle: the hub is closed before the
+  // backplane is destroyed, so none comes.
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&stop_), nullptr);
 }
 
@@ -253,36 +277,47 @@ std::int64_t Backplane::max_payload() const noexcept {
   return c ? natsConnection_GetMaxPayload(c) : 0;
 }
 
-bool Backplane::direct() const {
-  // Straight to NATS only once connected and settled, and behind anything still queued (order).
-  return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms && queue_.empty() &&
-         !releasing_;
+bool Backplane::settled() const {
+  return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms;
 }
 
 std::int64_t Backplane::cost(const Notification& m) {
   return static_cast<std::int64_t>(m.message.size() + m.tenant.size() + m.uri.size() + kMaxSubjectBytes);
 }
 
-void Backplane::release_outage_queue() {
+void Backplane::on_flush_request() {
+  // A first notification after a quiet spell goes at once; one that follows a send within
+  // the window waits for the window's end, and whatever piled up by then leaves together.
+  const std::uint64_t now = steady_us();
+  const std::uint64_t due = last_send_us_ + config_.batch_window_us;
+  if (now >= due) {
+    release_queue();
+  } else if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&batch_timer_))) {
+    uv_timer_start(&batch_timer_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->release_queue(); },
+                   (due - now + 999) / 1000, 0);
+  }
+}
+
+void Backplane::release_queue() {
   std::deque<Waiting> out;
   {
     std::lock_guard lock(queue_mu_);
-    if (queue_.empty() || !connected() || steady_ms() < connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms) {
-      return;
-    }
+    flush_requested_ = false;
+    // Held while disconnected, and for the settle delay after a (re)connect (peers may not
+    // have re-subscribed yet); the interest tick retries every 10 ms.
+    if (queue_.empty() || !settled()) return;
     out.swap(queue_);
     queued_bytes_ = 0;
-    releasing_ = true;  // new publishes queue behind these until they are out
   }
+  // Only this (the loop's) thread sends, in queue order: what is queued meanwhile goes next.
   for (const Waiting& w : out) send(w.note);
-  std::lock_guard lock(queue_mu_);
-  releasing_ = false;
+  last_send_us_ = steady_us();
 }
 
 bool Backplane::can_take(const std::vector<Notification>& messages) {
   if (messages.empty()) return true;
   std::lock_guard lock(queue_mu_);
-  if (direct()) return true;
+  if (settled()) return true;  // what is queued leaves within a batch window
   std::int64_t need = 0;
   for (const Notification& m : messages) need += cost(m);
   if (queued_bytes_ + need <= config_.outage_buffer_bytes) return true;
@@ -299,24 +334,21 @@ void Backplane::send(const Notification& n) {
 }
 
 void Backplane::forward(std::vector<Notification>& notifications) {
+  bool wake = false;
   {
     std::lock_guard lock(queue_mu_);
-    if (!direct()) {
-      // Disconnected, or reconnected less than the settle delay ago (peers may not have
-      // re-subscribed yet): held, in order, until the interest thread releases them.
-      const std::uint64_t now = steady_ms();
-      for (Notification& n : notifications) {
-        if (!n.forwarded()) continue;
-        n.local.reset();  // delivered here already: the queue holds only what other nodes need
-        queued_bytes_ += cost(n);
-        queue_.push_back(Waiting{std::move(n), now});
-      }
-      return;
+    const std::uint64_t now = steady_ms();
+    for (Notification& n : notifications) {
+      if (!n.forwarded()) continue;
+      n.local.reset();  // delivered here already: the queue holds only what other nodes need
+      queued_bytes_ += cost(n);
+      queue_.push_back(Waiting{std::move(n), now});
     }
+    // One wake-up of the backplane's loop per batch; while NATS is away or the settle delay
+    // runs, the interest tick releases the queue instead.
+    if (!flush_requested_ && !queue_.empty() && settled()) wake = flush_requested_ = true;
   }
-  for (const Notification& n : notifications) {
-    if (n.forwarded()) send(n);
-  }
+  if (wake) uv_async_send(&flush_);
 }
 
 Backplane::Stats Backplane::stats() const {

@@ -75,6 +75,7 @@ struct BackplaneConfig {
   NatsIo io = NatsIo::Libuv;
   bool publish_batching = false;      // nats.c's flusher (waits 1 ms to batch), else sent at once (SendAsap)
   int delivery_threads = 1;           // nats.c's shared delivery pool (process-wide); 0: a thread per subscription
+  std::uint64_t batch_window_us = 1000;  // after a send, later notifications wait up to this long to leave together
   std::uint64_t settle_ms = 1000;     // after a (re)connect, before what waited is sent: peers re-subscribe first
 };
 
@@ -128,15 +129,17 @@ class Backplane final : public KeyListener {
   bool try_connect();
   void mark_connected();
   void tick();
-  void close_loop();  // on the loop, at the stop signal: closes the connection and the loop's handles
+  void close_loop();        // on the loop, at the stop signal: sends what is queued, then close_connection()
+  void close_connection();  // closes the connection and the loop's handles
   void apply(const std::vector<InterestTable::Op>& ops);
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   void receive(const char* data, int len);
-  [[nodiscard]] bool direct() const;  // queue_mu_ held
+  [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
   static std::int64_t cost(const Notification& m);
   void send(const Notification& n);
-  void release_outage_queue();
+  void on_flush_request();  // on the loop: send now, or at the end of the batch window
+  void release_queue();     // on the loop: sends what is queued, in order, if settled
 
   BackplaneConfig config_;
   Hub& hub_;
@@ -148,8 +151,10 @@ class Backplane final : public KeyListener {
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
-  // The outage queue: notifications for other nodes held while disconnected, and for the
-  // settle delay after a (re)connect, released in order by the interest thread.
+  // Notifications for other nodes, sent in order by the backplane's loop: at once after a
+  // quiet spell, else at the end of the batch window (so a busy node sends several per
+  // write, and every hop behind it wakes once for them); held while disconnected and for
+  // the settle delay after a (re)connect (the outage policy).
   mutable std::mutex queue_mu_;
   struct Waiting {
     Notification note;
@@ -157,12 +162,15 @@ class Backplane final : public KeyListener {
   };
   std::deque<Waiting> queue_;
   std::int64_t queued_bytes_ = 0;  // guarded by queue_mu_
-  bool releasing_ = false;         // guarded by queue_mu_: the queue is being sent
+  bool flush_requested_ = false;   // guarded by queue_mu_: the loop has been asked to send
   std::atomic<std::uint64_t> connected_at_ms_{0};
   // The backplane thread's loop: socket IO (NatsIo::Libuv), the interest tick, the stop signal.
   uv_loop_t loop_{};
   uv_timer_t tick_{};
   uv_async_t stop_{};
+  uv_async_t flush_{};             // forward() -> the loop: something to send
+  uv_timer_t batch_timer_{};       // the end of the batch window
+  std::uint64_t last_send_us_ = 0; // the loop thread's
   bool loop_ready_ = false;
   int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status
   std::uint64_t connect_ticks_ = 0;

@@ -142,6 +142,7 @@ Result<std::uint16_t> Server::start() {
     bc.max_subjects = m.config.nats_max_subjects;
     bc.delivery_threads = m.config.nats_delivery_threads;
     bc.publish_batching = m.config.nats_publish_batching;
+    bc.batch_window_us = m.config.nats_batch_window_us;
     bc.io = m.config.nats_io == "threads" ? detail::nats::NatsIo::Threads : detail::nats::NatsIo::Libuv;
     bc.max_uri_length = m.config.max_uri_length;
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);

@@ -81,6 +81,7 @@ struct ServerConfig {
   int nats_outage_buffer_bytes = 8 << 20;  // for other nodes while disconnected; a publish past it gets 503
   std::uint64_t nats_settle_ms = 1000;      // after a reconnect, before what waited is sent (peers re-subscribe: 570 ms measured at 19,000 subjects)
   std::size_t nats_max_subjects = 1'000'000;
+  std::uint64_t nats_batch_window_us = 1000;  // after a send to NATS, later ones wait up to this long to leave together
   std::string nats_io = "libuv";    // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)
   bool nats_publish_batching = false;  // nats.c's flusher thread waits 1 ms to batch; off: sent at once (libuv: at the loop's next turn)
   int nats_delivery_threads = 1;  // nats.c's shared delivery pool; 0 = its default, a thread per subscription  // past it the tenant with the most subjects is folded into one
