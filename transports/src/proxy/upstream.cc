@@ -1,0 +1,431 @@
+#include "proxy/upstream.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace mcpfan::detail::proxy {
+
+// A TCP connection to the upstream, pooled between calls. Its two handles are closed
+// together and it is freed once libuv has run both close callbacks.
+struct Conn {
+  UpstreamPool* pool = nullptr;
+  uv_tcp_t tcp{};
+  uv_timer_t timer{};
+  uv_connect_t connect_req{};
+  uv_write_t write_req{};
+  http_parser parser{};
+  UpstreamCall* call = nullptr;  // null while pooled
+  int open_handles = 2;
+  bool closing = false;
+  bool connected = false;
+  bool writing = false;
+  UpstreamFailure timer_kind = UpstreamFailure::Connect;
+  std::array<char, 64 * 1024> buf{};
+};
+
+struct UpstreamCall {
+  Conn* conn = nullptr;
+  UpstreamSink* sink = nullptr;
+  std::string request;   // a stale pooled connection sends it again on a fresh one
+  std::size_t max_head = 0;
+  bool reused = false;   // sent on a pooled connection
+  bool retried = false;
+  bool got_bytes = false;
+  bool paused = false;
+  bool in_read = false;  // inside on_read: cancel() only marks, on_read finishes the job
+  bool cancelled = false;
+  bool complete = false;
+  bool skip_message = false;  // a 1xx interim answer: not the answer
+  bool head_too_big = false;
+  bool last_was_value = false;
+  std::size_t head_bytes = 0;
+  HeaderList headers;
+};
+
+namespace {
+
+UpstreamCall* call_of(http_parser* p) { return static_cast<Conn*>(p->data)->call; }
+
+int add_head_bytes(UpstreamCall* c, std::size_t len) {
+  c->head_bytes += len;
+  if (c->head_bytes <= c->max_head) return 0;
+  c->head_too_big = true;
+  return -1;
+}
+
+const http_parser_settings kSettings = [] {
+  http_parser_settings s{};
+  s.on_header_field = [](http_parser* p, const char* at, size_t len) -> int {
+    UpstreamCall* c = call_of(p);
+    if (add_head_bytes(c, len) != 0) return -1;
+    if (c->last_was_value || c->headers.empty()) c->headers.emplace_back();
+    c->headers.back().first.append(at, len);
+    c->last_was_value = false;
+    return 0;
+  };
+  s.on_header_value = [](http_parser* p, const char* at, size_t len) -> int {
+    UpstreamCall* c = call_of(p);
+    if (add_head_bytes(c, len) != 0) return -1;
+    if (c->headers.empty()) return -1;
+    c->headers.back().second.append(at, len);
+    c->last_was_value = true;
+    return 0;
+  };
+  s.on_headers_complete = [](http_parser* p) -> int {
+    UpstreamCall* c = call_of(p);
+    if (p->status_code / 100 == 1) {  // 100 Continue, 103 Early Hints: the answer follows
+      c->skip_message = true;
+      c->headers.clear();
+      c->last_was_value = false;
+      return 0;
+    }
+    c->request.clear();  // the answer has started: it is never sent again
+    c->request.shrink_to_fit();
+    c->sink->on_head(static_cast<int>(p->status_code), c->headers);
+    c->headers.clear();
+    return 0;
+  };
+  s.on_body = [](http_parser* p, const char* at, size_t len) -> int {
+    UpstreamCall* c = call_of(p);
+    if (!c->cancelled) c->sink->on_body(std::string_view(at, len));
+    return 0;
+  };
+  s.on_message_complete = [](http_parser* p) -> int {
+    UpstreamCall* c = call_of(p);
+    if (c->skip_message) {
+      c->skip_message = false;
+      return 0;
+    }
+    c->complete = true;
+    http_parser_pause(p, 1);  // nothing after the answer is ours to read
+    return 0;
+  };
+  return s;
+}();
+
+Conn* conn_of(uv_handle_t* h) { return static_cast<Conn*>(h->data); }
+
+}  // namespace
+
+std::string_view failure_name(UpstreamFailure f) noexcept {
+  switch (f) {
+    case UpstreamFailure::Connect: return "connect";
+    case UpstreamFailure::FirstByte: return "first byte";
+    case UpstreamFailure::Idle: return "idle";
+    case UpstreamFailure::Protocol: return "protocol";
+    case UpstreamFailure::Closed: return "closed";
+  }
+  return "?";
+}
+
+Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
+  auto bad = [&](std::string why) { return Error{rpc_code::kInvalidParams, "--upstream " + std::string(url) + ": " + why}; };
+  constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, kScheme.size()) != kScheme) return bad("only http:// upstreams are supported");
+  std::string_view rest = url.substr(kScheme.size());
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  UpstreamTarget t;
+  t.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  t.authority = std::string(authority);
+  std::string_view host = authority, port;
+  if (!authority.empty() && authority.front() == '[') {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unterminated [IPv6] address");
+    host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return bad("expected :port after the [IPv6] address");
+      port = authority.substr(close + 2);
+    }
+  } else if (std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return bad("no host");
+  t.host = std::string(host);
+  sockaddr_in6 a6{};
+  sockaddr_in a4{};
+  if (uv_ip4_addr(t.host.c_str(), 0, &a4) != 0 && uv_ip6_addr(t.host.c_str(), 0, &a6) != 0) {
+    return bad("the host must be an IP address (resolve names before, e.g. in the service's configuration)");
+  }
+  if (!port.empty()) {
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (ec != std::errc{} || end != port.data() + port.size() || v == 0 || v > 65535) return bad("bad port");
+    t.port = static_cast<std::uint16_t>(v);
+  }
+  return t;
+}
+
+UpstreamPool::UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits)
+    : loop_(loop), target_(std::move(target)), limits_(limits) {}
+
+UpstreamPool::~UpstreamPool() {
+  // Destroying a pool whose handles are still open would leave libuv pointing at freed
+  // memory: the owner closes it and lets the loop run first.
+  close();
+}
+
+bool UpstreamPool::closed() const noexcept { return shut_ && closing_ == 0; }
+
+UpstreamPool::Stats UpstreamPool::stats() const {
+  Stats s = stats_;
+  s.idle = idle_.size();
+  s.active = active_.size();
+  return s;
+}
+
+UpstreamCall* UpstreamPool::start(std::string request, UpstreamSink* sink) {
+  auto* c = new UpstreamCall;
+  c->sink = sink;
+  c->request = std::move(request);
+  c->max_head = limits_.max_head_bytes;
+  ++stats_.requests;
+  active_.push_back(c);
+  if (shut_) {
+    fail(c, UpstreamFailure::Closed, "the upstream pool is closed");
+    return nullptr;
+  }
+  if (!idle_.empty()) {
+    Conn* conn = idle_.back();
+    idle_.pop_back();
+    conn->call = c;
+    c->conn = conn;
+    c->reused = true;
+    ++stats_.reused;
+    send_on(c);
+  } else {
+    connect(c);
+  }
+  return c;
+}
+
+void UpstreamPool::connect(UpstreamCall* c) {
+  auto* conn = new Conn;
+  conn->pool = this;
+  conn->call = c;
+  c->conn = conn;
+  uv_tcp_init(loop_, &conn->tcp);
+  uv_timer_init(loop_, &conn->timer);
+  conn->tcp.data = conn;
+  conn->timer.data = conn;
+  conn->connect_req.data = conn;
+  ++stats_.connects;
+  sockaddr_storage addr{};
+  if (uv_ip4_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0) {
+    (void)uv_ip6_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in6*>(&addr));
+  }
+  arm(c, limits_.connect_ms, UpstreamFailure::Connect);
+  int rc = uv_tcp_connect(&conn->connect_req, &conn->tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* req, int status) {
+    auto* conn = static_cast<Conn*>(req->data);
+    if (conn->closing) return;  // cancelled by uv_close
+    UpstreamPool* pool = conn->pool;
+    if (status < 0) {
+      pool->fail(conn->call, UpstreamFailure::Connect, std::string("connect: ") + uv_strerror(status));
+      return;
+    }
+    conn->connected = true;
+    uv_tcp_nodelay(&conn->tcp, 1);
+    pool->send_on(conn->call);
+  });
+  if (rc < 0) fail(c, UpstreamFailure::Connect, std::string("connect: ") + uv_strerror(rc));
+}
+
+void UpstreamPool::send_on(UpstreamCall* c) {
+  Conn* conn = c->conn;
+  http_parser_init(&conn->parser, HTTP_RESPONSE);
+  conn->parser.data = conn;
+  uv_buf_t b = uv_buf_init(c->request.data(), static_cast<unsigned>(c->request.size()));
+  conn->write_req.data = conn;
+  conn->writing = true;
+  int rc = uv_write(&conn->write_req, reinterpret_cast<uv_stream_t*>(&conn->tcp), &b, 1, [](uv_write_t* req, int status) {
+    auto* conn = static_cast<Conn*>(req->data);
+    conn->writing = false;
+    if (conn->closing || status == 0 || !conn->call) return;
+    UpstreamPool* pool = conn->pool;
+    UpstreamCall* c = conn->call;
+    if (c->reused && !c->got_bytes && !c->retried) {  // the pooled connection had gone stale
+      pool->unhook(c);
+      c->retried = true;
+      ++pool->stats_.retried;
+      pool->connect(c);
+      return;
+    }
+    pool->fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(status));
+  });
+  if (rc < 0) {
+    conn->writing = false;
+    fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(rc));
+    return;
+  }
+  arm(c, limits_.first_byte_ms, UpstreamFailure::FirstByte);
+  if (!c->paused) {
+    uv_read_start(
+        reinterpret_cast<uv_stream_t*>(&conn->tcp),
+        [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
+        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+          Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
+          conn->pool->on_read(conn, n, buf);
+        });
+  }
+}
+
+void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
+  if (n == 0) return;
+  UpstreamCall* c = conn->call;
+  if (!c) {  // pooled: the upstream closed it, or sent what nobody asked for
+    idle_.erase(std::remove(idle_.begin(), idle_.end(), conn), idle_.end());
+    close_conn(conn);
+    return;
+  }
+  if (n < 0) {
+    if (c->reused && !c->got_bytes && !c->retried) {  // stale pooled connection: once more, fresh
+      unhook(c);
+      c->retried = true;
+      ++stats_.retried;
+      connect(c);
+      return;
+    }
+    // An answer delimited by the end of the connection ends here; any other is cut short.
+    c->in_read = true;
+    http_parser_execute(&conn->parser, &kSettings, nullptr, 0);
+    c->in_read = false;
+    if (c->cancelled) return drop(c);
+    if (c->complete) return finish(c, false);
+    return fail(c, UpstreamFailure::Closed,
+                std::string("the upstream closed the connection before the answer was complete") +
+                    (n == UV_EOF ? "" : std::string(" (") + uv_strerror(static_cast<int>(n)) + ")"));
+  }
+  c->got_bytes = true;
+  arm(c, limits_.idle_ms, UpstreamFailure::Idle);
+  c->in_read = true;
+  std::size_t used = http_parser_execute(&conn->parser, &kSettings, buf->base, static_cast<std::size_t>(n));
+  c->in_read = false;
+  if (c->cancelled) return drop(c);
+  if (c->complete) {
+    // Bytes after a complete answer, or an answer that ends its connection: not reusable.
+    bool reusable = used == static_cast<std::size_t>(n) && http_should_keep_alive(&conn->parser) != 0;
+    return finish(c, reusable);
+  }
+  if (HTTP_PARSER_ERRNO(&conn->parser) != HPE_OK) {
+    std::string what = c->head_too_big ? "the answer's head is longer than " + std::to_string(limits_.max_head_bytes) + " bytes"
+                                       : std::string("not an HTTP/1.x answer: ") +
+                                             http_errno_description(HTTP_PARSER_ERRNO(&conn->parser));
+    return fail(c, UpstreamFailure::Protocol, what);
+  }
+}
+
+void UpstreamPool::arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind) {
+  Conn* conn = c->conn;
+  conn->timer_kind = kind;
+  uv_timer_start(&conn->timer, [](uv_timer_t* t) {
+    Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(t));
+    if (!conn->call) return;
+    UpstreamPool* pool = conn->pool;
+    std::string what;
+    switch (conn->timer_kind) {
+      case UpstreamFailure::Connect: what = "not connected within " + std::to_string(pool->limits_.connect_ms) + " ms"; break;
+      case UpstreamFailure::FirstByte: what = "no answer within " + std::to_string(pool->limits_.first_byte_ms) + " ms"; break;
+      default: what = "the answer went quiet for " + std::to_string(pool->limits_.idle_ms) + " ms"; break;
+    }
+    pool->fail(conn->call, conn->timer_kind, what);
+  }, ms, 0);
+}
+
+void UpstreamPool::finish(UpstreamCall* c, bool reusable) {
+  Conn* conn = c->conn;
+  UpstreamSink* sink = c->sink;
+  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  conn->call = nullptr;
+  c->conn = nullptr;
+  uv_timer_stop(&conn->timer);
+  if (reusable && !shut_ && idle_.size() < limits_.max_idle && !c->paused) {
+    idle_.push_back(conn);  // keeps reading: an upstream that closes it is noticed at once
+  } else {
+    close_conn(conn);
+  }
+  delete c;
+  sink->on_end();
+}
+
+void UpstreamPool::fail(UpstreamCall* c, UpstreamFailure kind, std::string what) {
+  UpstreamSink* sink = c->sink;
+  ++stats_.failures;
+  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  unhook(c);
+  delete c;
+  sink->on_failure(kind, what);
+}
+
+void UpstreamPool::drop(UpstreamCall* c) {
+  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  unhook(c);
+  delete c;
+}
+
+void UpstreamPool::unhook(UpstreamCall* c) {
+  if (Conn* conn = c->conn) {
+    conn->call = nullptr;
+    c->conn = nullptr;
+    close_conn(conn);
+  }
+}
+
+void UpstreamPool::close_conn(Conn* conn) {
+  if (conn->closing) return;
+  conn->closing = true;
+  closing_ += 1;
+  auto closed = [](uv_handle_t* h) {
+    Conn* conn = conn_of(h);
+    if (--conn->open_handles > 0) return;
+    UpstreamPool* pool = conn->pool;
+    --pool->closing_;
+    delete conn;
+  };
+  uv_close(reinterpret_cast<uv_handle_t*>(&conn->tcp), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&conn->timer), closed);
+}
+
+void UpstreamPool::cancel(UpstreamCall* c) {
+  if (!c) return;
+  if (c->in_read) {
+    c->cancelled = true;  // on_read drops it when the parser returns
+    return;
+  }
+  drop(c);
+}
+
+void UpstreamPool::pause(UpstreamCall* c) {
+  if (!c || c->paused) return;
+  c->paused = true;
+  if (Conn* conn = c->conn) {
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&conn->tcp));
+    if (c->got_bytes) uv_timer_stop(&conn->timer);  // a paused answer is ours to wait for, not the upstream's
+  }
+}
+
+void UpstreamPool::resume(UpstreamCall* c) {
+  if (!c || !c->paused) return;
+  c->paused = false;
+  Conn* conn = c->conn;
+  if (!conn || !conn->connected) return;
+  if (c->got_bytes) arm(c, limits_.idle_ms, UpstreamFailure::Idle);
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(&conn->tcp),
+      [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
+        conn->pool->on_read(conn, n, buf);
+      });
+}
+
+void UpstreamPool::close() {
+  if (shut_) return;
+  shut_ = true;
+  while (!active_.empty()) fail(active_.back(), UpstreamFailure::Closed, "the upstream pool is closing");
+  for (Conn* conn : idle_) close_conn(conn);
+  idle_.clear();
+}
+
+}  // namespace mcpfan::detail::proxy

@@ -1,0 +1,137 @@
+#pragma once
+// The upstream leg of the front proxy (issue 12): HTTP/1.1 requests to one upstream MCP
+// server, from one worker loop, over keep-alive connections that the loop pools. The answer
+// is streamed to a sink as it arrives (status and headers, then body bytes with the chunked
+// framing removed), never buffered whole; an SSE answer is just a body that does not end.
+//
+//  - Bounded: at most `max_idle` idle connections are kept; the answer's head is bounded
+//    (`max_head_bytes`); a body without an end is not (that is an SSE stream) but the sink
+//    can pause() the call, which stops reading the upstream socket (backpressure).
+//  - Timed: connecting (`connect_ms`), the first byte of the answer (`first_byte_ms`), and
+//    the gap between two reads once it streams (`idle_ms`); each expiry is a failure with
+//    its own kind, so the proxy can answer 502 or 504.
+//  - A request on a reused connection that the upstream had closed meanwhile (nothing of an
+//    answer received) is sent once more on a fresh connection; nothing else is retried.
+//
+// Thread affinity: every method and every sink call on the loop given to the constructor.
+// Lifetime: a call ends with exactly one of on_end() / on_failure() (or cancel(), after
+// which the sink hears nothing); the caller forgets the call then. close() ends every call
+// (their sinks hear on_failure(Closed)) and closes the connections; the pool may be
+// destroyed once close() was called and the loop has run its close callbacks
+// (closed() is true).
+#include <http_parser.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mcpfan/result.h"
+
+namespace mcpfan::detail::proxy {
+
+/** Where the upstream is: from `http://host:port/path`. */
+struct UpstreamTarget {
+  std::string host;       // an IP address (v4 or v6); names are resolved by the operator
+  std::uint16_t port = 80;
+  std::string path = "/";  // the MCP endpoint's path on the upstream
+  std::string authority;   // host[:port] as written: the Host header
+};
+/** Parses an `http://` URL whose host is an IP address literal. The error names the problem. */
+[[nodiscard]] Result<UpstreamTarget> parse_upstream_url(std::string_view url);
+
+struct UpstreamLimits {
+  std::uint64_t connect_ms = 5000;
+  std::uint64_t first_byte_ms = 30000;
+  std::uint64_t idle_ms = 300000;
+  std::size_t max_head_bytes = 64 * 1024;
+  std::size_t max_idle = 16;
+};
+
+enum class UpstreamFailure {
+  Connect,    // refused, unreachable, or not connected within connect_ms
+  FirstByte,  // no byte of an answer within first_byte_ms
+  Idle,       // a streaming answer went quiet for idle_ms
+  Protocol,   // not HTTP/1.x, or a head past max_head_bytes
+  Closed,     // the upstream closed the connection before the answer was complete
+};
+[[nodiscard]] std::string_view failure_name(UpstreamFailure f) noexcept;
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class UpstreamSink {
+ public:
+  virtual ~UpstreamSink() = default;
+  /** The answer's status line and headers (names as sent). */
+  virtual void on_head(int status, const HeaderList& headers) = 0;
+  /** Body bytes as they arrive, chunked framing removed. */
+  virtual void on_body(std::string_view bytes) = 0;
+  /** The answer is complete. Terminal. */
+  virtual void on_end() = 0;
+  /** The call failed (before or after on_head). Terminal. */
+  virtual void on_failure(UpstreamFailure kind, const std::string& what) = 0;
+};
+
+class UpstreamPool;
+/** One request in flight; valid until its terminal sink call or cancel(). */
+struct UpstreamCall;
+struct Conn;
+
+class UpstreamPool {
+ public:
+  struct Stats {
+    std::uint64_t requests = 0;
+    std::uint64_t connects = 0;     // TCP connections opened
+    std::uint64_t reused = 0;       // requests sent on a pooled connection
+    std::uint64_t retried = 0;      // sent again after a stale pooled connection
+    std::uint64_t failures = 0;
+    std::size_t idle = 0;           // pooled now
+    std::size_t active = 0;         // calls in flight now
+  };
+
+  UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits = {});
+  ~UpstreamPool();
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
+  /**
+   * Sends `request` (a whole HTTP/1.1 request: head and body; the caller writes the Host,
+   * Content-Length and the headers it forwards) and streams the answer to `sink`.
+   */
+  UpstreamCall* start(std::string request, UpstreamSink* sink);
+  /** Ends a call now; its sink hears nothing more; its connection is closed, not pooled. */
+  void cancel(UpstreamCall* call);
+  /** Backpressure: stop / start reading the call's answer. */
+  void pause(UpstreamCall* call);
+  void resume(UpstreamCall* call);
+  /** Fails every call (on_failure(Closed)) and closes every connection. Idempotent; not from a sink callback. */
+  void close();
+  [[nodiscard]] bool closed() const noexcept;
+  [[nodiscard]] const UpstreamTarget& target() const noexcept { return target_; }
+  [[nodiscard]] Stats stats() const;
+
+ private:
+  void connect(UpstreamCall* c);  // on a fresh connection
+  void send_on(UpstreamCall* c);  // writes the request, reads the answer
+  void on_read(Conn* conn, ssize_t n, const uv_buf_t* buf);
+  void arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind);
+  void finish(UpstreamCall* c, bool reusable);  // on_end(); the connection pooled or closed
+  void fail(UpstreamCall* c, UpstreamFailure kind, std::string what);  // on_failure(); closed
+  void drop(UpstreamCall* c);    // no sink call; closed
+  void unhook(UpstreamCall* c);  // closes the call's connection, if any
+  void close_conn(Conn* conn);   // frees it once libuv has run the close callbacks
+
+  uv_loop_t* loop_;
+  UpstreamTarget target_;
+  UpstreamLimits limits_;
+  std::vector<Conn*> idle_;            // pooled connections, most recent last
+  std::vector<UpstreamCall*> active_;  // calls in flight
+  std::size_t closing_ = 0;            // handles whose close callback has not run yet
+  bool shut_ = false;
+  Stats stats_;
+};
+
+}  // namespace mcpfan::detail::proxy
