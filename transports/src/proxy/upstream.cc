@@ -260,15 +260,18 @@ void UpstreamPool::send_on(UpstreamCall* c) {
     return;
   }
   arm(c, limits_.first_byte_ms, UpstreamFailure::FirstByte);
-  if (!c->paused) {
-    uv_read_start(
-        reinterpret_cast<uv_stream_t*>(&conn->tcp),
-        [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
-        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-          Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
-          conn->pool->on_read(conn, n, buf);
-        });
-  }
+  if (!c->paused) start_reading(conn);
+}
+
+void UpstreamPool::start_reading(Conn* conn) {
+  // (A pooled connection is already reading: libuv then leaves it as it is.)
+  uv_read_start(
+      reinterpret_cast<uv_stream_t*>(&conn->tcp),
+      [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
+      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
+        conn->pool->on_read(conn, n, buf);
+      });
 }
 
 void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
@@ -411,13 +414,7 @@ void UpstreamPool::resume(UpstreamCall* c) {
   Conn* conn = c->conn;
   if (!conn || !conn->connected) return;
   if (c->got_bytes) arm(c, limits_.idle_ms, UpstreamFailure::Idle);
-  uv_read_start(
-      reinterpret_cast<uv_stream_t*>(&conn->tcp),
-      [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
-      [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-        Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
-        conn->pool->on_read(conn, n, buf);
-      });
+  start_reading(conn);
 }
 
 void UpstreamPool::close() {

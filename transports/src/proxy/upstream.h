@@ -116,6 +116,7 @@ class UpstreamPool {
  private:
   void connect(UpstreamCall* c);  // on a fresh connection
   void send_on(UpstreamCall* c);  // writes the request, reads the answer
+  void start_reading(Conn* conn);
   void on_read(Conn* conn, ssize_t n, const uv_buf_t* buf);
   void arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind);
   void finish(UpstreamCall* c, bool reusable);  // on_end(); the connection pooled or closed
