@@ -4,6 +4,9 @@
 // cannot retry a first connect: the backplane does).
 #include <signal.h>
 
+#include <optional>
+#include <thread>
+
 #include "harness.h"
 #include "nats_server.h"
 
@@ -65,6 +68,60 @@ TEST(NatsConnect, ANodeStartedBeforeItsServerServesLocallyAndJoinsLater) {
     EXPECT_TRUE(CrossesFromAToB(a.port(), b.port(), "mem://late"));
     EXPECT_TRUE(CrossesFromAToB(b.port(), a.port(), "mem://late2"));
   }
+}
+
+// A nats-server that stops reading (SIGSTOP): nats.c would buffer what the node sends without
+// limit; the node holds it in its own bounded queue instead and refuses publishes past the
+// bound (503) before delivering anything; once the server reads again, publishing works and
+// what waited arrives.
+TEST(NatsConnect, AServerThatStopsReadingFillsABoundedQueueThenPublishesAreRefused) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  ServerProcess a({"--nats", nats.url(), "--node-name", "A", "--nats-outage-buffer-bytes", "65536"});
+  ServerProcess b({"--nats", nats.url(), "--node-name", "B"});
+  for (ServerProcess* n : {&a, &b}) {
+    ASSERT_TRUE(n->ok()) << n->error();
+    ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
+  }
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, b.port(), R"("x")", R"({"resourceSubscriptions":["mem://x"]})"));
+  ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B").size() == 1; }, "B's subject at NATS"));
+  nats.Signal(SIGSTOP);
+  const std::string pad(4000, 'p');
+  std::optional<HttpResponse> refused;
+  int accepted = 0;
+  // The kernel's socket buffers take some megabytes first; then nats.c's buffer passes the
+  // bound, the node's queue fills, and a publish is refused.
+  for (int i = 0; i < 20000 && !refused; ++i) {
+    auto r = Publish(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" + pad + R"("}})");
+    if (!r) {
+      nats.Signal(SIGCONT);
+      FAIL() << "publish failed at " << i;
+    }
+    if (r->status == 503) refused = r;
+    else if (r->status != 202) {
+      nats.Signal(SIGCONT);
+      FAIL() << r->status << " " << r->body;
+    }
+    accepted += r->status == 202;
+  }
+  nats.Signal(SIGCONT);
+  ASSERT_TRUE(refused) << "never refused after " << accepted << " publishes";
+  EXPECT_TRUE(refused->Get("retry-after"));
+  EXPECT_NE(refused->body.find("not keeping up"), std::string::npos) << refused->body;
+  EXPECT_TRUE(PollMetric(a.port(), "mcpfan_backplane_refused_total", [](double v) { return v >= 1; }));
+  // Reading again: the queue drains and a new publish crosses.
+  bool taken = false;
+  for (int i = 0; i < 1000 && !taken; ++i) {
+    auto r = Publish(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})");
+    taken = r && r->status == 202;
+    if (!taken) std::this_thread::sleep_for(Ms(10));
+  }
+  ASSERT_TRUE(taken) << "publishing did not recover";
+  std::string err;
+  auto m = s.NextMessage(Ms(15000), &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ void NatsServer::Kill9() {
   proc_.WaitExit(kIo);
 }
 
+void NatsServer::Signal(int sig) { proc_.Signal(sig); }
+
 int NatsServer::Routes() const {
   auto r = Roundtrip(monitor_, BuildRequest("GET", "/routez", {}));
   if (!r || r->status != 200) return -1;

@@ -22,6 +22,8 @@ class NatsServer {
   std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
   std::string route_url() const { return "nats://127.0.0.1:" + std::to_string(route_); }
   void Kill9();
+  // SIGSTOP / SIGCONT: a server that stops reading, then goes on.
+  void Signal(int sig);
   // Routes to other servers of the cluster (from /routez); -1 if unreadable.
   int Routes() const;
   // Every client connection's name (from /connz).

@@ -76,7 +76,8 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     }
     if (!backplane->can_take(decoded.value().notifications)) {
       c.respond(503, "application/json",
-                json_error_body("the NATS backplane is disconnected and its outage buffer is full; nothing was published"),
+                json_error_body("the NATS backplane cannot take more now (disconnected, or NATS not keeping up) and "
+                                "its outage buffer is full; nothing was published"),
                 "Retry-After: 1\r\n");
       return;
     }

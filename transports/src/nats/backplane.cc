@@ -306,6 +306,10 @@ void Backplane::release_queue() {
     // Held while disconnected, and for the settle delay after a (re)connect (peers may not
     // have re-subscribed yet); the interest tick retries every 10 ms.
     if (queue_.empty() || !settled()) return;
+    // Held too while nats.c's own buffer is past the bound (the server does not keep up):
+    // nats.c would grow it without limit; ours is bounded, and can_take() refuses past it.
+    natsConnection* c = conn_.load(std::memory_order_acquire);
+    if (c && natsConnection_Buffered(c) > config_.outage_buffer_bytes) return;
     out.swap(queue_);
     queued_bytes_ = 0;
   }
@@ -317,7 +321,8 @@ void Backplane::release_queue() {
 bool Backplane::can_take(const std::vector<Notification>& messages) {
   if (messages.empty()) return true;
   std::lock_guard lock(queue_mu_);
-  if (settled()) return true;  // what is queued leaves within a batch window
+  // Connected and keeping up, the queue holds a batch window's worth; disconnected, or with
+  // NATS not keeping up, it grows up to the bound, and past it a publish is refused whole.
   std::int64_t need = 0;
   for (const Notification& m : messages) need += cost(m);
   if (queued_bytes_ + need <= config_.outage_buffer_bytes) return true;

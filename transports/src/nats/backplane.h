@@ -110,7 +110,8 @@ class Backplane final : public KeyListener {
   /** The largest message the servers take; a publish with a bigger notification is refused whole (413). */
   [[nodiscard]] std::int64_t max_payload() const noexcept;
   /**
-   * The outage policy: while disconnected, messages for other nodes wait in a bounded buffer.
+   * The outage policy: while disconnected (or while NATS does not keep up: nats.c's own
+   * buffer past the same bound), messages for other nodes wait in a bounded buffer.
    * False when `messages` would not fit: the caller refuses the publish (503, Retry-After)
    * before delivering anything, so nothing is half published. Counted.
    */
