@@ -138,8 +138,8 @@ void Hub::send_out(std::vector<Notification>& notes) {
   std::vector<PayloadRef> local;
   local.reserve(notes.size());
   bool forward = false;
-  for (const Notification& n : notes) {
-    if (n.local) local.push_back(n.local);
+  for (Notification& n : notes) {
+    if (n.local) local.push_back(std::move(n.local));  // moved: the forwarder needs only the copy for other nodes
     forward = forward || n.forwarded();
   }
   if (!local.empty()) fan_out(local);

@@ -11,7 +11,6 @@
 #include "harness.h"
 #include "nats_server.h"
 #include "stdio_client.h"  // TempDir
-#include "token_mint.h"
 
 namespace itest {
 namespace {
@@ -35,12 +34,8 @@ TEST(NatsIngress, DebouncingHappensOnceWhereThePublishIsAccepted) {
     ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
   }
   SseStream s;
-  std::string body = RpcBody(R"("d")", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":["mem://hot"]})");
-  auto h = McpHeaders(kV2026, "subscriptions/listen");
-  h.push_back({"Authorization", "Bearer " + Hs256Token(secret, "t1")});
+  ASSERT_TRUE(ListenAsTenant(s, b.port(), secret, "t1", "mem://hot"));
   std::string err;
-  ASSERT_TRUE(s.Open(b.port(), McpPost(body, h), kIo, &err)) << err;
-  ASSERT_TRUE(s.NextMessage(kIo, &err)) << "no acknowledgement: " << err;
   ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B").size() == 1; }, "B's subject at NATS"));
 
   std::string burst = "[";

@@ -1,5 +1,7 @@
 #include "nats_server.h"
 
+#include "token_mint.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -108,6 +110,18 @@ bool HasSubject(const std::vector<std::string>& subs, std::string_view piece) {
     if (s.find(piece) != std::string::npos) return true;
   }
   return false;
+}
+
+::testing::AssertionResult ListenAsTenant(SseStream& s, int port, std::string_view secret, std::string_view tenant,
+                                          std::string_view uri) {
+  std::string body = RpcBody(R"("l")", "subscriptions/listen",
+                             R"("notifications":{"resourceSubscriptions":[")" + std::string(uri) + R"("]})");
+  auto h = McpHeaders(kV2026, "subscriptions/listen");
+  h.push_back({"Authorization", "Bearer " + Hs256Token(secret, tenant)});
+  std::string err;
+  if (!s.Open(port, McpPost(body, h), kIo, &err)) return ::testing::AssertionFailure() << err;
+  if (!s.NextMessage(kIo, &err)) return ::testing::AssertionFailure() << "no acknowledgement: " << err;
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace itest

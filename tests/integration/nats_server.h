@@ -47,5 +47,9 @@ class NatsServer {
 // A node's arguments: 2 workers, a 100 ms linger, a 1 s settle delay.
 std::vector<std::string> NodeArgs(const NatsServer& nats, std::string_view name);
 bool HasSubject(const std::vector<std::string>& subs, std::string_view piece);
+// Opens a 2026 listen on `uri` as JWT tenant `tenant` (an HS256 token signed with `secret`)
+// and waits for its acknowledgement.
+::testing::AssertionResult ListenAsTenant(SseStream& s, int port, std::string_view secret, std::string_view tenant,
+                                          std::string_view uri);
 
 }  // namespace itest

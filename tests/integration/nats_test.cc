@@ -15,7 +15,6 @@
 #include "nats_server.h"
 #include "session_client.h"
 #include "stdio_client.h"
-#include "token_mint.h"
 
 namespace itest {
 namespace {
@@ -281,19 +280,9 @@ TEST(NatsTenants, APublishCrossesNodesOnlyToItsTenant) {
     ASSERT_TRUE(n->ok()) << n->error();
     ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 1));
   }
-  auto listen_as = [&](SseStream& s, int port, std::string_view tenant) {
-    std::string body = RpcBody(R"("l")", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":["mem://shared"]})");
-    auto h = McpHeaders(kV2026, "subscriptions/listen");
-    h.push_back({"Authorization", "Bearer " + Hs256Token(secret, tenant)});
-    std::string err;
-    if (!s.Open(port, McpPost(body, h), kIo, &err)) return ::testing::AssertionFailure() << err;
-    auto ack = s.NextMessage(kIo, &err);
-    if (!ack) return ::testing::AssertionFailure() << "no ack: " << err;
-    return ::testing::AssertionSuccess();
-  };
   SseStream at_b, at_c;
-  ASSERT_TRUE(listen_as(at_b, b->port(), "t1"));
-  ASSERT_TRUE(listen_as(at_c, c->port(), "t2"));
+  ASSERT_TRUE(ListenAsTenant(at_b, b->port(), secret, "t1", "mem://shared"));
+  ASSERT_TRUE(ListenAsTenant(at_c, c->port(), secret, "t2", "mem://shared"));
   ASSERT_TRUE(Eventually([&] { return nats.Subscriptions("B").size() == 1 && nats.Subscriptions("C").size() == 1; },
                          "B's and C's subjects"));
   EXPECT_TRUE(HasSubject(nats.Subscriptions("B"), ".v1.t1.r."));

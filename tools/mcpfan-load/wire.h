@@ -51,26 +51,33 @@ inline uint64_t UriHash(std::string_view s) {
   return h ? h : 1;  // 0 means "no URI"
 }
 
-// The unsigned decimal right after `marker` in d (spaces skipped); false when absent.
-inline bool NumberAfter(std::string_view d, std::string_view marker, uint64_t* out) {
+// Where `marker` ends in d, or null when d does not contain it.
+inline const char* After(std::string_view d, std::string_view marker) {
   const void* hit = memmem(d.data(), d.size(), marker.data(), marker.size());
-  if (!hit) return false;
-  const char* p = static_cast<const char*>(hit) + marker.size();
-  const char* end = d.data() + d.size();
+  return hit ? static_cast<const char*>(hit) + marker.size() : nullptr;
+}
+
+// The unsigned decimal at p (spaces skipped, at most 19 digits) into *out; how many digits.
+inline int DecimalAt(const char* p, const char* end, uint64_t* out) {
   while (p < end && *p == ' ') ++p;
   uint64_t v = 0;
   int digits = 0;
   for (; p < end && *p >= '0' && *p <= '9' && digits < 19; ++p, ++digits) v = v * 10 + uint64_t(*p - '0');
   *out = v;
-  return digits > 0;
+  return digits;
+}
+
+// The unsigned decimal right after `marker` in d; false when absent.
+inline bool NumberAfter(std::string_view d, std::string_view marker, uint64_t* out) {
+  const char* p = After(d, marker);
+  return p && DecimalAt(p, d.data() + d.size(), out) > 0;
 }
 
 // The raw bytes of the first "uri":"..." string in d (up to the next quote; the URIs the
 // load generator uses need no escapes).
 inline std::string_view UriIn(std::string_view d) {
-  const void* hit = memmem(d.data(), d.size(), kUriMarker.data(), kUriMarker.size());
-  if (!hit) return {};
-  const char* p = static_cast<const char*>(hit) + kUriMarker.size();
+  const char* p = After(d, kUriMarker);
+  if (!p) return {};
   const char* end = d.data() + d.size();
   const char* q = static_cast<const char*>(memchr(p, '"', size_t(end - p)));
   return q ? std::string_view(p, size_t(q - p)) : std::string_view();
@@ -85,15 +92,9 @@ inline Msg Classify(std::string_view d, bool extras = false) {
     m.type = MsgType::Invalid;
     return m;
   }
-  if (const void* hit = memmem(d.data(), d.size(), kSeqMarker.data(), kSeqMarker.size())) {
-    const char* p = static_cast<const char*>(hit) + kSeqMarker.size();
-    const char* end = d.data() + d.size();
-    while (p < end && *p == ' ') ++p;
-    uint64_t v = 0;
-    int digits = 0;
-    for (; p < end && *p >= '0' && *p <= '9' && digits < 19; ++p, ++digits) v = v * 10 + uint64_t(*p - '0');
+  if (const char* p = After(d, kSeqMarker)) {
+    const int digits = DecimalAt(p, d.data() + d.size(), &m.seq);
     m.type = digits ? MsgType::Seq : MsgType::Invalid;
-    m.seq = v;
     if (extras && digits) {
       NumberAfter(d, kTsMarker, &m.ts_ns);
       std::string_view u = UriIn(d);

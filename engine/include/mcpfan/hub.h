@@ -68,9 +68,10 @@ class Hub {
 
   /**
    * Where notifications for other nodes go (a backplane). Called after their local fan-out,
-   * in publish order, from the publishing thread or the debouncer's; only with the
-   * notifications that are forwarded(). Set once, before publishing starts; it must stay
-   * callable until close() returns (close() fans out what the debouncer holds).
+   * in publish order, from the publishing thread or the debouncer's, with the notifications
+   * (their `local` payloads moved out); it sends those that are forwarded(). Set once,
+   * before publishing starts; it must stay callable until close() returns (close() fans out
+   * what the debouncer holds).
    */
   using Forwarder = std::function<void(std::vector<Notification>&)>;
   void set_forwarder(Forwarder forwarder) { forwarder_ = std::move(forwarder); }

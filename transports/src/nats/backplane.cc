@@ -345,7 +345,6 @@ void Backplane::forward(std::vector<Notification>& notifications) {
     const std::uint64_t now = steady_ms();
     for (Notification& n : notifications) {
       if (!n.forwarded()) continue;
-      n.local.reset();  // delivered here already: the queue holds only what other nodes need
       queued_bytes_ += cost(n);
       queue_.push_back(Waiting{std::move(n), now});
     }

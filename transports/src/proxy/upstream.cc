@@ -19,7 +19,6 @@ struct Conn {
   int open_handles = 2;
   bool closing = false;
   bool connected = false;
-  bool writing = false;
   UpstreamFailure timer_kind = UpstreamFailure::Connect;
   std::array<char, 64 * 1024> buf{};
 };
@@ -238,10 +237,8 @@ void UpstreamPool::send_on(UpstreamCall* c) {
   conn->parser.data = conn;
   uv_buf_t b = uv_buf_init(c->request.data(), static_cast<unsigned>(c->request.size()));
   conn->write_req.data = conn;
-  conn->writing = true;
   int rc = uv_write(&conn->write_req, reinterpret_cast<uv_stream_t*>(&conn->tcp), &b, 1, [](uv_write_t* req, int status) {
     auto* conn = static_cast<Conn*>(req->data);
-    conn->writing = false;
     if (conn->closing || status == 0 || !conn->call) return;
     UpstreamPool* pool = conn->pool;
     UpstreamCall* c = conn->call;
@@ -255,7 +252,6 @@ void UpstreamPool::send_on(UpstreamCall* c) {
     pool->fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(status));
   });
   if (rc < 0) {
-    conn->writing = false;
     fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(rc));
     return;
   }
