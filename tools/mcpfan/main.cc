@@ -113,6 +113,23 @@ int main(int argc, char** argv) {
                  "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
                  "nats.c's default; only for a handful of subjects)")
       ->capture_default_str()->check(CLI::Range(0, 64));
+  // The front proxy (README "In front of an MCP server"): without --upstream, mcpfan serves only its own methods.
+  app.add_option("--upstream", cfg.upstream,
+                 "http://IP:PORT/path of an MCP server to stand in front of: mcpfan answers subscriptions/listen and "
+                 "2025-era resources/subscribe itself and forwards every other request there");
+  app.add_option("--upstream-connect-ms", cfg.upstream_connect_ms, "connecting to the upstream (502 past it)")
+      ->capture_default_str()->check(CLI::Range(1, 600000));
+  app.add_option("--upstream-first-byte-ms", cfg.upstream_first_byte_ms, "the first byte of the upstream's answer (504 past it)")
+      ->capture_default_str()->check(CLI::Range(1, 86400000));
+  app.add_option("--upstream-idle-ms", cfg.upstream_idle_ms, "a gap in a streaming upstream answer; the stream is cut past it")
+      ->capture_default_str()->check(CLI::Range(1, 86400000));
+  app.add_option("--upstream-max-idle", cfg.upstream_max_idle, "pooled keep-alive upstream connections per worker")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{100000}));
+  app.add_option("--upstream-max-answer-bytes", cfg.upstream_max_answer_bytes,
+                 "initialize and server/discover answers (whose capabilities mcpfan merges) are read whole up to this (502 past it)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  app.add_flag("--upstream-forward-subscribe", cfg.upstream_forward_subscribe,
+               "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)");
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
   // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();

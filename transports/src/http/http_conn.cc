@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "http/proxy_exchange.h"
 #include "http/router.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
@@ -24,7 +25,9 @@ struct RawWrite {
   bool then_close;
 };
 
-const char* reason_phrase(int status) {
+}  // namespace
+
+const char* http_reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 202: return "Accepted";
@@ -43,10 +46,14 @@ const char* reason_phrase(int status) {
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return "Unknown";
   }
 }
+
+namespace {
 
 // Reading stops while this many bytes of answers are unwritten, and resumes below the second.
 constexpr std::size_t kPauseBytes = 256 * 1024;
@@ -67,6 +74,8 @@ HttpConn::HttpConn(Worker& w) : w_(w), binding_(w.limits()) {
   w_.link(this);
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
 }
+
+HttpConn::~HttpConn() = default;
 
 void HttpConn::start() {
   uv_tcp_nodelay(&tcp_, 1);
@@ -130,6 +139,10 @@ void HttpConn::linger() {
 void HttpConn::close() {
   if (mode_ == Mode::Closing) return;
   mode_ = Mode::Closing;
+  if (proxy_) {  // freed with the connection: close() may be called from the exchange's own callback
+    proxy_->cancel();
+    retired_ = std::move(proxy_);
+  }
   if (stream_open_) {
     stream_open_ = false;
     w_.shard().close_stream(stream_);
@@ -157,7 +170,9 @@ void HttpConn::on_read(ssize_t nread, const uv_buf_t* buf) {
     if (lingered_bytes_ > kLingerMaxBytes) close();
     return;
   }
-  if (nread == 0 || mode_ != Mode::Requests) return;  // bytes after a listen are ignored
+  if (nread == 0) return;
+  if (mode_ == Mode::Proxying) return keep_proxied_input(buf->base, static_cast<std::size_t>(nread));
+  if (mode_ != Mode::Requests) return;  // bytes after a listen are ignored
   parse(buf->base, static_cast<std::size_t>(nread));
 }
 
@@ -184,6 +199,12 @@ void HttpConn::maybe_resume_reading() {
 }
 
 void HttpConn::parse(const char* data, std::size_t len) {
+  in_parse_ = true;
+  parse_some(data, len);
+  in_parse_ = false;
+}
+
+void HttpConn::parse_some(const char* data, std::size_t len) {
   std::size_t off = 0;
   while (off < len && mode_ == Mode::Requests) {
     std::size_t n = http_parser_execute(&parser_, &kSettings, data + off, len - off);
@@ -195,6 +216,10 @@ void HttpConn::parse(const char* data, std::size_t len) {
     auto err = HTTP_PARSER_ERRNO(&parser_);
     if (err == HPE_PAUSED) {  // a request was answered; continue with the pipelined rest
       http_parser_pause(&parser_, 0);
+      if (mode_ == Mode::Proxying) {  // the upstream answers it: the rest waits for that answer
+        keep_proxied_input(data + off, len - off);
+        return;
+      }
       // A client that pipelines without reading stops being read once its answers back up,
       // so it cannot grow the server's memory; the rest of this read waits for the drain.
       if (mode_ == Mode::Requests && off < len && unwritten() > kPauseBytes) {
@@ -227,7 +252,7 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
   std::string out;
   out.reserve(160 + body.size() + extra_headers.size());
   char line[64];
-  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
   out += line;
   if (!content_type.empty()) {
     out += "Content-Type: ";
@@ -269,7 +294,10 @@ void HttpConn::write_raw(std::string data, bool then_close) {
     } else if (then_close) {
       c->linger();
     } else {
-      guarded(c->w_.stats(), [&] { c->maybe_resume_reading(); }, [&] { c->close(); });
+      guarded(c->w_.stats(), [&] {
+        if (c->proxy_ && c->unwritten() <= kResumeBytes) c->proxy_->drained();
+        c->maybe_resume_reading();
+      }, [&] { c->close(); });
     }
   });
   if (rc != 0) {
@@ -316,6 +344,51 @@ void HttpConn::sweep(std::uint64_t now) {
       close();
     }
   }
+}
+
+bool HttpConn::keeps_alive() { return !close_after_ && http_should_keep_alive(&parser_) && !w_.stopping(); }
+
+void HttpConn::begin_proxy(std::unique_ptr<ProxyExchange> exchange) {
+  // The upstream's own timeouts (connect, first byte, idle) govern from here.
+  mode_ = Mode::Proxying;
+  deadline_ = Deadline::None;
+  proxy_ = std::move(exchange);
+}
+
+void HttpConn::proxy_write(std::string bytes) {
+  if (mode_ == Mode::Closing || bytes.empty()) return;
+  write_raw(std::move(bytes), false);
+}
+
+bool HttpConn::proxy_backlogged() const noexcept { return unwritten() > kPauseBytes; }
+
+void HttpConn::keep_proxied_input(const char* data, std::size_t len) {
+  // A client may pipeline its next request, or close (read as EOF, which cancels the
+  // exchange): reading goes on, but what it brings waits, up to a bound.
+  stash_.append(data, len);
+  if (stash_.size() > kPauseBytes && !read_paused_) {
+    read_paused_ = true;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+    w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpConn::proxy_done(bool complete) {
+  retired_ = std::move(proxy_);  // we may be inside its callback: freed at the next exchange or with the connection
+  if (mode_ != Mode::Proxying) return;  // an error answer without keep-alive, or closing
+  if (!complete) return close();
+  if (!keeps_alive()) return linger();
+  mode_ = Mode::Requests;
+  deadline_ = Deadline::Idle;
+  deadline_ms_ = uv_now(w_.loop()) + w_.config().idle_timeout_ms;
+  if (in_parse_) return;  // parse() goes on with the rest of its input itself
+  std::string rest = std::move(stash_);
+  stash_.clear();
+  if (read_paused_) {
+    read_paused_ = false;
+    start_reading();
+  }
+  if (!rest.empty()) parse(rest.data(), rest.size());
 }
 
 bool HttpConn::peer_is_loopback() {

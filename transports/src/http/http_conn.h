@@ -19,20 +19,26 @@
 namespace mcpfan::detail {
 
 class Worker;
+class ProxyExchange;
 struct Session;
 
 struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
   std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization;
+  std::string forward_headers;  // with --upstream: every end-to-end header as "Name: value\r\n", in order
   std::string body;
   std::size_t header_bytes = 0;
   void clear();
 };
 
+/** The reason phrase of an HTTP status ("Unknown" for one mcpfan does not write). */
+[[nodiscard]] const char* http_reason_phrase(int status);
+
 class HttpConn final : public Conn, public StreamSink {
  public:
   explicit HttpConn(Worker& w);
+  ~HttpConn();
   HttpConn(const HttpConn&) = delete;
   HttpConn& operator=(const HttpConn&) = delete;
 
@@ -68,6 +74,26 @@ class HttpConn final : public Conn, public StreamSink {
   /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
   void finish_stream();
 
+  // ---- the front proxy (http/proxy_exchange.h) ----
+  /**
+   * Hands the request just parsed to `exchange`, which answers it from the upstream; later
+   * pipelined requests wait (their bytes are kept, bounded) until it calls proxy_done().
+   */
+  void begin_proxy(std::unique_ptr<ProxyExchange> exchange);
+  /** Answer bytes from the upstream, as they come. */
+  void proxy_write(std::string bytes);
+  /** Whether the client reads slower than the upstream writes (the exchange pauses the upstream). */
+  [[nodiscard]] bool proxy_backlogged() const noexcept;
+  /**
+   * The exchange is over: its answer was written whole (`complete`; then the next request is
+   * read, or the connection closes if keep-alive is off), or it was cut short (the
+   * connection closes: the client sees an answer that did not end). Call last: the exchange
+   * may be destroyed once the connection closes.
+   */
+  void proxy_done(bool complete);
+  /** Whether the connection stays open after the answer being written (else: Connection: close). */
+  [[nodiscard]] bool keeps_alive();
+
   // Conn
   void begin_shutdown() override;
   void force_close() override { close(); }
@@ -78,11 +104,12 @@ class HttpConn final : public Conn, public StreamSink {
   void close_requested(CloseReason reason) override;
 
  private:
-  enum class Mode : std::uint8_t { Requests, Listen, Draining, Lingering, Closing };
+  enum class Mode : std::uint8_t { Requests, Proxying, Listen, Draining, Lingering, Closing };
   enum class Deadline : std::uint8_t { None, Request, Idle };
 
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void parse(const char* data, std::size_t len);
+  void parse_some(const char* data, std::size_t len);
   /** Bytes of answers queued and not yet written (streams are bounded by their shard). */
   [[nodiscard]] std::size_t unwritten() const noexcept;
   /** Stops reading while answers back up; the unparsed rest of the read waits in stash_. */
@@ -94,6 +121,7 @@ class HttpConn final : public Conn, public StreamSink {
   /** Queues the listen's final `complete` result, then ends the stream once it is written. */
   void end_listen();
   void start_sse();
+  void keep_proxied_input(const char* data, std::size_t len);  // Proxying: bytes of later requests
   void send_sse_head();
   void release_session();
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
@@ -128,6 +156,7 @@ class HttpConn final : public Conn, public StreamSink {
   bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
   bool read_paused_ = false; // answers backed up: not reading until they drain
   bool failed_ = false;      // a parser callback threw: close, do not answer
+  bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
@@ -145,6 +174,8 @@ class HttpConn final : public Conn, public StreamSink {
   StreamId stream_{};
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
+  std::unique_ptr<ProxyExchange> proxy_;    // Proxying: the request the upstream answers
+  std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
   std::string field_, value_;
   HttpRequest req_;
 };

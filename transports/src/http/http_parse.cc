@@ -13,6 +13,16 @@ namespace {
 bool ieq(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
+
+// What a proxy passes on (RFC 9110 §7.6.1): not the hop-by-hop fields, not the framing it
+// writes itself (Host, Content-Length), not what was meant for mcpfan (Proxy-*, Expect).
+bool forwardable_header(std::string_view f) {
+  for (std::string_view hop : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                               "upgrade", "host", "content-length", "expect", "proxy-authorization", "proxy-authenticate"}) {
+    if (ieq(f, hop)) return false;
+  }
+  return true;
+}
 }  // namespace
 
 void HttpRequest::clear() {
@@ -27,6 +37,7 @@ void HttpRequest::clear() {
   expect.clear();
   session_id.clear();
   authorization.clear();
+  forward_headers.clear();
   body.clear();
   header_bytes = 0;
 }
@@ -96,13 +107,19 @@ void HttpConn::commit_header() {
   else if (ieq(f, "expect")) dst = &req_.expect;
   else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
   else if (ieq(f, "authorization")) dst = &req_.authorization;
+  // Whitespace around a field value (OWS, RFC 9110 §5.5) is not part of it.
+  std::string_view v = value_;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   if (dst) {
-    // Whitespace around a field value (OWS, RFC 9110 §5.5) is not part of it.
-    std::string_view v = value_;
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     if (!dst->empty()) *dst += ", ";  // repeated headers combine as a list
     *dst += v;
+  }
+  if (w_.upstream() && forwardable_header(f)) {
+    req_.forward_headers += f;
+    req_.forward_headers += ": ";
+    req_.forward_headers += v;
+    req_.forward_headers += "\r\n";
   }
   field_.clear();
   value_.clear();

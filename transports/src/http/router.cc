@@ -44,7 +44,8 @@ void route_request(HttpConn& c, HttpRequest& req) {
     return false;
   };
   if (path == "/mcp") {
-    if (method == HTTP_POST) handle_mcp_post(c, req);
+    if (c.worker().upstream()) handle_mcp_proxied(c, req);
+    else if (method == HTTP_POST) handle_mcp_post(c, req);
     else if (method == HTTP_GET) handle_mcp_get(c, req);
     else if (method == HTTP_DELETE) handle_mcp_delete(c, req);
     else only(HTTP_POST, "POST, GET, DELETE");

@@ -2,11 +2,13 @@
 // The HTTP routes behind route_request (router.h), one file each: routes_2026.cc (POST /mcp:
 // the era dispatch, server/discover, subscriptions/listen), routes_2025.cc (2025-era
 // sessions: initialize, session requests, the GET stream, DELETE), routes_publish.cc
-// (POST /v1/publish), and answers.cc (how an MCP client's refusals and errors are answered
+// (POST /v1/publish), routes_proxy.cc (/mcp with --upstream: served or forwarded), and answers.cc (how an MCP client's refusals and errors are answered
 // over HTTP). Loop-affine: called from a connection's parser callback.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "mcp/client.h"
 #include "mcpfan/rpc_decoder.h"
@@ -14,7 +16,9 @@
 namespace mcpfan::detail {
 
 class HttpConn;
+class Worker;
 struct HttpRequest;
+struct Session;
 
 void handle_mcp_post(HttpConn& c, HttpRequest& req);
 void handle_mcp_get(HttpConn& c, HttpRequest& req);
@@ -22,6 +26,21 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req);
 void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller);
 void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);
 void handle_mcp_delete(HttpConn& c, HttpRequest& req);
+/**
+ * A new 2025-era session of `caller` at `version`, counted against its tenant; `id` empty for a
+ * random one (the front proxy adopts its upstream's). The refusal when a limit says no.
+ */
+[[nodiscard]] std::variant<std::shared_ptr<Session>, Refusal> open_session(Worker& w, const Caller& caller, std::string version,
+                                                                          std::string id);
+/** resources/subscribe or unsubscribe `r.uri` on the caller's session `s`; the refusal when a limit or a URI rule says no. */
+[[nodiscard]] std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
+                                                        const Caller& caller);
+/** The session the request names, if it exists and belongs to the caller's tenant. */
+[[nodiscard]] std::shared_ptr<Session> caller_session(HttpConn& c, const HttpRequest& req, const Caller& caller);
+/** Ends a session (DELETE): removed, its GET stream finished on its worker. False if there was none. */
+bool end_session(Worker& w, const std::string& id);
+/** With --upstream: every /mcp request (routes_proxy.cc decides what mcpfan serves and what it forwards). */
+void handle_mcp_proxied(HttpConn& c, HttpRequest& req);
 void handle_publish(HttpConn& c, HttpRequest& req);
 
 // ---- answers.cc ----

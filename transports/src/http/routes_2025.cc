@@ -71,26 +71,49 @@ std::shared_ptr<Session> find_session(HttpConn& c, const HttpRequest& req, const
 
 }  // namespace
 
+std::variant<std::shared_ptr<Session>, Refusal> open_session(Worker& w, const Caller& caller, std::string version,
+                                                            std::string id) {
+  ClientCore& core = w.clients();
+  // A session holds one stream from here to its end, and its own reference on the tenant:
+  // it outlives the connection that made it.
+  StreamUsage usage;
+  if (auto refused = StreamUsage::acquire(core.limits(), caller.tenant, 0, usage)) return core.refusal(*refused, caller.tenant);
+  TenantRef ref;
+  if (caller.tenant != kDefaultTenant && core.tenants().retain(caller.tenant)) ref = TenantRef(core.tenants(), caller.tenant);
+  std::optional<Limit> refused;
+  auto s = w.sessions().create(caller.tenant, std::move(version), uv_now(w.loop()), std::move(ref), std::move(usage), refused,
+                               std::move(id));
+  if (s) return s;
+  if (refused) return core.refusal(*refused, caller.tenant);
+  Refusal taken;
+  taken.rpc_code = rpc_code::kInvalidRequest;
+  taken.message = "a session with this id exists already";
+  taken.http_status = 409;
+  return taken;
+}
+
 void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "initialize must be a request with an id");
     return;
   }
-  Worker& w = c.worker();
-  ClientCore& core = w.clients();
   std::string_view version = negotiate_2025(r.init_version);
-  // A session holds one stream from here to its end, and its own reference on the tenant:
-  // it outlives the connection that made it.
-  StreamUsage usage;
-  if (auto refused = StreamUsage::acquire(core.limits(), caller.tenant, 0, usage)) {
-    return respond_refusal(c, r.id, core.refusal(*refused, caller.tenant));
+  auto opened = open_session(c.worker(), caller, std::string(version), {});
+  if (auto* refused = std::get_if<Refusal>(&opened)) return respond_refusal(c, r.id, *refused);
+  respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + std::get<0>(opened)->id + "\r\n");
+}
+
+std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
+  bool add = r.method == "resources/subscribe";
+  if (add) {
+    if (auto refused = w.clients().check_uri(caller, r.uri)) return refused;
   }
-  TenantRef ref;
-  if (caller.tenant != kDefaultTenant && core.tenants().retain(caller.tenant)) ref = TenantRef(core.tenants(), caller.tenant);
-  std::optional<Limit> refused;
-  auto s = w.sessions().create(caller.tenant, std::string(version), uv_now(w.loop()), std::move(ref), std::move(usage), refused);
-  if (!s) return respond_refusal(c, r.id, core.refusal(*refused, caller.tenant));
-  respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + s->id + "\r\n");
+  if (auto refused = change_session_uri(w, s, r.uri, add)) return w.clients().refusal(*refused, s->tenant);
+  return std::nullopt;
+}
+
+std::shared_ptr<Session> caller_session(HttpConn& c, const HttpRequest& req, const Caller& caller) {
+  return find_session(c, req, caller);
 }
 
 void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
@@ -107,13 +130,7 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
   } else if (m == "ping" || m == "logging/setLevel") {
     respond_result(c, r, "{}");
   } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
-    bool add = m == "resources/subscribe";
-    if (add) {
-      if (auto refused = w.clients().check_uri(caller, r.uri)) return respond_refusal(c, r.id, *refused);
-    }
-    if (auto refused = change_session_uri(w, s, r.uri, add)) {
-      return respond_refusal(c, r.id, w.clients().refusal(*refused, s->tenant));
-    }
+    if (auto refused = apply_subscription(w, s, r, caller)) return respond_refusal(c, r.id, *refused);
     respond_result(c, r, "{}");
   } else if (auto list = hub_list_result(m, /*rev2026=*/false)) {
     respond_result(c, r, *list);
@@ -158,15 +175,16 @@ void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
   Worker& w = c.worker();
   auto caller = authenticate(c, req);
   if (!caller) return;
-  if (req.session_id.empty() || !find_session(c, req, *caller)) {
+  if (req.session_id.empty() || !find_session(c, req, *caller) || !end_session(w, req.session_id)) {
     c.respond(404, "application/json", json_error_body("no such session"));
     return;
   }
-  auto s = w.sessions().erase(req.session_id);
-  if (!s) {
-    c.respond(404, "application/json", json_error_body("no such session"));
-    return;
-  }
+  c.respond(200, {}, {});
+}
+
+bool end_session(Worker& w, const std::string& id) {
+  auto s = w.sessions().erase(id);
+  if (!s) return false;
   int owner;
   {
     std::lock_guard lock(s->mu);
@@ -182,7 +200,7 @@ void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
       if (conn) conn->finish_stream();  // only this worker closes its connections: still alive
     });
   }
-  c.respond(200, {}, {});
+  return true;
 }
 
 }  // namespace mcpfan::detail

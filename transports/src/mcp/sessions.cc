@@ -29,8 +29,9 @@ SessionRegistry::~SessionRegistry() {
 }
 
 std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms,
-                                                 TenantRef ref, StreamUsage usage, std::optional<Limit>& refused) {
-  auto s = std::make_shared<Session>(random_id(), tenant, std::move(version), limits_, max_uris_, std::move(ref),
+                                                 TenantRef ref, StreamUsage usage, std::optional<Limit>& refused,
+                                                 std::string id) {
+  auto s = std::make_shared<Session>(id.empty() ? random_id() : std::move(id), tenant, std::move(version), limits_, max_uris_, std::move(ref),
                                      std::move(usage));
   std::lock_guard lock(mu_);
   if (idle_ >= max_idle_) {
@@ -42,11 +43,16 @@ std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string ve
     refused = limits_.refusal(tenant, Resource::IdleSessions);
     return nullptr;
   }
+  bool inserted;
   try {
-    sessions_.emplace(s->id, s);
+    inserted = sessions_.emplace(s->id, s).second;
   } catch (...) {
     limits_.release(tenant, Resource::IdleSessions);
     throw;
+  }
+  if (!inserted) {
+    limits_.release(tenant, Resource::IdleSessions);
+    return nullptr;
   }
   s->idle = true;
   ++idle_;

@@ -78,9 +78,12 @@ class SessionRegistry {
    * A new session with a random 128-bit id, holding `usage` (its stream) and `ref` (its
    * tenant), counted as idle; null with `refused` set when the ceiling in all
    * (Limit::IdleSessions) or the tenant's refuses it (then `usage` and `ref` are released).
+   * A given `id` (the front proxy adopts its upstream's session ids) is used instead of a
+   * random one; null with `refused` unset when a session has it already.
    */
   [[nodiscard]] std::shared_ptr<Session> create(TenantId tenant, std::string version, std::uint64_t now_ms,
-                                                TenantRef ref, StreamUsage usage, std::optional<Limit>& refused);
+                                                TenantRef ref, StreamUsage usage, std::optional<Limit>& refused,
+                                                std::string id = {});
   enum class Claim { Ok, Ended, Busy };
   /** Claims the session's one GET stream: it stops counting as idle. Ended or Busy: nothing changes. */
   [[nodiscard]] Claim claim_stream(Session& s) noexcept;

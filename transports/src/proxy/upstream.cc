@@ -197,7 +197,8 @@ UpstreamCall* UpstreamPool::start(std::string request, UpstreamSink* sink) {
   } else {
     connect(c);
   }
-  return c;
+  // A call that failed at once (connect refused synchronously) is gone already.
+  return std::find(active_.begin(), active_.end(), c) != active_.end() ? c : nullptr;
 }
 
 void UpstreamPool::connect(UpstreamCall* c) {

@@ -45,7 +45,10 @@ void metric_seconds(std::string& out, const char* name, const char* help, double
 std::string Server::Impl::metrics_text() {
   long long conns = 0, requests = 0, errors = 0;
   long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0, exceptions = 0, pauses = 0;
+  long long proxied = 0, upstream_failures = 0;
   for (const auto& w : workers) {
+    proxied += static_cast<long long>(w->stats().proxied_requests.load(std::memory_order_relaxed));
+    upstream_failures += static_cast<long long>(w->stats().upstream_failures.load(std::memory_order_relaxed));
     pauses += static_cast<long long>(w->stats().read_pauses.load(std::memory_order_relaxed));
     exceptions += static_cast<long long>(w->stats().callback_exceptions.load(std::memory_order_relaxed));
     conns += w->stats().connections.load(std::memory_order_relaxed);
@@ -93,6 +96,12 @@ std::string Server::Impl::metrics_text() {
          static_cast<long long>(detail::log::dropped() + detail::log::suppressed()));
   metric(out, "mcpfan_read_pauses_total", "counter",
          "Times a client's connection stopped being read until its unread answers drained.", pauses);
+  if (!config.upstream.empty()) {
+    metric(out, "mcpfan_upstream_requests_total", "counter", "Requests forwarded to the --upstream MCP server.", proxied);
+    metric(out, "mcpfan_upstream_failures_total", "counter",
+           "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
+           upstream_failures);
+  }
   metric(out, "mcpfan_callback_exceptions_total", "counter",
          "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
          exceptions);

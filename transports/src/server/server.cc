@@ -129,6 +129,11 @@ Result<std::uint16_t> Server::start() {
     m.state.publishers.keys = std::move(keys.value());
   }
   m.state.publishers.rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publishers.keys.size());
+  if (!m.config.upstream.empty()) {
+    auto target = detail::proxy::parse_upstream_url(m.config.upstream);
+    if (!target) return target.error();
+    m.state.upstream = std::move(target.value());
+  }
   if (!m.config.nats.empty()) {
     detail::nats::BackplaneConfig bc;
     bc.servers = m.config.nats;

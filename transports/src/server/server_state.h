@@ -3,6 +3,7 @@
 // references to the parts its connections use (Worker::clients(), publishers(), sessions(),
 // limits(), hub()); nothing below the worker sees this struct.
 #include <memory>
+#include <optional>
 
 #include "mcp/auth.h"
 #include "mcp/client.h"
@@ -10,6 +11,7 @@
 #include "mcp/publishers.h"
 #include "mcp/sessions.h"
 #include "nats/backplane.h"
+#include "proxy/upstream.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
 
@@ -26,6 +28,7 @@ struct ServerState {
   AuthCounters auth_counters;
   Publishers publishers;     // keys loaded and rate sized by Server::start()
   ClientCore clients;
+  std::optional<proxy::UpstreamTarget> upstream;  // with --upstream: parsed by start(); each worker pools its own connections
   std::unique_ptr<nats::Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
 };
 

@@ -30,6 +30,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
       clients_(state.clients),
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
+      upstream_target_(state.upstream),
       metrics_text_(std::move(metrics_text)),
       publish_decoder_(PublishLimits{config_.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
@@ -103,6 +104,14 @@ void Worker::wake(uv_async_t* handle) {
 }
 
 void Worker::run(int listen_fd) {
+  if (upstream_target_) {
+    proxy::UpstreamLimits ul;
+    ul.connect_ms = config_.upstream_connect_ms;
+    ul.first_byte_ms = config_.upstream_first_byte_ms;
+    ul.idle_ms = config_.upstream_idle_ms;
+    ul.max_idle = config_.upstream_max_idle;
+    upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul);
+  }
   uv_tcp_init(&loop_, &listener_);
   int rc = uv_tcp_open(&listener_, listen_fd);
   if (rc != 0) ::close(listen_fd);  // not libuv's: uv_close(listener_) will not close it
@@ -142,6 +151,7 @@ void Worker::run(int listen_fd) {
   uv_timer_start(
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
   uv_run(&loop_, UV_RUN_DEFAULT);
+  upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
   uv_loop_close(&loop_);
 }
 
@@ -257,6 +267,7 @@ void Worker::maybe_finish_stop() {
   // here (an Adopt's fds closed), and post() refuses the rest.
   ControlMsg msg;
   while (control_.try_dequeue(msg)) refuse_adopt(msg);
+  if (upstream_) upstream_->close();  // every connection is gone: no call is in flight
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "mcpfan/publish_decoder.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/transport/server.h"
+#include "proxy/upstream.h"
 
 namespace mcpfan::detail {
 
@@ -27,6 +30,9 @@ struct ServerState;
 namespace nats {
 class Backplane;
 }
+namespace proxy {
+class UpstreamPool;
+}
 
 /** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
 struct WorkerStats {
@@ -35,6 +41,8 @@ struct WorkerStats {
   std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
   std::atomic<std::uint64_t> callback_exceptions{0};  // caught at a libuv callback boundary
   std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
+  std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
+  std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
 };
 
 /**
@@ -106,6 +114,8 @@ class Worker {
   [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
   /** The NATS backplane, or null (no --nats). Lives while the worker does. */
   [[nodiscard]] nats::Backplane* backplane() noexcept { return backplane_; }
+  /** This loop's connections to the --upstream MCP server, or null (no --upstream). Lives while the loop runs. */
+  [[nodiscard]] proxy::UpstreamPool* upstream() noexcept { return upstream_.get(); }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
   [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
@@ -140,6 +150,8 @@ class Worker {
   ClientCore& clients_;
   Publishers& publishers_;
   nats::Backplane* backplane_;
+  const std::optional<proxy::UpstreamTarget>& upstream_target_;
+  std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
   std::function<std::string()> metrics_text_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

@@ -85,6 +85,14 @@ struct ServerConfig {
   std::string nats_io = "libuv";    // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)
   bool nats_publish_batching = false;  // nats.c's flusher thread waits 1 ms to batch; off: sent at once (libuv: at the loop's next turn)
   int nats_delivery_threads = 1;  // nats.c's shared delivery pool; 0 = its default, a thread per subscription  // past it the tenant with the most subjects is folded into one
+  // ---- front proxy (empty `upstream`: mcpfan serves only what it serves itself) ----
+  std::string upstream;             // http://IP:PORT/path of an MCP server: every request mcpfan does not serve goes there
+  std::uint64_t upstream_connect_ms = 5000;      // connecting to it (502 past it)
+  std::uint64_t upstream_first_byte_ms = 30000;  // the first byte of its answer (504 past it)
+  std::uint64_t upstream_idle_ms = 300000;       // a gap in a streaming answer (the stream is cut)
+  std::size_t upstream_max_idle = 16;            // pooled keep-alive connections per worker
+  std::size_t upstream_max_answer_bytes = 1u << 20;  // an answer mcpfan rewrites (initialize, server/discover) is read whole up to this
+  bool upstream_forward_subscribe = false;       // also send 2025 resources/(un)subscribe to the upstream
   /**
    * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
    * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.

@@ -1,0 +1,194 @@
+#include "http/proxy_exchange.h"
+
+#include <http_parser.h>
+#include <strings.h>
+
+#include <cstdio>
+
+#include "http/http_conn.h"
+#include "mcp/messages.h"
+#include "server/worker.h"
+
+namespace mcpfan::detail {
+
+namespace {
+
+bool ieq(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// The answer's headers mcpfan writes itself, or that end at the hop: not passed on.
+bool hop_header(std::string_view name) {
+  for (std::string_view hop : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                               "upgrade", "content-length"}) {
+    if (ieq(name, hop)) return true;
+  }
+  return false;
+}
+
+const std::string* find_header(const proxy::HeaderList& headers, std::string_view name) {
+  for (const auto& [k, v] : headers) {
+    if (ieq(k, name)) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target, std::string_view extra_headers) {
+  std::string out;
+  out.reserve(256 + req.forward_headers.size() + req.body.size());
+  out += http_method_str(static_cast<http_method>(req.method));
+  out += ' ';
+  out += target.path;
+  if (std::size_t q = req.url.find('?'); q != std::string::npos) out.append(req.url, q);
+  out += " HTTP/1.1\r\nHost: ";
+  out += target.authority;
+  out += "\r\n";
+  out += req.forward_headers;
+  out += extra_headers;
+  if (!req.body.empty() || req.method == HTTP_POST || req.method == HTTP_PUT) {
+    out += "Content-Length: ";
+    out += std::to_string(req.body.size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+  out += req.body;
+  return out;
+}
+
+ProxyExchange::ProxyExchange(HttpConn& conn, std::string id_json, bool head_request)
+    : conn_(conn), id_json_(std::move(id_json)), head_request_(head_request) {}
+
+ProxyExchange::~ProxyExchange() { cancel(); }
+
+void ProxyExchange::start(proxy::UpstreamPool& pool, std::string request) {
+  pool_ = &pool;
+  conn_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
+  proxy::UpstreamCall* call = pool.start(std::move(request), this);
+  if (!done_) call_ = call;  // else it ended inside start(): the call is gone
+}
+
+void ProxyExchange::cancel() noexcept {
+  done_ = true;
+  if (call_ && pool_) pool_->cancel(call_);
+  call_ = nullptr;
+}
+
+void ProxyExchange::drained() {
+  if (call_ && pool_) pool_->resume(call_);
+}
+
+void ProxyExchange::write_head(int status, const proxy::HeaderList& headers, std::size_t content_length, bool length_known) {
+  bool no_body = head_request_ || status == 204 || status == 304;
+  chunked_ = !no_body && !length_known;
+  std::string out;
+  char line[64];
+  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
+  out += line;
+  for (const auto& [k, v] : headers) {
+    if (hop_header(k)) continue;
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+  if (length_known && status != 204 && status != 304) {
+    out += "Content-Length: ";
+    out += std::to_string(content_length);
+    out += "\r\n";
+  }
+  if (chunked_) out += "Transfer-Encoding: chunked\r\n";
+  const std::string* type = find_header(headers, "content-type");
+  if (type && type->find("text/event-stream") != std::string::npos && !find_header(headers, "x-accel-buffering")) {
+    out += "X-Accel-Buffering: no\r\n";  // so that a buffering proxy in front passes events on at once
+  }
+  if (!conn_.keeps_alive()) out += "Connection: close\r\n";
+  out += "\r\n";
+  head_written_ = true;
+  if (status >= 400) conn_.worker().stats().http_errors.fetch_add(1, std::memory_order_relaxed);
+  conn_.proxy_write(std::move(out));
+}
+
+void ProxyExchange::on_head(int status, const proxy::HeaderList& headers) {
+  if (done_) return;
+  if (rewrite_) {
+    buffered_.status = status;
+    buffered_.headers = headers;
+    return;
+  }
+  std::size_t length = 0;
+  bool known = false;
+  if (const std::string* cl = find_header(headers, "content-length")) {
+    known = true;
+    length = std::strtoull(cl->c_str(), nullptr, 10);  // http_parser has checked it
+  }
+  write_head(status, headers, length, known);
+}
+
+void ProxyExchange::on_body(std::string_view bytes) {
+  if (done_ || bytes.empty()) return;
+  if (rewrite_) {
+    std::size_t bound = conn_.worker().config().upstream_max_answer_bytes;
+    if (buffered_.body.size() + bytes.size() > bound) {
+      if (call_ && pool_) pool_->cancel(call_);
+      call_ = nullptr;
+      conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+      fail_before_head(502, "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)");
+      return;
+    }
+    buffered_.body.append(bytes);
+    return;
+  }
+  if (head_request_) return;
+  if (chunked_) {
+    char size[24];
+    int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+    std::string chunk;
+    chunk.reserve(static_cast<std::size_t>(n) + bytes.size() + 2);
+    chunk.append(size, static_cast<std::size_t>(n));
+    chunk += bytes;
+    chunk += "\r\n";
+    conn_.proxy_write(std::move(chunk));
+  } else {
+    conn_.proxy_write(std::string(bytes));
+  }
+  if (call_ && conn_.proxy_backlogged()) pool_->pause(call_);
+}
+
+void ProxyExchange::on_end() {
+  if (done_) return;
+  call_ = nullptr;
+  done_ = true;
+  if (rewrite_) {
+    rewrite_(buffered_);
+    write_head(buffered_.status, buffered_.headers, buffered_.body.size(), true);
+    if (!head_request_) conn_.proxy_write(std::move(buffered_.body));
+  } else if (chunked_) {
+    conn_.proxy_write("0\r\n\r\n");
+  }
+  conn_.proxy_done(true);
+}
+
+void ProxyExchange::on_failure(proxy::UpstreamFailure kind, const std::string& what) {
+  if (done_) return;
+  call_ = nullptr;
+  conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  if (head_written_) {  // the client's answer has begun: all it can be told is that it did not end
+    done_ = true;
+    conn_.proxy_done(false);
+    return;
+  }
+  bool timeout = kind == proxy::UpstreamFailure::FirstByte || kind == proxy::UpstreamFailure::Idle;
+  fail_before_head(timeout ? 504 : 502, "upstream " + std::string(proxy::failure_name(kind)) + ": " + what);
+}
+
+void ProxyExchange::fail_before_head(int status, std::string message) {
+  done_ = true;
+  std::string body = id_json_.empty() ? json_error_body(message)
+                                      : rpc_error_json(id_json_, Error{rpc_code::kInternalError, std::move(message)});
+  conn_.respond(status, "application/json", body);
+  conn_.proxy_done(true);
+}
+
+}  // namespace mcpfan::detail

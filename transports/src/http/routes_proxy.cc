@@ -1,0 +1,155 @@
+#include <http_parser.h>
+#include <strings.h>
+
+#include "http/http_conn.h"
+#include "http/proxy_exchange.h"
+#include "http/routes.h"
+#include "mcp/messages.h"
+#include "mcp/sessions.h"
+#include "proxy/capabilities.h"
+#include "server/worker.h"
+
+// /mcp with --upstream (issue 12's front proxy): mcpfan serves what it is there for —
+// 2026-07-28 `subscriptions/listen`, and for the 2025-era sessions it saw initialized,
+// `resources/subscribe`/`unsubscribe` and their GET stream's notifications — and forwards
+// everything else to the upstream MCP server, whose answers stream back as they come.
+// `initialize` and `server/discover` answers gain mcpfan's capabilities on the way.
+//
+// Requests of sessions mcpfan did not see initialized (made before it started, or past its
+// session ceiling) pass through untouched: mcpfan never answers for a session it does not hold.
+namespace mcpfan::detail {
+
+namespace {
+
+bool ieq(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+const std::string* find_header(const proxy::HeaderList& headers, std::string_view name) {
+  for (const auto& [k, v] : headers) {
+    if (ieq(k, name)) return &v;
+  }
+  return nullptr;
+}
+
+bool is_event_stream(const proxy::HeaderList& headers) {
+  const std::string* type = find_header(headers, "content-type");
+  return type && type->find("text/event-stream") != std::string::npos;
+}
+
+// Session ids are visible ASCII (Streamable HTTP, 2025-11-25 "Session Management"); an
+// upstream's id that is not, or is very long, is not adopted.
+bool adoptable_session_id(std::string_view id) {
+  if (id.empty() || id.size() > 256) return false;
+  for (char ch : id) {
+    if (ch < 0x21 || ch > 0x7e) return false;
+  }
+  return true;
+}
+
+void forward(HttpConn& c, HttpRequest& req, std::string id_json, ProxyExchange::Rewrite rewrite = {}) {
+  Worker& w = c.worker();
+  auto exchange = std::make_unique<ProxyExchange>(c, std::move(id_json), req.method == HTTP_HEAD);
+  if (rewrite) exchange->rewrite_with(std::move(rewrite));
+  ProxyExchange* x = exchange.get();
+  c.begin_proxy(std::move(exchange));
+  x->start(*w.upstream(), upstream_request(req, w.upstream()->target()));  // may end at once (pool closed)
+}
+
+// initialize: the upstream makes the session; mcpfan adopts its id for the session it holds
+// (subscriptions, the GET stream's notifications) and adds its capabilities to the answer.
+void forward_initialize(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
+  forward(c, req, r.id, [&c, caller, id = r.id, requested = r.init_version](ProxyExchange::Answer& a) {
+    if (a.status != 200) return;
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, is_event_stream(a.headers));
+    if (!m.merged) return;  // not an initialize result: the client hears what the upstream said
+    std::string session_id;
+    if (const std::string* sid = find_header(a.headers, "mcp-session-id")) session_id = *sid;
+    bool minted = session_id.empty();  // a stateless upstream: the session is mcpfan's alone
+    if (!minted && !adoptable_session_id(session_id)) return;
+    std::string version = is_2025_version(m.protocol_version) ? m.protocol_version : std::string(negotiate_2025(requested));
+    auto opened = open_session(c.worker(), caller, std::move(version), session_id);
+    if (auto* refused = std::get_if<Refusal>(&opened)) {
+      // The upstream's session stays unused until it expires there; the client is told why.
+      a.status = refused->http_status == 200 ? 503 : refused->http_status;
+      a.headers = {{"Content-Type", "application/json"}};
+      if (refused->retry_after) a.headers.emplace_back("Retry-After", "1");
+      a.body = rpc_error_json(id, Error{refused->rpc_code, refused->message});
+      return;
+    }
+    a.body = std::move(m.body);
+    if (minted) a.headers.emplace_back("Mcp-Session-Id", std::get<0>(opened)->id);
+  });
+}
+
+void forward_discover(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
+  forward(c, req, r.id, [](ProxyExchange::Answer& a) {
+    if (a.status != 200) return;
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, is_event_stream(a.headers));
+    if (m.merged) a.body = std::move(m.body);
+  });
+}
+
+// The session the request names, if mcpfan holds it (for the caller's tenant).
+std::shared_ptr<Session> held_session(HttpConn& c, const HttpRequest& req) {
+  if (req.session_id.empty()) return nullptr;
+  return c.worker().sessions().find(req.session_id, uv_now(c.worker().loop()));
+}
+
+void proxied_post(HttpConn& c, HttpRequest& req) {
+  Worker& w = c.worker();
+  RpcRequest r = w.rpc_decoder().decode(req.body);  // a response, a batch: not decodable here, forwarded
+  // 2026-07-28 requests are routed by their Mcp-Method header where it is present (that is
+  // what it is for); mcpfan checks it against the body for the requests it serves itself.
+  bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
+  std::string_view method = is_2026_version(req.protocol_version) && !req.mcp_method.empty() ? std::string_view(req.mcp_method)
+                                                                                            : std::string_view(r.method);
+  if (era_2026) {
+    if (method == "subscriptions/listen") return handle_mcp_post(c, req);
+    if (method == "server/discover" && !r.error) return forward_discover(c, req, r);
+    return forward(c, req, r.id);
+  }
+  if (!req.session_id.empty()) {
+    bool subscription = method == "resources/subscribe" || method == "resources/unsubscribe";
+    if (subscription && !r.error && held_session(c, req)) {
+      if (!w.config().upstream_forward_subscribe) return handle_mcp_post(c, req);
+      // Served here, and the upstream hears of it too: its answer is the client's.
+      auto caller = authenticate(c, req, r.id);
+      if (!caller) return;
+      auto s = caller_session(c, req, *caller);
+      if (!s) return forward(c, req, r.id);
+      if (auto refused = apply_subscription(w, s, r, *caller)) return respond_refusal(c, r.id, *refused);
+    }
+    return forward(c, req, r.id);
+  }
+  if (method == "initialize" && !r.error && r.has_id) {
+    auto caller = authenticate(c, req, r.id);
+    if (!caller) return;
+    return forward_initialize(c, req, r, *caller);
+  }
+  forward(c, req, r.id);
+}
+
+}  // namespace
+
+void handle_mcp_proxied(HttpConn& c, HttpRequest& req) {
+  switch (static_cast<http_method>(req.method)) {
+    case HTTP_POST: return proxied_post(c, req);
+    case HTTP_GET:
+      // The GET stream of a session mcpfan holds carries its notifications; any other GET
+      // (another session's, a 2026 client's probe) is the upstream's to answer.
+      if (held_session(c, req)) return handle_mcp_get(c, req);
+      return forward(c, req, {});
+    case HTTP_DELETE:
+      // Ends mcpfan's side of a session it holds, then the upstream's: the client hears the upstream.
+      if (held_session(c, req)) {
+        auto caller = authenticate(c, req);
+        if (!caller) return;
+        if (caller_session(c, req, *caller)) end_session(c.worker(), req.session_id);
+      }
+      return forward(c, req, {});
+    default: return forward(c, req, {});
+  }
+}
+
+}  // namespace mcpfan::detail
