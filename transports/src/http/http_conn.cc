@@ -10,6 +10,7 @@
 
 #include "http/proxy_exchange.h"
 #include "http/router.h"
+#include "http/session_upstream.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
 #include "server/worker.h"
@@ -143,6 +144,7 @@ void HttpConn::close() {
     proxy_->cancel();
     retired_ = std::move(proxy_);
   }
+  if (leg_) leg_->cancel();
   if (stream_open_) {
     stream_open_ = false;
     w_.shard().close_stream(stream_);
@@ -389,6 +391,22 @@ void HttpConn::proxy_done(bool complete) {
     start_reading();
   }
   if (!rest.empty()) parse(rest.data(), rest.size());
+}
+
+void HttpConn::start_upstream_leg(std::string request) {
+  if (!streams_session() || !w_.upstream()) return;
+  leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream_max_answer_bytes);
+  leg_->start(*w_.upstream(), std::move(request));
+}
+
+bool HttpConn::inject_event(std::string event) {
+  if (!stream_open_) return false;
+  if (w_.shard().send(stream_, std::move(event)) != SendStatus::Ok) {  // past the stream's bound: closed
+    stream_open_ = false;
+    close();
+    return false;
+  }
+  return true;
 }
 
 bool HttpConn::peer_is_loopback() {

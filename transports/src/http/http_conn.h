@@ -20,6 +20,7 @@ namespace mcpfan::detail {
 
 class Worker;
 class ProxyExchange;
+class SessionUpstreamLeg;
 struct Session;
 
 struct HttpRequest {
@@ -93,6 +94,12 @@ class HttpConn final : public Conn, public StreamSink {
   void proxy_done(bool complete);
   /** Whether the connection stays open after the answer being written (else: Connection: close). */
   [[nodiscard]] bool keeps_alive();
+  /** A session stream (begin_session_stream) that is open. */
+  [[nodiscard]] bool streams_session() const noexcept { return stream_open_ && session_ != nullptr; }
+  /** Holds the upstream's GET stream for this session stream (http/session_upstream.h). */
+  void start_upstream_leg(std::string request);
+  /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
+  [[nodiscard]] bool inject_event(std::string event);
 
   // Conn
   void begin_shutdown() override;
@@ -176,6 +183,7 @@ class HttpConn final : public Conn, public StreamSink {
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
   std::unique_ptr<ProxyExchange> proxy_;    // Proxying: the request the upstream answers
   std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
+  std::unique_ptr<SessionUpstreamLeg> leg_;  // a proxied session stream's upstream GET; freed with the connection
   std::string field_, value_;
   HttpRequest req_;
 };

@@ -138,7 +138,12 @@ void handle_mcp_proxied(HttpConn& c, HttpRequest& req) {
     case HTTP_GET:
       // The GET stream of a session mcpfan holds carries its notifications; any other GET
       // (another session's, a 2026 client's probe) is the upstream's to answer.
-      if (held_session(c, req)) return handle_mcp_get(c, req);
+      if (held_session(c, req)) {
+        std::string upstream_get = upstream_request(req, c.worker().upstream()->target());  // req is cleared once streaming
+        handle_mcp_get(c, req);
+        c.start_upstream_leg(std::move(upstream_get));  // if the stream opened
+        return;
+      }
       return forward(c, req, {});
     case HTTP_DELETE:
       // Ends mcpfan's side of a session it holds, then the upstream's: the client hears the upstream.
