@@ -215,6 +215,7 @@ int HttpConn::on_message_complete(http_parser* p) {
       c->respond(500, "application/json", R"({"error":"internal error"})");
     }
     c->head_ = false;  // answered: an error in whatever follows is not an answer to this HEAD
+    if (c->mode_ == Mode::Proxying) c->pause_parser();  // pipelined requests wait for the upstream's answer
     if (c->mode_ == Mode::Requests) {
       c->pause_parser();  // resume in parse() for pipelined requests
       c->deadline_ = Deadline::Idle;
