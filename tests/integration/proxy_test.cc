@@ -5,7 +5,9 @@
 // (capabilities), and each way an upstream can misbehave — unreachable, silent, quiet
 // mid-stream, cut short, oversize, not JSON, not HTTP — with the listens going on meanwhile.
 // SDK servers and clients through the proxy: tests/interop.
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_upstream.h"
@@ -339,6 +341,53 @@ TEST(Proxy, AnUpstreamWithoutAGetStreamLeavesMcpfansNotifications) {
   auto m = get.NextMessage();
   ASSERT_TRUE(m);
   EXPECT_TRUE(IsPlainNotification(*m, "notifications/resources/updated", R"({"uri":"file:///q"})"));
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// A client that stops reading a long answer stops the upstream too: what mcpfan holds for it
+// stays bounded (socket buffers and one pause threshold), and nothing is lost once it reads.
+TEST(Proxy, AClientThatStopsReadingPausesTheUpstream) {
+  constexpr std::size_t kChunk = 64 * 1024, kChunks = 1024;  // 64 MiB in all
+  std::atomic<std::size_t> written{0};
+  FakeUpstream up([&](int fd, const UpstreamRequest&) {
+    FakeUpstream::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                                std::to_string(kChunk * kChunks) + "\r\n\r\n");
+    std::string piece(kChunk, 'z');
+    for (std::size_t i = 0; i < kChunks && !up.released(); ++i) {
+      if (!FakeUpstream::Write(fd, piece)) break;
+      written.fetch_add(kChunk);
+    }
+    return FakeUpstream::Next::Close;
+  });
+  ServerProcess srv(ProxyArgs(up.url()));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Conn c;
+  c.set_rcvbuf(64 * 1024);
+  ASSERT_TRUE(c.Connect(srv.port()));
+  ASSERT_TRUE(c.Send(ToolCall("1")));
+  // Not reading: the upstream's writes stall once the buffers on the way are full.
+  std::size_t last = 0;
+  int still = 0;
+  for (int i = 0; i < 200 && still < 5; ++i) {
+    std::this_thread::sleep_for(Ms(50));
+    std::size_t now = written.load();
+    still = now == last && now > 0 ? still + 1 : 0;
+    last = now;
+  }
+  EXPECT_EQ(still, 5) << "the upstream never stalled";
+  EXPECT_LT(last, kChunk * kChunks / 2) << "the upstream was not paused while the client did not read";
+  // Now the client reads all of it.
+  HttpResponse head;
+  std::string err;
+  ASSERT_TRUE(c.ReadHead(head, After(kIo), &err)) << err;
+  ASSERT_TRUE(c.ReadBody(head, After(Ms(60000)), &err)) << err;
+  EXPECT_EQ(head.body.size(), kChunk * kChunks);
+  EXPECT_EQ(head.body.find_first_not_of('z'), std::string::npos);
 }
 
 }  // namespace
