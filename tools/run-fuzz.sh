@@ -11,7 +11,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS]" >&2; exit 2; }
-targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio})
+targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio fuzz_upstream})
 build="$root/build-fuzz"
 artifacts="$build/artifacts"
 

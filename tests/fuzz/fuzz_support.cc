@@ -319,8 +319,9 @@ int connect_unix() {
   return fd;
 }
 
-int connect_http(bool authed) {
-  const std::uint16_t port = authed ? instance().authed.port : instance().plain.port;
+int connect_http(bool authed) { return connect_loopback(authed ? instance().authed.port : instance().plain.port); }
+
+int connect_loopback(std::uint16_t port) {
   // Each input is a new connection, and ours is the side that sends the first FIN, so each
   // leaves a TIME_WAIT socket. Spreading the source over 250 loopback addresses keeps the
   // ephemeral ports from running out at any exec rate.
@@ -344,7 +345,7 @@ int connect_http(bool authed) {
     }
     ::close(fd);
   }
-  check_failed(__FILE__, __LINE__, "connect", "cannot connect to the fuzz server: %s", std::strerror(errno));
+  check_failed(__FILE__, __LINE__, "connect", "cannot connect to the fuzz server on port %u: %s", port, std::strerror(errno));
 }
 
 std::vector<std::string_view> split_input(std::string_view data) {

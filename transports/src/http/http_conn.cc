@@ -163,6 +163,15 @@ void HttpConn::close() {
 
 void HttpConn::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread < 0) {  // EOF or error: for a listen this is the client cancelling
+    if (nread == UV_EOF && mode_ == Mode::Proxying) {
+      // A half-close ends the client's requests, not its wish for the answer (RFC 9112 §9.6):
+      // the upstream's answer is written, then the connection closes. A client that is gone
+      // for good is found by the first write that fails, and the exchange is cancelled then.
+      peer_eof_ = true;
+      read_paused_ = true;
+      uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+      return;
+    }
     close();
     return;
   }
@@ -204,6 +213,11 @@ void HttpConn::parse(const char* data, std::size_t len) {
   in_parse_ = true;
   parse_some(data, len);
   in_parse_ = false;
+  if (!peer_eof_) return;
+  // Every request before the client's FIN is answered; a stream it opened meanwhile is
+  // cancelled by that FIN, as a stream's EOF always is.
+  if (mode_ == Mode::Requests) linger();
+  else if (mode_ == Mode::Listen) close();
 }
 
 void HttpConn::parse_some(const char* data, std::size_t len) {
@@ -386,11 +400,12 @@ void HttpConn::proxy_done(bool complete) {
   if (in_parse_) return;  // parse() goes on with the rest of its input itself
   std::string rest = std::move(stash_);
   stash_.clear();
-  if (read_paused_) {
+  if (read_paused_ && !peer_eof_) {
     read_paused_ = false;
     start_reading();
   }
   if (!rest.empty()) parse(rest.data(), rest.size());
+  else if (peer_eof_) linger();
 }
 
 void HttpConn::start_upstream_leg(std::string request) {

@@ -164,6 +164,7 @@ class HttpConn final : public Conn, public StreamSink {
   bool read_paused_ = false; // answers backed up: not reading until they drain
   bool failed_ = false;      // a parser callback threw: close, do not answer
   bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
+  bool peer_eof_ = false;    // the client half-closed while the upstream answered: close once answered
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;

@@ -77,7 +77,7 @@ const http_parser_settings kSettings = [] {
       c->skip_message = true;
       c->headers.clear();
       c->last_was_value = false;
-      return 0;
+      return 1;  // an interim answer has no body, whatever its headers say (RFC 9110 §15.2; found by fuzz_upstream)
     }
     c->request.clear();  // the answer has started: it is never sent again
     c->request.shrink_to_fit();
@@ -87,7 +87,7 @@ const http_parser_settings kSettings = [] {
   };
   s.on_body = [](http_parser* p, const char* at, size_t len) -> int {
     UpstreamCall* c = call_of(p);
-    if (!c->cancelled) c->sink->on_body(std::string_view(at, len));
+    if (!c->cancelled && !c->skip_message) c->sink->on_body(std::string_view(at, len));
     return 0;
   };
   s.on_message_complete = [](http_parser* p) -> int {
