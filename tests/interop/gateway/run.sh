@@ -48,8 +48,8 @@ free_port() {
 # Starts nginx on a free port; sets NGINX_PID and GATEWAY (HOST:PORT) once a request through it
 # is answered by the application server.
 start_nginx() {
-  local dir="$WORK/nginx" try port code deadline
-  for try in $(seq 1 "$NGINX_PORT_TRIES"); do
+  local dir="$WORK/nginx" port code deadline
+  for _ in $(seq 1 "$NGINX_PORT_TRIES"); do
     port="$(free_port)"
     bash "$ROOT/tools/gateway/render.sh" --out "$dir" --listen "127.0.0.1:$port" \
       --mcpfan "$NODE_A" --mcpfan "$NODE_B" --app "$UPSTREAM_HOSTPORT"

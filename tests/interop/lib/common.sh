@@ -211,6 +211,7 @@ interop_await_mcpfan_port() {
   AWAITED="${AWAITED#listening on }"
 }
 
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
 interop_start_mcpfan() {
   [ -n "$WORK" ] || die "interop_start_mcpfan needs interop_workdir first"
   LOG="$WORK/mcpfan.stderr"
@@ -220,6 +221,7 @@ interop_start_mcpfan() {
   HOSTPORT="$AWAITED"
 }
 
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
 interop_start_mcpfan_node() {
   [ -n "$WORK" ] || die "interop_start_mcpfan_node needs interop_workdir first"
   local tag="$1" log="$WORK/mcpfan-$1.stderr"
@@ -231,6 +233,7 @@ interop_start_mcpfan_node() {
   NODE_HOSTPORT="$AWAITED"
 }
 
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
 interop_start_upstream_v2() {
   [ -n "$WORK" ] || die "interop_start_upstream_v2 needs interop_workdir first"
   local dir
