@@ -5,6 +5,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libuv1-dev libsimdjson-dev li
       libhttp-parser-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev curl
       libjwt-dev libssl-dev openssl liburing-dev
       libnats-dev nats-server  # the optional NATS backplane, and the real server its tests start
+      nginx                    # the gateway routing test (tools/gateway) runs Debian's nginx
       clang libclang-rt-14-dev)  # clang + its runtime: the libFuzzer targets
 missing=()
 for p in "${pkgs[@]}"; do

@@ -11,11 +11,25 @@
 #   interop_install_pinned_deps [NPM_CI_ARGS...]
 #                                  `npm ci` into $HERE only when node_modules does not match
 #                                  package-lock.json (so re-runs work offline); bounded
+#   interop_install_pinned_deps_at DIR
+#                                  the same for another folder (e.g. ../upstream_v2)
 #   interop_workdir TAG            creates $WORK (removed at exit) and installs the exit traps
 #   interop_start_mcpfan ARGS...   starts "$BIN" --listen 127.0.0.1:0 ARGS... by PID ($SRV_PID),
 #                                  stderr in $LOG; sets HOSTPORT from its listening line
 #                                  (bounded wait)
 #   interop_server_alive           whether $SRV_PID is still running
+#   interop_start_mcpfan_node TAG ARGS...
+#                                  one more mcpfan ("$BIN" --listen 127.0.0.1:0 ARGS...), stderr in
+#                                  $WORK/mcpfan-TAG.stderr; sets NODE_PID and NODE_HOSTPORT; tracked
+#   interop_start_upstream_v2      the SDK v2 MCP server of ../upstream_v2 (its pinned packages
+#                                  installed first) on an ephemeral loopback port; sets
+#                                  UPSTREAM_PID and UPSTREAM_HOSTPORT; tracked
+#   interop_track PID WHAT [LOG]   a process the test started itself: stopped at exit, must be
+#                                  alive when the client ends, LOG's tail shown on failure
+#   interop_untrack PID            forgets it again (a process that ended as expected)
+#   interop_await_line PID FILE ERE SECS WHAT
+#                                  bounded wait for a line of FILE matching ERE while PID lives;
+#                                  sets AWAITED to the first match
 #   interop_run_bounded SECS WHAT CMD...
 #                                  runs CMD in $HERE under `timeout`; dies on a timeout; else
 #                                  sets RC to CMD's exit status
@@ -35,6 +49,9 @@ NPM_CI_TIMEOUT_S=240               # first run only: the registry download
 
 SRV_PID=""
 WORK=""
+TRACKED_PIDS=()                    # interop_track: PIDs, names, logs (same index)
+TRACKED_WHAT=()
+TRACKED_LOGS=()
 LOG=""
 PIDFILE=""
 RESULT=1
@@ -83,6 +100,12 @@ interop_install_pinned_deps() {
   interop_deps_ok || die "node_modules still does not match package-lock.json after npm ci"
 }
 
+interop_install_pinned_deps_at() {
+  local HERE  # interop_deps_ok and interop_install_pinned_deps read $HERE
+  HERE="$(cd "$1" && pwd)"
+  interop_install_pinned_deps
+}
+
 # --- processes, stopped by PID ---------------------------------------------------------------
 # SIGTERM to every given PID that is alive, up to STOP_GRACE_S for all of them to go, then
 # SIGKILL to the survivors. Reaps our own children.
@@ -101,7 +124,7 @@ interop_stop_pids() {
   done
   for pid in "${left[@]}"; do
     if kill -0 "$pid" 2>/dev/null; then
-      echo "$NAME: mcpfan (pid $pid) ignored SIGTERM for ${STOP_GRACE_S} s; sending SIGKILL" >&2
+      echo "$NAME: pid $pid ignored SIGTERM for ${STOP_GRACE_S} s; sending SIGKILL" >&2
       kill -KILL "$pid" 2>/dev/null || true
     fi
     wait "$pid" 2>/dev/null || true
@@ -110,7 +133,7 @@ interop_stop_pids() {
 
 interop_cleanup() {
   local rc=$?
-  interop_stop_pids "$SRV_PID"
+  interop_stop_pids "$SRV_PID" "${TRACKED_PIDS[@]}"
   if [ -n "$PIDFILE" ] && [ -f "$PIDFILE" ]; then
     local pid left=()
     while read -r pid; do
@@ -125,6 +148,13 @@ interop_cleanup() {
     echo "--- mcpfan stderr (last 40 lines):" >&2
     tail -n 40 "$LOG" >&2 || true
   fi
+  local i
+  for i in "${!TRACKED_PIDS[@]}"; do
+    if [ "$RESULT" -ne 0 ] && [ -n "${TRACKED_LOGS[$i]}" ] && [ -s "${TRACKED_LOGS[$i]}" ]; then
+      echo "--- ${TRACKED_WHAT[$i]}: ${TRACKED_LOGS[$i]##*/} (last 40 lines):" >&2
+      tail -n 40 "${TRACKED_LOGS[$i]}" >&2 || true
+    fi
+  done
   [ -z "$WORK" ] || rm -rf "$WORK"
   exit "$rc"
 }
@@ -145,25 +175,76 @@ interop_server_alive() {
   [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null
 }
 
+interop_track() {
+  TRACKED_PIDS+=("$1")
+  TRACKED_WHAT+=("$2")
+  TRACKED_LOGS+=("${3:-}")
+}
+
+interop_untrack() {
+  local i
+  for i in "${!TRACKED_PIDS[@]}"; do
+    [ "${TRACKED_PIDS[$i]}" = "$1" ] && unset 'TRACKED_PIDS[i]' 'TRACKED_WHAT[i]' 'TRACKED_LOGS[i]'
+  done
+  return 0
+}
+
+interop_await_line() {
+  local pid="$1" file="$2" re="$3" secs="$4" what="$5" ec deadline
+  deadline=$(( $(date +%s) + secs ))
+  AWAITED=""
+  while :; do
+    AWAITED="$(grep -m1 -oE "$re" "$file" 2>/dev/null || true)"
+    [ -n "$AWAITED" ] && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      ec=0; wait "$pid" 2>/dev/null || ec=$?
+      die "$what exited (status $ec) before writing a line matching '$re'"
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || die "$what wrote no line matching '$re' within ${secs} s"
+    sleep 0.05
+  done
+}
+
+# mcpfan's "mcpfan: listening on HOST:PORT ..." stderr line -> AWAITED (HOST:PORT).
+interop_await_mcpfan_port() {
+  interop_await_line "$1" "$2" 'listening on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$PORT_WAIT_S" "mcpfan (pid $1)"
+  AWAITED="${AWAITED#listening on }"
+}
+
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
 interop_start_mcpfan() {
   [ -n "$WORK" ] || die "interop_start_mcpfan needs interop_workdir first"
   LOG="$WORK/mcpfan.stderr"
   "$BIN" --listen 127.0.0.1:0 "$@" >"$WORK/mcpfan.stdout" 2>"$LOG" &
   SRV_PID=$!
+  interop_await_mcpfan_port "$SRV_PID" "$LOG"
+  HOSTPORT="$AWAITED"
+}
 
-  HOSTPORT=""
-  local ec deadline=$(( $(date +%s) + PORT_WAIT_S ))
-  while :; do
-    HOSTPORT="$(grep -m1 -oE 'listening on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$LOG" 2>/dev/null | sed 's/^listening on //' || true)"
-    [ -n "$HOSTPORT" ] && break
-    if ! kill -0 "$SRV_PID" 2>/dev/null; then
-      ec=0; wait "$SRV_PID" 2>/dev/null || ec=$?
-      SRV_PID=""
-      die "mcpfan exited (status $ec) before logging its listening line"
-    fi
-    [ "$(date +%s)" -lt "$deadline" ] || die "no 'mcpfan: listening on HOST:PORT' line on stderr within ${PORT_WAIT_S} s"
-    sleep 0.05
-  done
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
+interop_start_mcpfan_node() {
+  [ -n "$WORK" ] || die "interop_start_mcpfan_node needs interop_workdir first"
+  local tag="$1" log="$WORK/mcpfan-$1.stderr"
+  shift
+  "$BIN" --listen 127.0.0.1:0 "$@" >"$WORK/mcpfan-$tag.stdout" 2>"$log" &
+  NODE_PID=$!
+  interop_track "$NODE_PID" "mcpfan $tag (pid $NODE_PID)" "$log"
+  interop_await_mcpfan_port "$NODE_PID" "$log"
+  NODE_HOSTPORT="$AWAITED"
+}
+
+# shellcheck disable=SC2034  # its *HOSTPORT is read by the test that sourced this file
+interop_start_upstream_v2() {
+  [ -n "$WORK" ] || die "interop_start_upstream_v2 needs interop_workdir first"
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../upstream_v2" && pwd)"
+  interop_install_pinned_deps_at "$dir"
+  node "$dir/server.mjs" >"$WORK/upstream_v2.stdout" 2>"$WORK/upstream_v2.stderr" &
+  UPSTREAM_PID=$!
+  interop_track "$UPSTREAM_PID" "upstream_v2 (pid $UPSTREAM_PID)" "$WORK/upstream_v2.stderr"
+  interop_await_line "$UPSTREAM_PID" "$WORK/upstream_v2.stdout" '^upstream_v2 listening on 127\.0\.0\.1:[0-9]+$' \
+    "$PORT_WAIT_S" "upstream_v2 (pid $UPSTREAM_PID)"
+  UPSTREAM_HOSTPORT="${AWAITED#upstream_v2 listening on }"
 }
 
 interop_run_bounded() {
@@ -186,6 +267,13 @@ interop_run_node_client() {
     [ "$RC" -ne 0 ] || RC=1
     echo "$NAME: FAIL: mcpfan died during the test" >&2
   fi
+  local i
+  for i in "${!TRACKED_PIDS[@]}"; do
+    if ! kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null; then
+      [ "$RC" -ne 0 ] || RC=1
+      echo "$NAME: FAIL: ${TRACKED_WHAT[$i]} died during the test" >&2
+    fi
+  done
   interop_finish "$RC"
 }
 
