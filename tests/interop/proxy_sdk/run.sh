@@ -13,6 +13,8 @@
 # 3. Runs, one after the other and each bounded:
 #      session_2025.mjs v1  SDK 1.32.2 client, 2025 session, through mcpfan to the example
 #      session_2025.mjs v2  SDK v2 client in legacy mode, the same
+#      session_2025.mjs v2-auto  SDK v2 client in auto mode: its server/discover probe is
+#                           refused by the upstream (through mcpfan), it falls back to the same
 #      listen_2026.mjs      SDK v2 client in 2026-07-28 mode, through mcpfan to upstream_v2
 #    and fails if any of them fails or any process died. Every process is stopped by PID at exit.
 set -euo pipefail
@@ -44,6 +46,7 @@ run_client() {  # label, script, args...
 }
 run_client "SDK v1, 2025 session" session_2025.mjs "http://$FRONT_2025" v1 "http://$EXAMPLE_HOSTPORT" "$EXAMPLE_LOG"
 run_client "SDK v2 legacy, 2025 session" session_2025.mjs "http://$FRONT_2025" v2 "http://$EXAMPLE_HOSTPORT" "$EXAMPLE_LOG"
+run_client "SDK v2 auto, falls back to a 2025 session" session_2025.mjs "http://$FRONT_2025" v2-auto "http://$EXAMPLE_HOSTPORT" "$EXAMPLE_LOG"
 run_client "SDK v2, 2026-07-28" listen_2026.mjs "http://$FRONT_2026" "http://$UPSTREAM_HOSTPORT"
 
 for i in "${!TRACKED_PIDS[@]}"; do
@@ -53,5 +56,5 @@ if [ "${#failed[@]}" -gt 0 ]; then
   printf '%s: FAIL: %s\n' "$NAME" "${failed[@]}" >&2
   interop_finish 1
 fi
-echo "$NAME: PASS (3 clients)"
+echo "$NAME: PASS (4 clients)"
 interop_finish 0

@@ -1,11 +1,13 @@
 // Interop test: an official TypeScript SDK client in a 2025-era session with
 // `mcpfan --upstream` in front of the official SDK 1.x example server (simpleStreamableHttp.js).
 //
-//   node session_2025.mjs http://127.0.0.1:MCPFAN_PORT v1|v2 http://127.0.0.1:UPSTREAM_PORT UPSTREAM_STDOUT_LOG
+//   node session_2025.mjs http://127.0.0.1:MCPFAN_PORT v1|v2|v2-auto http://127.0.0.1:UPSTREAM_PORT UPSTREAM_STDOUT_LOG
 //
 // v1: @modelcontextprotocol/sdk@1.32.2 (Client + StreamableHTTPClientTransport); v2:
 // @modelcontextprotocol/client@2.4.0 in its default 'legacy' negotiation mode (the plain 2025
-// initialize). Both talk only to mcpfan. What is checked, in order:
+// initialize); v2-auto: the same client in 'auto' mode, whose server/discover probe mcpfan
+// forwards to the 2025-only upstream, and whose refusal makes the client fall back to
+// initialize. All talk only to mcpfan. What is checked, in order:
 //   1. initialize is answered by the upstream (its serverInfo, its own capabilities kept) with
 //      mcpfan's capabilities merged in: resources.subscribe = true, which the example alone does
 //      not declare (asked directly with a raw initialize first);
@@ -27,8 +29,8 @@ import { STEP_TIMEOUT_MS, createRecorder, createTest, fail, loopbackBaseArg, met
 const sdk = process.argv[3];
 const upstreamBase = process.argv[4];
 const upstreamLog = process.argv[5];
-if (!['v1', 'v2'].includes(sdk) || !upstreamBase || !upstreamLog) {
-    console.error('usage: node session_2025.mjs http://127.0.0.1:MCPFAN_PORT v1|v2 http://127.0.0.1:UPSTREAM_PORT UPSTREAM_STDOUT_LOG');
+if (!['v1', 'v2', 'v2-auto'].includes(sdk) || !upstreamBase || !upstreamLog) {
+    console.error('usage: node session_2025.mjs http://127.0.0.1:MCPFAN_PORT v1|v2|v2-auto http://127.0.0.1:UPSTREAM_PORT UPSTREAM_STDOUT_LOG');
     process.exit(2);
 }
 const NAME = `interop_proxy_sdk (SDK ${sdk}, 2025 session)`;
@@ -57,7 +59,7 @@ async function loadSdk() {
     return {
         Client,
         StreamableHTTPClientTransport,
-        clientOptions: { capabilities: {}, versionNegotiation: { mode: 'legacy' } },
+        clientOptions: { capabilities: {}, versionNegotiation: sdk === 'v2' ? { mode: 'legacy' } : { mode: 'auto', probe: { timeoutMs: STEP_TIMEOUT_MS } } },
         handlerKeys: { updated: 'notifications/resources/updated', message: 'notifications/message' },
         callTool: (client, params, options) => client.callTool(params, options)
     };
@@ -126,7 +128,12 @@ async function main() {
         reconnectionOptions: { initialReconnectionDelay: 60_000, maxReconnectionDelay: 60_000, reconnectionDelayGrowFactor: 1, maxRetries: 1 }
     });
     await withTimeout(client.connect(transport, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'client.connect() (initialize through mcpfan)');
-    if (sdk === 'v2' && client.getProtocolEra() !== 'legacy') fail(`SDK v2 in legacy mode negotiated era ${client.getProtocolEra()}`);
+    if (sdk !== 'v1' && (client.getProtocolEra() !== 'legacy' || client.getNegotiatedProtocolVersion() !== '2025-11-25'))
+        fail(`SDK ${sdk} negotiated ${client.getNegotiatedProtocolVersion()} (era ${client.getProtocolEra()}) with a 2025-only upstream, expected 2025-11-25 (legacy)`);
+    const probe = rec.rpc('server/discover');
+    if ((sdk === 'v2-auto') !== Boolean(probe)) fail(`SDK ${sdk}: server/discover probe ${probe ? 'sent' : 'not sent'}`);
+    if (probe && (probe.status < 400 || probe.status >= 500))
+        fail(`the server/discover probe through mcpfan answered ${probe.status} ${probe.resBody ?? ''}; the 2025-only upstream refuses it (4xx), and mcpfan must relay that`);
     const init = rec.rpc('initialize');
     const sessionId = init?.resHeaders?.['mcp-session-id'];
     if (!sessionId) fail(`initialize through mcpfan answered ${init?.status} without Mcp-Session-Id: ${JSON.stringify(init?.resHeaders)}`);
