@@ -53,7 +53,7 @@ for i in "${!TRACKED_PIDS[@]}"; do
   kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null || failed+=("${TRACKED_WHAT[$i]} died during the test")
 done
 if [ "${#failed[@]}" -gt 0 ]; then
-  printf '%s: FAIL: %s\n' "$NAME" "${failed[@]}" >&2
+  for f in "${failed[@]}"; do echo "$NAME: FAIL: $f" >&2; done
   interop_finish 1
 fi
 echo "$NAME: PASS (4 clients)"
