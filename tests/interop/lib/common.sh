@@ -318,6 +318,7 @@ interop_install_node22_suite() {
 # one the kernel just handed out on 127.0.0.1 (bound and released); if another process takes it
 # first, the example exits with EADDRINUSE and another port is tried (bounded).
 EXAMPLE_PORT_ATTEMPTS=5
+# shellcheck disable=SC2034  # EXAMPLE_HOSTPORT and EXAMPLE_LOG are read by the test that sourced this file
 interop_start_sdk1_example() {
   [ -n "$WORK" ] || die "interop_start_sdk1_example needs interop_workdir first"
   local dir js port attempt ec out err

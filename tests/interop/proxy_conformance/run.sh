@@ -50,6 +50,7 @@ ARMS=(
 )
 
 stats() {  # host:port -> stdout: upstream_v2's {"<era> <method>": count}
+  # shellcheck disable=SC2016  # JavaScript, not shell
   timeout "$STATS_TIMEOUT_S" "$NODE22" -e '
     fetch(process.argv[1]).then(r => r.ok ? r.json() : Promise.reject(new Error(`status ${r.status}`)))
       .then(b => process.stdout.write(JSON.stringify(b.requests ?? {})))
