@@ -27,7 +27,6 @@ NAME=interop_conformance_next
 SCENARIO_TIMEOUT_S=120       # our bound per scenario run (process start to exit)
 SUITE_TIMEOUT_MS=60000       # the suite's own per-scenario timeout (default 30000)
 PROXY_WAIT_S=10
-NODE22_VERSION=v22.23.3      # = the `node` package's version in package.json
 
 # "<spec-version> <scenario> <direct|proxy>": the server scenarios of the suite that a hub can
 # pass (FINDINGS.md §3 lists all of them and why the rest do not apply). The suite itself skips a
@@ -55,22 +54,9 @@ source "$HERE/../lib/common.sh"
 interop_check_prereqs "${1:-}"
 
 # --- 1. pinned dependencies, and Node 22 from the `node` package ----------------------------
-# npm ci runs on the system Node (20): --engine-strict=false, as some of the suite's
-# dependencies declare engines.node >= 22; --ignore-scripts=false, as the `node` package needs
-# its preinstall script to fetch the binary.
-NODE22="$HERE/node_modules/node/bin/node"
-node22_ok() { [ -x "$NODE22" ] && [ "$("$NODE22" --version 2>/dev/null)" = "$NODE22_VERSION" ]; }
-interop_install_pinned_deps --engine-strict=false --ignore-scripts=false
-if ! node22_ok; then
-  # package.json versions match but the binary is missing (e.g. an install with scripts off):
-  # reinstall this folder's node_modules from the lock file.
-  echo "$NAME: $NODE22 is not Node $NODE22_VERSION; reinstalling node_modules" >&2
-  rm -rf "$HERE/node_modules"
-  interop_install_pinned_deps --engine-strict=false --ignore-scripts=false
-  node22_ok || die "$NODE22 is not Node $NODE22_VERSION after npm ci (the 'node' package's preinstall fetches it)"
-fi
-CLI="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-[ -f "$CLI" ] || die "$CLI missing after install"
+# (../lib/common.sh: npm ci with the flags the `node` package needs; NODE22, CONFORMANCE_CLI)
+interop_install_node22_suite "$HERE"
+CLI="$CONFORMANCE_CLI"
 
 # --- 2. mcpfan and the trigger proxy --------------------------------------------------------
 interop_workdir conformance-next

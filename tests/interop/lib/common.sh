@@ -40,6 +40,14 @@
 #   interop_watch_pidfile FILE     PIDs listed in FILE (one per line) are stopped at exit too
 #   interop_finish RC              records the result (mcpfan's stderr is shown when RC != 0)
 #                                  and exits with RC
+#   interop_install_node22_suite DIR
+#                                  the pinned packages of DIR (../conformance_next: the
+#                                  conformance suite and the `node` package); sets NODE22 to
+#                                  its Node 22 binary and CONFORMANCE_CLI to the suite's CLI
+#   interop_start_sdk1_example DIR the SDK 1.x example server simpleStreamableHttp.js from
+#                                  DIR/node_modules on a free port (MCP_PORT; it binds every
+#                                  interface); sets EXAMPLE_PID, EXAMPLE_HOSTPORT (127.0.0.1:N)
+#                                  and EXAMPLE_LOG (its stdout: it logs each session's GET); tracked
 # At exit every process this test started (or recorded in the pid file) is stopped by PID:
 # SIGTERM, then SIGKILL after 5 s.
 
@@ -280,4 +288,70 @@ interop_run_node_client() {
 interop_finish() {
   RESULT="$1"
   exit "$1"
+}
+
+# --- the conformance suite's Node 22 (used by conformance_next and proxy_conformance) --------
+# npm ci runs on the system Node (20): --engine-strict=false, as some of the suite's
+# dependencies declare engines.node >= 22; --ignore-scripts=false, as the `node` package needs
+# its preinstall script to fetch the binary (conformance_next/FINDINGS.md §1). If the package
+# versions match but the binary is missing (an install with scripts off), node_modules is
+# reinstalled once.
+interop_install_node22_suite() {
+  local HERE want  # interop_deps_ok and interop_install_pinned_deps read $HERE
+  HERE="$(cd "$1" && pwd)"
+  want="v$(node -p 'require(process.argv[1]).dependencies.node' "$HERE/package.json")"
+  NODE22="$HERE/node_modules/node/bin/node"
+  CONFORMANCE_CLI="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+  interop_install_pinned_deps --engine-strict=false --ignore-scripts=false
+  if ! { [ -x "$NODE22" ] && [ "$("$NODE22" --version 2>/dev/null)" = "$want" ]; }; then
+    echo "$NAME: $NODE22 is not Node $want; reinstalling $HERE/node_modules" >&2
+    rm -rf "$HERE/node_modules"
+    interop_install_pinned_deps --engine-strict=false --ignore-scripts=false
+    [ "$("$NODE22" --version 2>/dev/null)" = "$want" ] \
+      || die "$NODE22 is not Node $want after npm ci (the 'node' package's preinstall fetches it)"
+  fi
+  [ -f "$CONFORMANCE_CLI" ] || die "$CONFORMANCE_CLI missing after install"
+}
+
+# --- the official SDK 1.x example server, a 2025-era upstream ----------------------------------
+# simpleStreamableHttp.js takes its port from MCP_PORT and binds every interface. The port is
+# one the kernel just handed out on 127.0.0.1 (bound and released); if another process takes it
+# first, the example exits with EADDRINUSE and another port is tried (bounded).
+EXAMPLE_PORT_ATTEMPTS=5
+# shellcheck disable=SC2034  # EXAMPLE_HOSTPORT and EXAMPLE_LOG are read by the test that sourced this file
+interop_start_sdk1_example() {
+  [ -n "$WORK" ] || die "interop_start_sdk1_example needs interop_workdir first"
+  local dir js port attempt ec out err
+  dir="$(cd "$1" && pwd)"
+  js="$dir/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
+  [ -f "$js" ] || die "$js missing (the pinned @modelcontextprotocol/sdk of $dir)"
+  for attempt in $(seq 1 "$EXAMPLE_PORT_ATTEMPTS"); do
+    port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+    out="$WORK/sdk1-example.$attempt.stdout"
+    err="$WORK/sdk1-example.$attempt.stderr"
+    MCP_PORT="$port" node "$js" >"$out" 2>"$err" &
+    EXAMPLE_PID=$!
+    local deadline=$(( $(date +%s) + PORT_WAIT_S ))
+    while :; do
+      if grep -q "^MCP Streamable HTTP Server listening on port $port\$" "$out" 2>/dev/null; then
+        interop_track "$EXAMPLE_PID" "SDK 1.x example server (pid $EXAMPLE_PID)" "$out"
+        EXAMPLE_HOSTPORT="127.0.0.1:$port"
+        EXAMPLE_LOG="$out"
+        return 0
+      fi
+      if ! kill -0 "$EXAMPLE_PID" 2>/dev/null; then
+        ec=0; wait "$EXAMPLE_PID" 2>/dev/null || ec=$?
+        grep -q EADDRINUSE "$err" "$out" 2>/dev/null && break   # taken meanwhile: next port
+        cat "$err" >&2
+        die "SDK 1.x example server exited (status $ec) before listening on port $port"
+      fi
+      if [ "$(date +%s)" -ge "$deadline" ]; then
+        interop_stop_pids "$EXAMPLE_PID"
+        die "SDK 1.x example server did not log 'listening on port $port' within ${PORT_WAIT_S} s"
+      fi
+      sleep 0.05
+    done
+    echo "$NAME: port $port was taken before the SDK 1.x example bound it; trying another" >&2
+  done
+  die "SDK 1.x example server: no free port in $EXAMPLE_PORT_ATTEMPTS attempts"
 }
