@@ -130,11 +130,11 @@ void HttpConn::linger() {
 void HttpConn::close() {
   if (mode_ == Mode::Closing) return;
   mode_ = Mode::Closing;
+  release_session();  // first: a session's subscription may be parked before its stream closes
   if (stream_open_) {
     stream_open_ = false;
     w_.shard().close_stream(stream_);
   }
-  release_session();
   stream_usage_.release();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
