@@ -137,6 +137,8 @@ std::optional<SseEvent> SseStream::Next(Ms timeout) {
 
 std::optional<Json> SseStream::NextMessage(Ms timeout, std::string* err) {
   auto ev = Next(timeout);
+  // A session stream's priming event (an id, empty data) is no message: skip it.
+  while (allow_ids_ && ev && ev->data.empty()) ev = Next(timeout);
   if (!allow_ids_ && !sse_.id_lines.empty()) {  // listens must never carry ids (no resumption)
     if (err) *err = "SSE id field on the stream: '" + sse_.id_lines.front() + "'";
     return std::nullopt;

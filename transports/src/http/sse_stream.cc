@@ -95,6 +95,9 @@ void append_reread_hints(std::string& out, Session& s) {
 
 SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id) {
   Session& s = *session;
+  // A copy: the request it may point into is cleared when the stream starts (start_sse).
+  std::optional<std::string> cursor;
+  if (last_event_id) cursor = *last_event_id;
   std::string first;  // priming event, then the replay or the re-read hints
   int old_owner;
   StreamId old_stream;
@@ -105,7 +108,7 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
     // URIs): a URI change either lands in the filter or, once `owner` is set, is posted here.
     // The claim is made under it too, ordered with the previous stream's release.
     std::lock_guard lock(s.mu);
-    auto claim = w_.sessions().claim_stream(s, /*take_over=*/last_event_id != nullptr);
+    auto claim = w_.sessions().claim_stream(s, /*take_over=*/cursor.has_value());
     if (claim != SessionRegistry::Claim::Ok) return claim;
     std::uint64_t epoch = ++s.epochs;
     tap_ = std::make_unique<SessionTap>(session, epoch);
@@ -119,7 +122,7 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
     s.stream = stream_;
     s.conn = this;
     s.live_epoch = epoch;
-    resume = s.journal.start_live(last_event_id);
+    resume = s.journal.start_live(cursor ? &*cursor : nullptr);
     // The priming event (2025-11-25 on: older clients would choke on its empty data) gives
     // the client a cursor even if nothing follows before the stream drops.
     if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime) + "data: \n\n";

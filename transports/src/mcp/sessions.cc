@@ -40,12 +40,15 @@ std::optional<std::string> SessionTap::record(const PayloadRef& payload) {
   std::size_t evicted = 0;
   std::optional<std::uint64_t> seq;
   std::uint32_t tag;
+  bool live;
   {
     std::lock_guard lock(s_->mu);
-    seq = s_->journal.record(payload, epoch_ != 0 && s_->live_epoch == epoch_, evicted);
+    live = epoch_ != 0 && s_->live_epoch == epoch_;
+    seq = s_->journal.record(payload, live, evicted);
     tag = s_->journal.tag();
   }
   if (evicted) s_->counters.evictions.fetch_add(evicted, std::memory_order_relaxed);
+  if (!live) s_->counters.journaled.fetch_add(1, std::memory_order_relaxed);
   if (!seq) return std::nullopt;
   return id_line(tag, *seq);
 }

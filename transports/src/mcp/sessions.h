@@ -44,6 +44,7 @@ struct SessionCounters {
   std::atomic<std::uint64_t> replayed{0};   // journaled notifications written on a resumed stream
   std::atomic<std::uint64_t> rereads{0};    // Last-Event-IDs answered with the re-read hints
   std::atomic<std::uint64_t> evictions{0};  // journal entries pushed out by the byte bound
+  std::atomic<std::uint64_t> journaled{0};  // notifications recorded for a session without a live stream
   std::atomic<std::int64_t> parked{0};      // sessions subscribed without a GET stream
 };
 

@@ -91,6 +91,9 @@ std::string Server::Impl::metrics_text() {
   metric(out, "mcpfan_session_rereads_total", "counter",
          "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.",
          static_cast<long long>(sc.rereads.load(std::memory_order_relaxed)));
+  metric(out, "mcpfan_session_journaled_total", "counter",
+         "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over).",
+         static_cast<long long>(sc.journaled.load(std::memory_order_relaxed)));
   metric(out, "mcpfan_session_journal_evictions_total", "counter",
          "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints).",
          static_cast<long long>(sc.evictions.load(std::memory_order_relaxed)));
