@@ -101,6 +101,9 @@ class HttpConn final : public Conn, public StreamSink {
   void start_sse(StreamJournal* journal = nullptr);
   void send_sse_head();
   void release_session();
+  /** A session stream that took over another becomes live: sse_stream.cc. */
+  void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
+  void send_session_start(std::string first);
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void commit_header();
   void reject(int status, std::string_view message);

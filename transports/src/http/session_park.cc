@@ -9,17 +9,26 @@ namespace mcpfan::detail {
 ParkedStream::ParkedStream(Worker& w, std::shared_ptr<Session> s) : w_(w), s_(s), tap_(std::move(s), 0) {}
 
 void ParkedStream::park(Worker& w, const std::shared_ptr<Session>& s) {
-  auto* p = new ParkedStream(w, s);
+  std::unique_ptr<ParkedStream> p(new ParkedStream(w, s));
   Shard& shard = w.shard();
   // Framing::Line: the keepalive sweep passes it by. Its tap (epoch 0) never returns an id,
   // so no notification is ever queued on it either.
-  p->stream_ = shard.open_stream(p, Framing::Line, &p->tap_);
-  s->sub = shard.subscribe(p->stream_, ClientCore::session_filter(s->tenant, s->uris), {});
+  p->stream_ = shard.open_stream(p.get(), Framing::Line, &p->tap_);
+  SubId sub;
+  try {
+    sub = shard.subscribe(p->stream_, ClientCore::session_filter(s->tenant, s->uris), {});
+  } catch (...) {
+    shard.close_stream(p->stream_);
+    throw;
+  }
+  // Nothing below throws.
+  s->sub = sub;
   s->owner = static_cast<int>(w.index());
   s->stream = p->stream_;
   s->conn = nullptr;
   s->live_epoch = 0;
-  w.link(p);
+  s->pending_epoch = 0;
+  w.link(p.release());
   s->counters.parked.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -91,6 +91,25 @@ void append_reread_hints(std::string& out, Session& s) {
   for (const std::string& uri : s.uris.set()) hint(Kind::ResourceUpdated, uri);
   for (Kind k : {Kind::ResourcesListChanged, Kind::ToolsListChanged, Kind::PromptsListChanged}) hint(k, {});
 }
+
+// Under s.mu: the stream of tap `epoch` becomes the session's live one. Returns what it starts
+// with: the priming event (2025-11-25 on: older clients would choke on its empty data), then
+// the replay after `cursor` or, when that cannot be resumed exactly, the re-read hints.
+std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<std::string>& cursor) {
+  s.live_epoch = epoch;
+  s.pending_epoch = 0;
+  SessionJournal::Resume resume = s.journal.start_live(cursor ? &*cursor : nullptr);
+  std::string first;
+  if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime) + "data: \n\n";
+  if (resume.reread) append_reread_hints(first, s);
+  for (const auto& [seq, p] : resume.events) {
+    first += SessionTap::id_line(s.journal.tag(), seq);
+    first += p->plain(Framing::Sse);
+  }
+  if (resume.reread) s.counters.rereads.fetch_add(1, std::memory_order_relaxed);
+  if (!resume.events.empty()) s.counters.replayed.fetch_add(resume.events.size(), std::memory_order_relaxed);
+  return first;
+}
 }  // namespace
 
 SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id) {
@@ -98,11 +117,11 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
   // A copy: the request it may point into is cleared when the stream starts (start_sse).
   std::optional<std::string> cursor;
   if (last_event_id) cursor = *last_event_id;
-  std::string first;  // priming event, then the replay or the re-read hints
+  std::string first;
   int old_owner;
   StreamId old_stream;
+  std::uint64_t epoch;
   bool ended;
-  SessionJournal::Resume resume;
   {
     // Only this session is locked while its filter is built (up to --max-uris-per-listen
     // URIs): a URI change either lands in the filter or, once `owner` is set, is posted here.
@@ -110,47 +129,71 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
     std::lock_guard lock(s.mu);
     auto claim = w_.sessions().claim_stream(s, /*take_over=*/cursor.has_value());
     if (claim != SessionRegistry::Claim::Ok) return claim;
-    std::uint64_t epoch = ++s.epochs;
+    epoch = ++s.epochs;
     tap_ = std::make_unique<SessionTap>(session, epoch);
     start_sse(tap_.get());
     s.sub = w_.shard().subscribe(stream_, ClientCore::session_filter(s.tenant, s.uris), {});  // 2025 notifications carry no id
-    // A parked stream, or a GET stream this one takes over, ends once this one is subscribed:
-    // a publish reaching both is journaled once and sent once, here.
     old_owner = s.owner;
     old_stream = s.stream;
     s.owner = static_cast<int>(w_.index());
     s.stream = stream_;
     s.conn = this;
-    s.live_epoch = epoch;
-    resume = s.journal.start_live(cursor ? &*cursor : nullptr);
-    // The priming event (2025-11-25 on: older clients would choke on its empty data) gives
-    // the client a cursor even if nothing follows before the stream drops.
-    if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime) + "data: \n\n";
-    if (resume.reread) append_reread_hints(first, s);
-    for (const auto& [seq, p] : resume.events) {
-      first += SessionTap::id_line(s.journal.tag(), seq);
-      first += p->plain(Framing::Sse);
+    if (old_owner < 0) {
+      first = go_live_locked(s, epoch, cursor);  // nothing to take over
+    } else {
+      // A parked stream, or a GET stream this one takes over, is still subscribed on its
+      // worker, and a publish routed there before this stream subscribed may not have reached
+      // it yet. Until that worker has ended it (its inbox is in order), both streams only
+      // journal; then this one goes live from the journal (go_live), so nothing falls between.
+      s.live_epoch = 0;
+      s.pending_epoch = epoch;
     }
     // A DELETE that read `owner` before it was set posted nothing here: it set `ended`
     // first, so it is seen now (both may happen; finish_stream() is idempotent).
     ended = s.ended.load();
   }
   session_ = std::move(session);
+  send_sse_head();
   if (old_owner >= 0) {
     Shard& old = w_.hub().shard(static_cast<std::size_t>(old_owner));
-    old.post_task([&old, old_stream, keep = session_] { old.end_stream(old_stream, CloseReason::Ended); });
-  }
-  SessionCounters& counters = session_->counters;
-  if (resume.reread) counters.rereads.fetch_add(1, std::memory_order_relaxed);
-  if (!resume.events.empty()) counters.replayed.fetch_add(resume.events.size(), std::memory_order_relaxed);
-  send_sse_head();
-  if (!first.empty() && w_.shard().send(stream_, std::move(first)) != SendStatus::Ok) {
-    stream_open_ = false;  // the replay alone went past the stream's bound: the shard closed it
-    close();
-    return SessionRegistry::Claim::Ok;
+    Shard& mine = w_.shard();
+    old.post_task([&old, &mine, old_stream, s = session_, epoch, conn = this, cursor = std::move(cursor)] {
+      old.end_stream(old_stream, CloseReason::Ended);
+      mine.post_task([s, epoch, conn, cursor] {
+        bool same;
+        {
+          // While the session names this connection under tap `epoch`, the connection is alive
+          // (it clears `conn` under this lock before it is freed) and is on this loop.
+          std::lock_guard lock(s->mu);
+          same = s->pending_epoch == epoch && s->conn == conn;
+        }
+        if (same) conn->go_live(epoch, cursor);
+      });
+    });
+  } else if (!first.empty()) {
+    send_session_start(std::move(first));
+    if (!stream_open_) return SessionRegistry::Claim::Ok;
   }
   if (ended) finish_stream();
   return SessionRegistry::Claim::Ok;
+}
+
+void HttpConn::go_live(std::uint64_t epoch, const std::optional<std::string>& cursor) {
+  if (!session_ || !stream_open_) return;
+  std::string first;
+  {
+    std::lock_guard lock(session_->mu);
+    if (session_->pending_epoch != epoch || session_->conn != this) return;  // superseded
+    first = go_live_locked(*session_, epoch, cursor);
+  }
+  if (!first.empty()) send_session_start(std::move(first));
+}
+
+void HttpConn::send_session_start(std::string first) {
+  if (w_.shard().send(stream_, std::move(first)) != SendStatus::Ok) {
+    stream_open_ = false;  // the replay alone went past the stream's bound: the shard closed it
+    close();
+  }
 }
 
 void HttpConn::release_session() {
@@ -161,6 +204,7 @@ void HttpConn::release_session() {
     if (s.conn == this) {  // else a new GET took the session over
       s.conn = nullptr;
       s.live_epoch = 0;
+      s.pending_epoch = 0;
       bool parked = false;
       if (!s.ended.load() && !w_.stopping()) {
         // The client went away (or was closed as a slow consumer): keep journaling for its
