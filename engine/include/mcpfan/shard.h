@@ -264,14 +264,15 @@ class Shard {
     Stream(Stream&&) noexcept;
     Stream& operator=(Stream&&) noexcept;
     ~Stream();
+    // Laid out so the journal pointer costs no size: 96 bytes, as before it (a SlotMap slot).
     StreamSink* sink;
     StreamJournal* journal;  // null for most streams
-    Framing framing;
-    bool writing = false;
-    bool dirty = false;
     std::size_t pending_bytes = 0;
     std::uint64_t last_write_ms = 0;
     std::uint32_t tombstones = 0;  // coalesced-away entries still in `pending`
+    Framing framing;
+    bool writing = false;
+    bool dirty = false;
     std::vector<Pending> pending;
     // While a batch is being written: where each queued notification sits in `pending`, so
     // a newer one for the same key replaces it in O(1). Made for streams that fall behind.
