@@ -289,6 +289,29 @@ TEST(SessionResume, TakeoverAcrossWorkersLosesNothing) {
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 1));
 }
 
+// A GET without Last-Event-ID on a parked session (perhaps parked on the other worker) replays
+// nothing from before it, but nothing published after its 200 may be missed, even while the
+// parked stream is still being ended on its worker.
+TEST(SessionResume, FreshGetOnAParkedSessionMissesNothingPublishedAfterIt) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Session s;
+  ASSERT_TRUE(Start(srv.port(), s, {"x:///f"}));
+  ASSERT_TRUE(PublishOk(srv.port(), PublishRev("x:///f", 0)));
+  std::string id;
+  ASSERT_TRUE(NextIsWithId(s.stream, "notifications/resources/updated", Rev("x:///f", 0), &id));
+  std::unique_ptr<SseStream> cur;
+  for (int round = 1; round <= 20; ++round) {
+    (cur ? cur->conn() : s.stream.conn()).Close();
+    ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_parked", 1)) << "round " << round;
+    cur = std::make_unique<SseStream>();
+    ASSERT_TRUE(OpenSessionStream(*cur, srv.port(), s.sid)) << "round " << round;
+    ASSERT_TRUE(PublishOk(srv.port(), PublishRev("x:///f", round)));
+    ASSERT_TRUE(NextIsWithId(*cur, "notifications/resources/updated", Rev("x:///f", round), &id)) << "round " << round;
+  }
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_session_rereads_total", 0));
+}
+
 TEST(SessionResume, DeleteAndExpiryEndParking) {
   ServerProcess srv({"--workers", "2", "--session-idle-ms", "400"});
   ASSERT_TRUE(srv.ok()) << srv.error();

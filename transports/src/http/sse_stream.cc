@@ -96,9 +96,14 @@ void append_reread_hints(std::string& out, Session& s) {
 // with: the priming event (2025-11-25 on: older clients would choke on its empty data), then
 // the replay after `cursor` or, when that cannot be resumed exactly, the re-read hints.
 std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<std::string>& cursor) {
+  // A stream that waited for the one it took over (pending_epoch) and has no cursor of the
+  // client's gets what was journaled since it subscribed: live to the client, only late.
+  std::optional<std::string> since;
+  if (!cursor && s.pending_epoch == epoch) since = format_cursor(Cursor{s.journal.tag(), s.pending_from});
   s.live_epoch = epoch;
   s.pending_epoch = 0;
-  SessionJournal::Resume resume = s.journal.start_live(cursor ? &*cursor : nullptr);
+  const std::optional<std::string>& from = cursor ? cursor : since;
+  SessionJournal::Resume resume = s.journal.start_live(from ? &*from : nullptr);
   std::string first;
   if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime) + "data: \n\n";
   if (resume.reread) append_reread_hints(first, s);
@@ -147,6 +152,7 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
       // journal; then this one goes live from the journal (go_live), so nothing falls between.
       s.live_epoch = 0;
       s.pending_epoch = epoch;
+      s.pending_from = s.journal.last();
     }
     // A DELETE that read `owner` before it was set posted nothing here: it set `ended`
     // first, so it is seen now (both may happen; finish_stream() is idempotent).

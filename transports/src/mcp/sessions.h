@@ -77,6 +77,7 @@ struct Session {
   SessionJournal journal;    // event ids and what was sent under them
   std::uint64_t live_epoch = 0;  // the SessionTap whose records are sent (0: none, parked)
   std::uint64_t pending_epoch = 0;  // a GET stream waiting for the one it took over to end
+  std::uint64_t pending_from = 0;   // the journal's last() when it subscribed
   std::uint64_t epochs = 0;      // SessionTaps handed out
 
   std::atomic<bool> ended{false};  // DELETEd or expired: no new stream
