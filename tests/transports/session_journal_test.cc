@@ -25,6 +25,11 @@ PayloadRef update(std::string_view uri, int rev = 0) {
   parts.params.emplace_back("rev", raw_rev);
   return encode_notification(parts);
 }
+// A GET with Last-Event-ID `<tag 7>-<seq>`.
+SessionJournal::Resume resume_at(SessionJournal& j, std::uint64_t seq) {
+  std::string cursor = format_cursor({7, seq});
+  return j.start_live(&cursor);
+}
 PayloadRef list_changed(Kind k) {
   NotificationParts parts;
   parts.kind = k;
@@ -75,8 +80,7 @@ TEST(SessionJournal, CoalescesPerMethodAndUri) {
   (void)j.record(list_changed(Kind::ToolsListChanged), false, ev);
   (void)j.record(list_changed(Kind::PromptsListChanged), false, ev);
   EXPECT_EQ(j.size(), 4u);  // a, b, tools, prompts
-  std::string cursor = format_cursor({7, 0});
-  auto r = j.start_live(&cursor);
+  auto r = resume_at(j, 0);
   ASSERT_FALSE(r.reread);
   EXPECT_EQ(r.prime, 0u);
   ASSERT_EQ(r.events.size(), 4u);
@@ -93,15 +97,13 @@ TEST(SessionJournal, ResumeReturnsOnlyWhatFollowsTheCursor) {
   SessionJournal j(7, 1 << 20);
   std::size_t ev = 0;
   for (int i = 0; i < 5; ++i) (void)j.record(update("u" + std::to_string(i)), true, ev);
-  std::string cursor = format_cursor({7, 3});
-  auto r = j.start_live(&cursor);
+  auto r = resume_at(j, 3);
   ASSERT_FALSE(r.reread);
   EXPECT_EQ(r.prime, 3u);
   ASSERT_EQ(r.events.size(), 2u);
   EXPECT_EQ(r.events[0].first, 4u);
   EXPECT_EQ(r.events[1].first, 5u);
-  std::string newest = format_cursor({7, 5});
-  EXPECT_TRUE(j.start_live(&newest).events.empty());
+  EXPECT_TRUE(resume_at(j, 5).events.empty());
   // Without a cursor: nothing replayed, the priming id is the newest number.
   auto fresh = j.start_live(nullptr);
   EXPECT_FALSE(fresh.reread);
@@ -133,10 +135,8 @@ TEST(SessionJournal, ByteBoundEvictsOldestAndRaisesTheFloor) {
   EXPECT_EQ(j.size(), 3u);
   EXPECT_LE(j.bytes(), 3 * frame);
   EXPECT_EQ(j.floor(), 3u);  // entries 1..3 went
-  std::string too_old = format_cursor({7, 2});
-  EXPECT_TRUE(j.start_live(&too_old).reread);
-  std::string at_floor = format_cursor({7, 3});  // saw entry 3: nothing it missed is gone
-  auto r = j.start_live(&at_floor);
+  EXPECT_TRUE(resume_at(j, 2).reread);
+  auto r = resume_at(j, 3);  // saw entry 3: nothing it missed is gone
   ASSERT_FALSE(r.reread);
   EXPECT_EQ(r.events.size(), 3u);
   // An entry larger than the whole bound is sent live but not kept.

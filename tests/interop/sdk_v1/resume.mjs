@@ -16,15 +16,9 @@
 
 import net from 'node:net';
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-    PromptListChangedNotificationSchema,
-    ResourceListChangedNotificationSchema,
-    ResourceUpdatedNotificationSchema,
-    ToolListChangedNotificationSchema
-} from '@modelcontextprotocol/sdk/types.js';
-import { QUIET_MS, STEP_TIMEOUT_MS, collectNotifications, createRecorder, createTest, fail, loopbackBaseArg, metric, publish, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
+import { newSdkClient } from './sdk_client.mjs';
+import { QUIET_MS, STEP_TIMEOUT_MS, createRecorder, createTest, fail, loopbackBaseArg, metric, publish, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
 
 const NAME = 'interop_sdk_v1_resume';
 const URI_A = 'file:///interop/v1/resume/a.txt';
@@ -105,14 +99,7 @@ async function main() {
     relay = await startRelay(new URL(base));
 
     t.stage = 'connect';
-    const client = new Client({ name: 'mcpfan-interop-sdk-v1-resume', version: '1.0.0' }, { capabilities: {} });
-    client.onerror = t.onClientError;
-    const received = collectNotifications(client, [
-        ResourceUpdatedNotificationSchema,
-        ToolListChangedNotificationSchema,
-        PromptListChangedNotificationSchema,
-        ResourceListChangedNotificationSchema
-    ]);
+    const { client, received } = newSdkClient('mcpfan-interop-sdk-v1-resume', t.onClientError);
     // The SDK's default reconnection options (1 s, x1.5, 2 retries): its own behaviour is tested.
     const transport = new StreamableHTTPClientTransport(new URL('/mcp', relay.url), { fetch: rec.fetch });
     await withTimeout(client.connect(transport, { timeout: STEP_TIMEOUT_MS }), STEP_TIMEOUT_MS + 2000, 'client.connect()');
