@@ -333,6 +333,23 @@ TEST(SessionResume, DeleteAndExpiryEndParking) {
   EXPECT_EQ(gone.head().status, 404);
 }
 
+// Parked sessions are sessions without a GET stream: --max-idle-sessions bounds them (and so
+// their journals: --session-replay-bytes each).
+TEST(SessionResume, ParkedSessionsCountAgainstMaxIdleSessions) {
+  ServerProcess srv({"--max-idle-sessions", "1"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Session a;
+  ASSERT_TRUE(Start(srv.port(), a, {"x:///a"}));  // streaming: not idle
+  std::string b;
+  ASSERT_TRUE(Initialize(srv.port(), &b));  // the one idle session
+  ASSERT_TRUE(Drop(srv.port(), a));         // parked: idle too (admitted once, counted now)
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_idle", 2));
+  std::string c;
+  EXPECT_FALSE(Initialize(srv.port(), &c)) << "a new session past --max-idle-sessions must be refused";
+  EXPECT_EQ(DeleteSession(srv.port(), a.sid), 200);
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_parked", 0));
+}
+
 TEST(SessionResume, SecondGetWithoutLastEventIdIsStill409) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
