@@ -4,8 +4,10 @@
 // on that worker through a ParkedStream: a shard stream that writes nothing and whose
 // SessionTap only journals, so what is published during the outage is there (coalesced per
 // (method, uri)) when the client resumes with Last-Event-ID. Parking ends when a new GET
-// takes over (on any worker: the new stream subscribes first, then the parked one is ended
-// by post_task, so no publish falls in between), at DELETE, at expiry and at shutdown.
+// takes over (on any worker: the new stream subscribes first and only journals; the parked
+// one is ended by a task on its worker's inbox, behind every publish routed there before;
+// then the new stream goes live from the journal: HttpConn::go_live in sse_stream.cc), at
+// DELETE, at expiry and at shutdown.
 #include <memory>
 
 #include "mcp/sessions.h"
