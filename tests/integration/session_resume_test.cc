@@ -333,6 +333,32 @@ TEST(SessionResume, DeleteAndExpiryEndParking) {
   EXPECT_EQ(gone.head().status, 404);
 }
 
+// resources/subscribe while the session is parked (the request on any worker, the parked
+// stream on another): the new URI is journaled from the `{}` on, and a resume replays it.
+TEST(SessionResume, SubscribeWhileParkedIsJournaledAndReplayed) {
+  ServerProcess srv({"--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Session s;
+  ASSERT_TRUE(Start(srv.port(), s, {"x:///p/0"}));
+  SseStream* cur = &s.stream;
+  std::vector<std::unique_ptr<SseStream>> streams;
+  std::string cursor = s.stream.last_event_id();
+  for (int round = 1; round <= 10; ++round) {
+    cur->conn().Close();
+    ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_parked", 1)) << "round " << round;
+    const std::string uri = "x:///p/" + std::to_string(round);
+    ASSERT_TRUE(SessionSubscribe(srv.port(), s.sid, uri, std::to_string(round + 1)));
+    ASSERT_TRUE(PublishOk(srv.port(), PublishRev(uri, round)));
+    ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_session_journaled_total", round)) << "round " << round;
+    streams.push_back(std::make_unique<SseStream>());
+    cur = streams.back().get();
+    ASSERT_TRUE(OpenSessionStream(*cur, srv.port(), s.sid, cursor)) << "round " << round;
+    ASSERT_TRUE(NextIsWithId(*cur, "notifications/resources/updated", Rev(uri, round), &cursor)) << "round " << round;
+  }
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_session_replayed_total", 10));
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_session_rereads_total", 0));
+}
+
 // Parked sessions are sessions without a GET stream: --max-idle-sessions bounds them (and so
 // their journals: --session-replay-bytes each).
 TEST(SessionResume, ParkedSessionsCountAgainstMaxIdleSessions) {
