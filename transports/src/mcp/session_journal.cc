@@ -34,47 +34,52 @@ std::optional<Cursor> parse_cursor(std::string_view text) noexcept {
   return c;
 }
 
-std::string SessionJournal::key_of(const Payload& p) {
-  std::string k;
-  k.reserve(1 + p.uri().size());
-  k.push_back(static_cast<char>('0' + static_cast<int>(p.kind())));
-  k.append(p.uri());
-  return k;
+void SessionJournal::key_of(const Payload& p, std::string& out) {
+  out.clear();
+  out.push_back(static_cast<char>('0' + static_cast<int>(p.kind())));
+  out.append(p.uri());
 }
 
 std::optional<std::uint64_t> SessionJournal::record(const PayloadRef& p, bool live, std::size_t& evicted) {
   evicted = 0;
-  std::string key = key_of(*p);
-  auto it = by_key_.find(key);
+  key_of(*p, key_);  // a reused buffer: a lookup of a known key allocates nothing
+  auto it = by_key_.find(key_);
   if (it != by_key_.end() && it->second.payload.get() == p.get()) {
     // The same notification again: it matched the session's previous stream too (a GET took
     // over and the old stream is not closed yet). Recorded once; sent once on the live one.
     Entry& e = it->second;
     if (!live || e.live_sent) return std::nullopt;
     e.live_sent = true;
-    if (e.seq < live_high_) {  // keep the ids on the wire increasing: renumber it
-      erase_order(e.seq);
-      e.seq = ++last_;
-      order_.emplace(e.seq, &it->first);
-    }
+    if (e.seq < live_high_) renumber(e, ++last_);  // keep the ids on the wire increasing
     live_high_ = e.seq;
     return e.seq;
   }
   std::uint64_t seq = ++last_;
   std::size_t size = p->plain(Framing::Sse).size() + kEntryOverhead;
   if (it == by_key_.end()) {
-    it = by_key_.emplace(std::move(key), Entry{}).first;
+    it = by_key_.emplace(key_, Entry{}).first;
+    it->second = Entry{seq, p, size, live};
+    order_.emplace(seq, &it->first);
   } else {  // a newer notification for the key replaces the older one
-    erase_order(it->second.seq);
-    bytes_ -= it->second.bytes;
+    Entry& e = it->second;
+    bytes_ -= e.bytes;
+    renumber(e, seq);
+    e.payload = p;
+    e.bytes = size;
+    e.live_sent = live;
   }
-  it->second = Entry{seq, p, size, live};
-  order_.emplace(seq, &it->first);
   bytes_ += size;
   evicted = evict();
   if (live) live_high_ = seq;
   if (!live) return std::nullopt;
   return seq;
+}
+
+void SessionJournal::renumber(Entry& e, std::uint64_t seq) {
+  auto node = order_.extract(e.seq);  // the node is reused: no allocation
+  node.key() = seq;
+  order_.insert(std::move(node));
+  e.seq = seq;
 }
 
 std::size_t SessionJournal::evict() {

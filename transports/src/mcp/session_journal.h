@@ -84,8 +84,8 @@ class SessionJournal {
     std::size_t bytes = 0;
     bool live_sent = false;  // written by the current GET stream
   };
-  static std::string key_of(const Payload& p);
-  void erase_order(std::uint64_t seq) noexcept { order_.erase(seq); }
+  static void key_of(const Payload& p, std::string& out);
+  void renumber(Entry& e, std::uint64_t seq);  // moves e to `seq` in order_
   std::size_t evict();
 
   const std::uint32_t tag_;
@@ -96,6 +96,7 @@ class SessionJournal {
   std::size_t bytes_ = 0;
   std::unordered_map<std::string, Entry> by_key_;
   std::map<std::uint64_t, const std::string*> order_;  // seq -> its key in by_key_ (node keys are stable)
+  std::string key_;  // record()'s lookup buffer
 };
 
 }  // namespace mcpfan::detail

@@ -30,7 +30,9 @@ std::uint32_t random_tag() {
 }  // namespace
 
 std::string SessionTap::id_line(std::uint32_t tag, std::uint64_t seq) {
-  std::string line = "id: ";
+  std::string line;
+  line.reserve(36);  // "id: " + at most 29 + "\n": one allocation
+  line += "id: ";
   line += format_cursor(Cursor{tag, seq});
   line += '\n';
   return line;
