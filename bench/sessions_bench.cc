@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mcp/sessions.h"
+#include "mcpfan/payload.h"
 
 namespace mcpfan::detail {
 namespace {
@@ -55,6 +56,37 @@ void BM_SessionStreamClaimAndClose(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SessionStreamClaimAndClose)->Arg(1000)->Arg(20000);
+
+// What a session stream pays per notification (issue 12, resumable sessions): the tap locks
+// the session and records the notification in its journal, replacing the entry of its
+// (method, uri), and formats the event id. `range(0)` distinct URIs (long, as real file URIs
+// are) updated round-robin.
+void BM_SessionTapRecord(benchmark::State& state) {
+  Registry r(1);
+  auto& s = r.sessions[0];
+  SessionTap tap(s, 1);
+  {
+    std::lock_guard lock(s->mu);
+    s->live_epoch = 1;
+  }
+  std::vector<PayloadRef> ps;
+  // Two notifications per URI, so each visit brings a new one (as publishes do).
+  for (int i = 0; i < 2 * state.range(0); ++i) {
+    std::string uri = "file:///workspace/project/src/module_" + std::to_string(i % state.range(0)) + "/file.txt";
+    NotificationParts parts;
+    parts.kind = Kind::ResourceUpdated;
+    parts.uri = uri;
+    std::string q = "\"" + uri + "\"";
+    parts.params.emplace_back("uri", q);
+    ps.push_back(encode_notification(parts));
+  }
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tap.record(ps[i]));
+    if (++i == ps.size()) i = 0;
+  }
+}
+BENCHMARK(BM_SessionTapRecord)->Arg(1)->Arg(64);
 
 }  // namespace
 }  // namespace mcpfan::detail

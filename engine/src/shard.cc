@@ -34,7 +34,7 @@ Chunk* own_bytes(std::string bytes) {
 }
 std::size_t chunk_size(const Chunk* c, const Chunk* id, Framing f) {
   if (!c->payload) return c->bytes.size();
-  if (id->bytes.empty()) return c->payload->plain(f).size();
+  if (id->bytes.empty()) return c->bytes.size() + c->payload->plain(f).size();  // bytes: a journal's prefix
   return c->payload->frame_size(f) + id->bytes.size();
 }
 }  // namespace
@@ -60,7 +60,8 @@ void Shard::recycle(std::vector<iovec>&& bufs, std::vector<Chunk*>&& refs) noexc
   }
 }
 
-Shard::Stream::Stream(StreamSink* sink, Framing framing) : sink(sink), framing(framing) {}
+Shard::Stream::Stream(StreamSink* sink, Framing framing, StreamJournal* journal)
+    : sink(sink), journal(journal), framing(framing) {}
 Shard::Stream::Stream(Stream&&) noexcept = default;
 Shard::Stream& Shard::Stream::operator=(Stream&&) noexcept = default;
 Shard::Stream::~Stream() = default;
@@ -99,8 +100,8 @@ void Shard::post_task(std::function<void()> task) {
   if (wake_) wake_(wake_arg_);
 }
 
-StreamId Shard::open_stream(StreamSink* sink, Framing framing) {
-  StreamId id = streams_.emplace(sink, framing);
+StreamId Shard::open_stream(StreamSink* sink, Framing framing, StreamJournal* journal) {
+  StreamId id = streams_.emplace(sink, framing, journal);
   stats_.streams.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
@@ -113,6 +114,14 @@ void Shard::close_stream(StreamId id) {
   // A stale entry may remain in dirty_ or slow_; the handle's generation makes it a no-op.
   streams_.erase(id);
   stats_.streams.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Shard::end_stream(StreamId id, CloseReason reason) {
+  Stream* s = streams_.get(id);
+  if (!s) return;
+  StreamSink* sink = s->sink;
+  close_stream(id);
+  sink->close_requested(reason);
 }
 
 SubId Shard::subscribe(StreamId stream, const Filter& filter, std::string id_token) {
@@ -260,6 +269,19 @@ void Shard::deliver(const PayloadRef& p) {
   index_.match(p->tenant(), p->kind(), p->uri(), [&](SubId sub) {
     const Sub& r = subs_[sub.index];
     Stream& s = streams_.at(r.stream.index);  // a live subscription's stream is live
+    if (s.journal) [[unlikely]] {
+      // A journaled stream's frame has its own prefix (its event id): a chunk of its own.
+      std::optional<std::string> prefix = s.journal->record(p);
+      if (!prefix) return;
+      Chunk* own = new Chunk();
+      own->payload = p;
+      own->bytes = std::move(*prefix);
+      enqueue(r.stream, s, own, r.id);
+      detail::release(own);
+      ++n;
+      if (s.pending_bytes > options_.max_pending_bytes) slow_.push_back(r.stream);
+      return;
+    }
     if (!chunk) {
       chunk = new Chunk();
       chunk->payload = p;
@@ -345,6 +367,7 @@ void Shard::flush(std::uint64_t now_ms) {
       if (!p.chunk) continue;  // coalesced away
       auto add = [&](std::string_view v) { batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()}); batch.bytes += v.size(); };
       if (p.chunk->payload && p.id->bytes.empty()) {
+        if (!p.chunk->bytes.empty()) add(p.chunk->bytes);  // a journal's prefix (event id)
         add(p.chunk->payload->plain(s.framing));
         batch.refs_.push_back(p.id);
       } else if (p.chunk->payload) {

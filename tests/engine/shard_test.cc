@@ -668,5 +668,106 @@ TEST(Shard, DrainTakesBoundedBatchesAndReportsWhatRemains) {
   EXPECT_EQ(s.bytes, want);
 }
 
+// ---- per-stream journals (StreamJournal: a 2025 session's event ids) ----
+
+namespace journal_test {
+// Numbers each notification "id: N\n"; skips those whose uri is in `skip`.
+class CountingJournal final : public StreamJournal {
+ public:
+  std::optional<std::string> record(const PayloadRef& p) override {
+    ++calls;
+    seen.emplace_back(p->uri());
+    if (skip == p->uri()) return std::nullopt;
+    return "id: " + std::to_string(++next) + "\n";
+  }
+  int calls = 0;
+  int next = 0;
+  std::string skip;
+  std::vector<std::string> seen;
+};
+std::string plain_update(std::string_view uri, std::string_view extra = {}) {
+  return std::string("event: message\ndata: ") + R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":")" +
+         std::string(uri) + "\"" + std::string(extra) + "}}\n\n";
+}
+}  // namespace journal_test
+
+TEST(ShardJournal, EachNotificationIsPrefixedWithWhatTheJournalReturns) {
+  Shard shard;
+  journal_test::CountingJournal j;
+  RecordingSink s(shard), plain(shard);
+  s.open(kSse, &j);
+  plain.open(kSse);
+  (void)shard.subscribe(s.id, uris({"file:///a", "file:///b"}), "");
+  (void)shard.subscribe(plain.id, uris({"file:///a", "file:///b"}), "");
+  shard.post(make_update("file:///a"));
+  shard.post(make_update("file:///b"));
+  pump(shard);
+  using journal_test::plain_update;
+  EXPECT_EQ(s.bytes, "id: 1\n" + plain_update("file:///a") + "id: 2\n" + plain_update("file:///b"));
+  // A stream without a journal is unchanged.
+  EXPECT_EQ(plain.bytes, plain_update("file:///a") + plain_update("file:///b"));
+  EXPECT_EQ(j.calls, 2);
+  EXPECT_EQ(shard.stats().deliveries.load(), 4u);
+}
+
+TEST(ShardJournal, NulloptQueuesNothingForThatStreamOnly) {
+  Shard shard;
+  journal_test::CountingJournal j;
+  j.skip = "file:///a";
+  RecordingSink s(shard), other(shard);
+  s.open(kSse, &j);
+  other.open(kSse);
+  (void)shard.subscribe(s.id, uris({"file:///a", "file:///b"}), "");
+  (void)shard.subscribe(other.id, uris({"file:///a"}), "");
+  shard.post(make_update("file:///a"));
+  shard.post(make_update("file:///b"));
+  pump(shard);
+  EXPECT_EQ(s.bytes, "id: 1\n" + journal_test::plain_update("file:///b"));
+  EXPECT_EQ(other.bytes, journal_test::plain_update("file:///a"));
+  EXPECT_EQ(j.seen, (std::vector<std::string>{"file:///a", "file:///b"}));  // recorded both
+  EXPECT_EQ(shard.stats().deliveries.load(), 2u);
+}
+
+TEST(ShardJournal, CoalescingReplacesAnUnwrittenEntryWithTheNewerOneAndItsId) {
+  Shard shard;
+  journal_test::CountingJournal j;
+  RecordingSink s(shard, Mode::Manual);
+  s.open(kSse, &j);
+  (void)shard.subscribe(s.id, uris({"file:///a", "file:///b", "file:///c"}), "");
+  shard.post(make_update("file:///c"));
+  pump(shard);
+  ASSERT_EQ(s.inflight(), 1u);  // behind: what follows coalesces
+  shard.post(make_update("file:///a", kDefaultTenant, {{"rev", "1"}}));  // id 2
+  shard.post(make_update("file:///b", kDefaultTenant, {{"rev", "1"}}));  // id 3
+  shard.post(make_update("file:///a", kDefaultTenant, {{"rev", "2"}}));  // id 4 replaces id 2
+  pump(shard);
+  using journal_test::plain_update;
+  EXPECT_EQ(shard.stats().coalesced.load(), 1u);
+  std::string b1 = "id: 3\n" + plain_update("file:///b", ",\"rev\":1");
+  std::string a2 = "id: 4\n" + plain_update("file:///a", ",\"rev\":2");
+  EXPECT_EQ(shard.pending_bytes(s.id), b1.size() + a2.size());  // the prefixes are counted
+  s.complete();
+  shard.flush();
+  ASSERT_EQ(s.write_calls, 2);
+  s.complete();
+  EXPECT_EQ(s.writes[0], "id: 1\n" + plain_update("file:///c"));
+  EXPECT_EQ(s.writes[1], b1 + a2);
+  expect_well_formed(s);
+}
+
+TEST(ShardJournal, EndStreamClosesAndTellsTheSinkOnce) {
+  Shard shard;
+  RecordingSink s(shard);
+  s.open(kSse);
+  (void)shard.subscribe(s.id, uris({"file:///a"}), "");
+  StreamId id = s.id;
+  shard.end_stream(id, CloseReason::Ended);
+  EXPECT_EQ(s.close_requests, 1);
+  EXPECT_FALSE(shard.is_open(id));
+  EXPECT_EQ(shard.subscription_count(), 0u);
+  shard.end_stream(id, CloseReason::Ended);  // stale: nothing
+  EXPECT_EQ(s.close_requests, 1);
+}
+
 }  // namespace
 }  // namespace mcpfan

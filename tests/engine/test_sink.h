@@ -31,8 +31,8 @@ class RecordingSink final : public StreamSink {
   RecordingSink(const RecordingSink&) = delete;
   RecordingSink& operator=(const RecordingSink&) = delete;
 
-  StreamId open(Framing framing = Framing::Sse) {
-    id = shard_.open_stream(this, framing);
+  StreamId open(Framing framing = Framing::Sse, StreamJournal* journal = nullptr) {
+    id = shard_.open_stream(this, framing, journal);
     open_ = true;
     return id;
   }

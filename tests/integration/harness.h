@@ -188,6 +188,7 @@ std::string ListenRequest(std::string_view id_json, std::string_view notificatio
 struct SseEvent {
   std::string event = "message";
   std::string data;
+  std::string id;  // this event's own `id:` field (empty: none)
 };
 
 // Incremental text/event-stream parser.
@@ -229,6 +230,10 @@ class SseStream {
   // Next event, which must be `event: message` with JSON data; fails (nullopt)
   // once any SSE `id:` field has appeared on the stream.
   std::optional<Json> NextMessage(Ms timeout = kIo, std::string* err = nullptr);
+  // A 2025 session's GET stream carries event ids (resumable): NextMessage() accepts them.
+  void AllowIds() { allow_ids_ = true; }
+  // The id of the last event returned that had one (what a client sends as Last-Event-ID).
+  const std::string& last_event_id() const { return last_event_id_; }
   // Waits until the chunked terminator arrived and the socket closed.
   bool WaitEnd(Ms timeout);
   bool WaitComments(size_t n, Ms timeout);
@@ -246,6 +251,8 @@ class SseStream {
   Conn conn_;
   bool head_done_ = false;
   bool ended_ = false;
+  bool allow_ids_ = false;
+  std::string last_event_id_;
   HttpResponse head_;
   ChunkDecoder chunks_;
   std::string decoded_;

@@ -75,22 +75,31 @@ RpcReply SessionCall(int port, std::string_view sid, std::string_view body, Ms t
   return ::testing::AssertionSuccess();
 }
 
-std::string SessionGetRequest(std::string_view sid) {
-  return BuildRequest("GET", "/mcp",
-                      {{"Accept", "text/event-stream"},
-                       {"Mcp-Session-Id", std::string(sid)},
-                       {"MCP-Protocol-Version", std::string(kV2025)}});
+std::string SessionGetRequest(std::string_view sid, std::string_view last_event_id) {
+  std::vector<Header> h = {{"Accept", "text/event-stream"},
+                           {"Mcp-Session-Id", std::string(sid)},
+                           {"MCP-Protocol-Version", std::string(kV2025)}};
+  if (!last_event_id.empty()) h.push_back({"Last-Event-ID", std::string(last_event_id)});
+  return BuildRequest("GET", "/mcp", h);
 }
 
-::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid) {
+::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid, std::string_view last_event_id) {
   std::string err;
-  if (!s.Open(port, SessionGetRequest(sid), kIo, &err)) {
+  if (!s.Open(port, SessionGetRequest(sid, last_event_id), kIo, &err)) {
     return ::testing::AssertionFailure() << "GET /mcp (session " << sid << "): " << err;
   }
   if (!s.is_sse() || !s.head().chunked) {
     return ::testing::AssertionFailure() << "GET /mcp: want 200 text/event-stream chunked, got HTTP "
                                          << s.head().status << " " << s.head().Get("content-type").value_or("<none>")
                                          << " " << s.head().body.substr(0, 300);
+  }
+  s.AllowIds();
+  // Sessions here are 2025-11-25 (Initialize): the stream starts with its priming event.
+  auto prime = s.Next(kIo);
+  if (!prime) return ::testing::AssertionFailure() << "GET /mcp: no priming event";
+  if (!prime->data.empty() || prime->id.empty()) {
+    return ::testing::AssertionFailure() << "GET /mcp: first event must be the priming event (an id, empty data), got id '"
+                                         << prime->id << "' data '" << prime->data << "'";
   }
   return ::testing::AssertionSuccess();
 }

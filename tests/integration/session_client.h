@@ -31,9 +31,13 @@ std::string Rpc2025(std::string_view id_json, std::string_view method, std::stri
 ::testing::AssertionResult SessionSubscribe(int port, std::string_view sid, std::string_view uri,
                                             std::string_view id_json = "1", bool subscribe = true);
 
-std::string SessionGetRequest(std::string_view sid);
-// GET /mcp for the session: must answer 200 text/event-stream (chunked).
-::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid);
+// GET /mcp for the session; with `last_event_id`, a resume (Last-Event-ID header).
+std::string SessionGetRequest(std::string_view sid, std::string_view last_event_id = {});
+// GET /mcp for the session: must answer 200 text/event-stream (chunked) and, for a 2025-11-25
+// session, start with the priming event (`id: <cursor>` and empty data), which it consumes:
+// its id is then s.last_event_id(). The stream accepts event ids.
+::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid,
+                                             std::string_view last_event_id = {});
 
 // DELETE /mcp for the session; returns the status (0 on transport failure).
 int DeleteSession(int port, std::string_view sid);

@@ -48,6 +48,7 @@ void SseParser::Line(std::string_view line) {
     cur_.event = std::string(value);
   } else if (field == "id") {
     id_lines.emplace_back(line);
+    cur_.id = std::string(value);
   }
   // `retry` and unknown fields are ignored, as the SSE spec says.
 }
@@ -126,6 +127,7 @@ std::optional<SseEvent> SseStream::Next(Ms timeout) {
     if (!sse_.events.empty()) {
       SseEvent e = std::move(sse_.events.front());
       sse_.events.pop_front();
+      if (!e.id.empty()) last_event_id_ = e.id;
       return e;
     }
     if (ended_ || conn_.eof() || !protocol_error_.empty() || Clock::now() >= end) return std::nullopt;
@@ -135,7 +137,9 @@ std::optional<SseEvent> SseStream::Next(Ms timeout) {
 
 std::optional<Json> SseStream::NextMessage(Ms timeout, std::string* err) {
   auto ev = Next(timeout);
-  if (!sse_.id_lines.empty()) {  // these streams must never carry ids (no resumption)
+  // A session stream's priming event (an id, empty data) is no message: skip it.
+  while (allow_ids_ && ev && ev->data.empty()) ev = Next(timeout);
+  if (!allow_ids_ && !sse_.id_lines.empty()) {  // listens must never carry ids (no resumption)
     if (err) *err = "SSE id field on the stream: '" + sse_.id_lines.front() + "'";
     return std::nullopt;
   }

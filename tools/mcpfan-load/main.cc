@@ -303,11 +303,12 @@ class Loadgen {
   std::string OwnUri(uint32_t idx) const { return o_.own_uri_base + std::to_string(o_.index_base + idx); }
   ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
   void Report(bool ok);
-  // Contract violations seen on the streams: any makes the run fail. (MCP listen/session
-  // streams must carry no `id:` lines and only `event: message`; nchan and the SDK hub may.)
+  // Contract violations seen on the streams: any makes the run fail. (MCP listen streams must
+  // carry no `id:` lines and only `event: message`; 2025 session streams carry ids since they
+  // are resumable; nchan and the SDK hub may carry both.)
   uint64_t Violations() const {
     return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ + (tally_ ? tally_->violations() : 0) +
-           ((o_.kind == Kind::Listen || o_.kind == Kind::Session) ? id_lines_ + other_events_ : 0);
+           (o_.kind == Kind::Listen ? id_lines_ + other_events_ : 0) + (o_.kind == Kind::Session ? other_events_ : 0);
   }
 
   Options o_;

@@ -321,6 +321,7 @@ class LineFramer {
       l.remove_prefix(5);
       if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
       if (has_data_) return h.OnFramingError("two data lines in one SSE event");
+      if (l.empty()) return true;  // a 2025 session's priming event (`id:` + empty data): no message
       msg_ = Classify(l, extras_);
       if (msg_.type == MsgType::Invalid) return h.OnFramingError("SSE data that is not a JSON object");
       msg_.text = {};  // the line's bytes may not outlive this call

@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
                  "listener, any Host on an --insecure one");
   app.add_option("--session-idle-ms", cfg.session_idle_ms,
                  "a 2025-era session with no open GET stream expires after this")->capture_default_str()->check(CLI::Range(10, 86400000));
+  app.add_option("--session-replay-bytes", cfg.session_replay_bytes,
+                 "a 2025-era session's journal of missed notifications for a Last-Event-ID resume (newest per method and "
+                 "uri; older cursors get re-read hints)")->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   app.add_option("--debounce-ms", cfg.debounce_ms,
                  "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered (0 = off)")
       ->capture_default_str();

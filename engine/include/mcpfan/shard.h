@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <utility>
@@ -58,7 +59,10 @@ enum class SendStatus : std::uint8_t {
 };
 
 namespace detail {
-/** Loop-local refcounted output: a shared payload reference, or bytes owned here. */
+/**
+ * Loop-local refcounted output: a shared payload reference, or bytes owned here, or both:
+ * a journaled stream's payload with its prefix (`bytes`, written before the frame).
+ */
 struct Chunk {
   PayloadRef payload;
   std::string bytes;
@@ -98,6 +102,25 @@ class OutBatch {
 enum class CloseReason : std::uint8_t {
   SlowConsumer,  // past max_pending_bytes
   Failed,        // the sink's write_batch threw
+  Ended,         // Shard::end_stream(): its owner (another thread, by post_task) ended it
+};
+
+/**
+ * An optional per-stream hook that numbers what the stream carries (a 2025 session's
+ * resumable GET stream; MCP SSE event ids). Loop-affine: called on the shard's loop from
+ * drain(), once for each notification matched for its stream, before it is queued.
+ * Returns the bytes written before that notification's frame (an SSE `id: ...\n` line), or
+ * nullopt to queue nothing for this stream (the journal has recorded it for later). The frame
+ * is the payload's plain() encoding: a journal belongs to streams whose subscriptions carry
+ * no subscriptionId. It may not call back into the shard (a match is in progress). A stream
+ * without one pays nothing: listens, stdio and plain session streams are unchanged.
+ */
+class StreamJournal {
+ public:
+  virtual std::optional<std::string> record(const PayloadRef& payload) = 0;
+
+ protected:
+  ~StreamJournal() = default;
 };
 
 /**
@@ -174,12 +197,22 @@ class Shard {
   // ---- loop-affine ----
   /** Called when a stream becomes due for flush() and none was; lets the loop not block. */
   void set_on_dirty(void (*fn)(void*), void* arg) noexcept { on_dirty_ = fn; on_dirty_arg_ = arg; }
-  [[nodiscard]] StreamId open_stream(StreamSink* sink, Framing framing);
+  /**
+   * A new stream writing to `sink`; with a `journal`, each notification matched for it
+   * goes through journal->record() first (see StreamJournal). Both outlive the stream.
+   */
+  [[nodiscard]] StreamId open_stream(StreamSink* sink, Framing framing, StreamJournal* journal = nullptr);
   /**
    * Drops the stream's subscriptions and unwritten output. The sink is not called again.
    * No-op for a stale handle (the stream already ended, perhaps with its slot reused).
    */
   void close_stream(StreamId id);
+  /**
+   * Closes the stream and tells its sink (close_requested(reason)), as when the shard gives
+   * up on a stream: how another thread ends a stream it does not own, by post_task() with the
+   * stream's generation-checked id (no-op if it ended meanwhile, whoever reused its slot).
+   */
+  void end_stream(StreamId id, CloseReason reason);
   /**
    * Adds a subscription on a stream; `id_token` is the JSON text of its subscriptionId, or
    * empty for a subscription whose notifications carry none (Payload::plain()). Returns an
@@ -227,17 +260,19 @@ class Shard {
   };
   struct Stream {
     // Out of line: the coalescing table's type is private to shard.cc.
-    Stream(StreamSink* sink, Framing framing);
+    Stream(StreamSink* sink, Framing framing, StreamJournal* journal);
     Stream(Stream&&) noexcept;
     Stream& operator=(Stream&&) noexcept;
     ~Stream();
+    // Laid out so the journal pointer costs no size: 96 bytes, as before it (a SlotMap slot).
     StreamSink* sink;
-    Framing framing;
-    bool writing = false;
-    bool dirty = false;
+    StreamJournal* journal;  // null for most streams
     std::size_t pending_bytes = 0;
     std::uint64_t last_write_ms = 0;
     std::uint32_t tombstones = 0;  // coalesced-away entries still in `pending`
+    Framing framing;
+    bool writing = false;
+    bool dirty = false;
     std::vector<Pending> pending;
     // While a batch is being written: where each queued notification sits in `pending`, so
     // a newer one for the same key replaces it in O(1). Made for streams that fall behind.

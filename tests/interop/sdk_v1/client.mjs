@@ -16,16 +16,10 @@
 // Exit 0 and one summary line on success (SDKV1_VERBOSE=1 also prints the wire log); exit 1
 // with "interop_sdk_v1: FAIL at stage '...': ..." otherwise.
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-    PromptListChangedNotificationSchema,
-    ResourceListChangedNotificationSchema,
-    ResourceUpdatedNotificationSchema,
-    ToolListChangedNotificationSchema
-} from '@modelcontextprotocol/sdk/types.js';
+import { newSdkClient } from './sdk_client.mjs';
 import { QUIET_MS, STEP_TIMEOUT_MS, SUB_ID_KEY, TestFailure, createRecorder, createTest, fail, loopbackBaseArg, short, sleep, waitUntil, withTimeout } from '../lib/common.mjs';
-import { canon, checkEventLines, collectNotifications, gauges, publish } from '../lib/common.mjs';
+import { canon, checkEventLines, gauges, publish } from '../lib/common.mjs';
 
 const NAME = 'interop_sdk_v1';
 const OFFERED_VERSION = '2025-11-25'; // LATEST_PROTOCOL_VERSION of sdk 1.32.2 (FINDINGS.md §1)
@@ -92,15 +86,7 @@ async function main() {
 
     // -- connect: initialize, notifications/initialized, GET stream ---------------------------
     t.stage = 'connect';
-    const client = new Client({ name: 'mcpfan-interop-sdk-v1', version: '1.0.0' }, { capabilities: {} });
-    client.onerror = t.onClientError;
-
-    const received = collectNotifications(client, [
-        ResourceUpdatedNotificationSchema,
-        ToolListChangedNotificationSchema,
-        PromptListChangedNotificationSchema,
-        ResourceListChangedNotificationSchema
-    ]);
+    const { client, received } = newSdkClient('mcpfan-interop-sdk-v1', t.onClientError);
 
     // A long first reconnection delay: if mcpfan drops the GET stream, the SDK would otherwise
     // reconnect after 1 s (FINDINGS.md §4) and hide the drop; this way the drop shows in the

@@ -8,7 +8,8 @@
 #    re-runs work offline.
 # 2. Starts mcpfan on an ephemeral loopback port with 2 workers and reads the port from its
 #    "mcpfan: listening on HOST:PORT ..." stderr line (bounded wait).
-# 3. Runs client.mjs against it (bounded), then always stops the server by PID.
+# 3. Runs client.mjs against it (bounded), then resume.mjs (the SDK's own reconnection with
+#    Last-Event-ID through a TCP relay the script cuts), then always stops the server by PID.
 # Steps 1-3 are the shared helpers in ../lib/common.sh.
 set -euo pipefail
 
@@ -22,4 +23,6 @@ interop_check_prereqs "${1:-}"
 interop_install_pinned_deps
 interop_workdir sdkv1
 interop_start_mcpfan --workers 2
-interop_run_node_client "$TEST_TIMEOUT_S" client.mjs "http://$HOSTPORT"
+interop_run_bounded "$TEST_TIMEOUT_S" client.mjs node client.mjs "http://$HOSTPORT"
+[ "$RC" -eq 0 ] || interop_finish "$RC"
+interop_run_node_client "$TEST_TIMEOUT_S" resume.mjs "http://$HOSTPORT"

@@ -145,11 +145,11 @@ void HttpConn::close() {
     retired_ = std::move(proxy_);
   }
   if (leg_) leg_->cancel();
+  release_session();  // first: a session's subscription may be parked before its stream closes
   if (stream_open_) {
     stream_open_ = false;
     w_.shard().close_stream(stream_);
   }
-  release_session();
   stream_usage_.release();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "mcp/limits.h"
+#include "mcp/sessions.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
 #include "server/conn.h"
@@ -28,6 +29,7 @@ struct HttpRequest {
   std::string url;
   std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization;
   std::string forward_headers;  // with --upstream: every end-to-end header as "Name: value\r\n", in order
+  std::string last_event_id;  // a resuming 2025 session GET
   std::string body;
   std::size_t header_bytes = 0;
   void clear();
@@ -63,10 +65,13 @@ class HttpConn final : public Conn, public StreamSink {
   /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
   void begin_listen(const Filter& filter, std::string id, std::string ack_event);
   /**
-   * Turns this connection into the GET stream of a 2025-era session whose stream the caller
-   * claimed (SessionRegistry::claim_stream); records itself as the session's stream.
+   * Claims the 2025-era session's GET stream and turns this connection into it (sse_stream.cc):
+   * records itself as the session's stream, ends the parked or taken-over previous one, and
+   * starts with the priming event and, for a `last_event_id`, the replay or re-read hints.
+   * Ended or Busy: nothing happened, the caller answers.
    */
-  void begin_session_stream(std::shared_ptr<Session> session);
+  [[nodiscard]] SessionRegistry::Claim begin_session_stream(std::shared_ptr<Session> session,
+                                                            const std::string* last_event_id);
   /** The connection's binding to the tenant it is counted against (TenantBinding::bind moves it). */
   [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
   /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
@@ -127,10 +132,13 @@ class HttpConn final : public Conn, public StreamSink {
   void write_raw(std::string data, bool then_close);
   /** Queues the listen's final `complete` result, then ends the stream once it is written. */
   void end_listen();
-  void start_sse();
+  void start_sse(StreamJournal* journal = nullptr);
   void keep_proxied_input(const char* data, std::size_t len);  // Proxying: bytes of later requests
   void send_sse_head();
   void release_session();
+  /** A session stream that took over another becomes live: sse_stream.cc. */
+  void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
+  void send_session_start(std::string first);
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void commit_header();
   void reject(int status, std::string_view message);
@@ -185,6 +193,7 @@ class HttpConn final : public Conn, public StreamSink {
   std::unique_ptr<ProxyExchange> proxy_;    // Proxying: the request the upstream answers
   std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
   std::unique_ptr<SessionUpstreamLeg> leg_;  // a proxied session stream's upstream GET; freed with the connection
+  std::unique_ptr<SessionTap> tap_;   // its event ids (outlives the stream: freed with the connection)
   std::string field_, value_;
   HttpRequest req_;
 };

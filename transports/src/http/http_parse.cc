@@ -36,6 +36,7 @@ void HttpRequest::clear() {
   mcp_method.clear();
   expect.clear();
   session_id.clear();
+  last_event_id.clear();
   authorization.clear();
   forward_headers.clear();
   body.clear();
@@ -106,6 +107,7 @@ void HttpConn::commit_header() {
   else if (ieq(f, "mcp-method")) dst = &req_.mcp_method;
   else if (ieq(f, "expect")) dst = &req_.expect;
   else if (ieq(f, "mcp-session-id")) dst = &req_.session_id;
+  else if (ieq(f, "last-event-id")) dst = &req_.last_event_id;
   else if (ieq(f, "authorization")) dst = &req_.authorization;
   // Whitespace around a field value (OWS, RFC 9110 §5.5) is not part of it.
   std::string_view v = value_;

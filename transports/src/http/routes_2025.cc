@@ -1,5 +1,6 @@
 #include "http/http_conn.h"
 #include "http/routes.h"
+#include "http/session_park.h"
 #include "mcp/messages.h"
 #include "mcp/protocol.h"
 #include "mcp/sessions.h"
@@ -45,7 +46,7 @@ std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session
     bool open;
     {
       std::lock_guard lock(s->mu);
-      open = s->owner == owner && s->conn;  // else the stream closed meanwhile
+      open = s->owner == owner;  // its GET stream or parked stream is still here
       sub = s->sub;
     }
     if (open) {
@@ -146,7 +147,6 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
 }
 
 void handle_mcp_get(HttpConn& c, HttpRequest& req) {
-  Worker& w = c.worker();
   auto caller = authenticate(c, req);
   if (!caller) return;
   if (req.session_id.empty()) {
@@ -161,14 +161,15 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req) {
   }
   auto s = find_session(c, req, *caller);
   if (!s) return session_not_found(c, {});
-  switch (w.sessions().claim_stream(*s)) {
+  // With Last-Event-ID the client resumes (README "Resumable 2025 sessions"): it takes over
+  // a stream whose close the server has not noticed yet. Without, a second stream is a 409.
+  switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id)) {
     case SessionRegistry::Claim::Ended: return session_not_found(c, {});
     case SessionRegistry::Claim::Busy:
       c.respond(409, "application/json", json_error_body("this session already has an open stream"));
       return;
-    case SessionRegistry::Claim::Ok: break;
+    case SessionRegistry::Claim::Ok: return;
   }
-  c.begin_session_stream(std::move(s));
 }
 
 void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
@@ -185,21 +186,7 @@ void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
 bool end_session(Worker& w, const std::string& id) {
   auto s = w.sessions().erase(id);
   if (!s) return false;
-  int owner;
-  {
-    std::lock_guard lock(s->mu);
-    owner = s->owner;
-  }
-  if (owner >= 0) {
-    w.hub().shard(static_cast<std::size_t>(owner)).post_task([s, owner] {
-      HttpConn* conn;
-      {
-        std::lock_guard lock(s->mu);
-        conn = s->owner == owner ? s->conn : nullptr;
-      }
-      if (conn) conn->finish_stream();  // only this worker closes its connections: still alive
-    });
-  }
+  end_session_stream(w.hub(), s);  // its GET stream or parked stream
   return true;
 }
 

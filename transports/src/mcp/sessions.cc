@@ -7,18 +7,53 @@
 namespace mcpfan::detail {
 
 namespace {
+void random_bytes(unsigned char* bytes, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::getrandom(bytes + got, n - got, 0);
+    if (r > 0) got += static_cast<std::size_t>(r);
+  }
+}
+
 std::string random_id() {
   unsigned char bytes[16];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-  }
+  random_bytes(bytes, sizeof bytes);
   char hex[33];
   for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
   return std::string(hex, 32);
 }
+std::uint32_t random_tag() {
+  unsigned char b[4];
+  random_bytes(b, sizeof b);
+  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
+}
 }  // namespace
+
+std::string SessionTap::id_line(std::uint32_t tag, std::uint64_t seq) {
+  std::string line;
+  line.reserve(36);  // "id: " + at most 29 + "\n": one allocation
+  line += "id: ";
+  line += format_cursor(Cursor{tag, seq});
+  line += '\n';
+  return line;
+}
+
+std::optional<std::string> SessionTap::record(const PayloadRef& payload) {
+  std::size_t evicted = 0;
+  std::optional<std::uint64_t> seq;
+  std::uint32_t tag;
+  bool live;
+  {
+    std::lock_guard lock(s_->mu);
+    live = epoch_ != 0 && s_->live_epoch == epoch_;
+    seq = s_->journal.record(payload, live, evicted);
+    tag = s_->journal.tag();
+  }
+  if (evicted) s_->counters.evictions.fetch_add(evicted, std::memory_order_relaxed);
+  if (!live) s_->counters.journaled.fetch_add(1, std::memory_order_relaxed);
+  if (!seq) return std::nullopt;
+  return id_line(tag, *seq);
+}
 
 SessionRegistry::~SessionRegistry() {
   std::lock_guard lock(mu_);
@@ -31,8 +66,8 @@ SessionRegistry::~SessionRegistry() {
 std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms,
                                                  TenantRef ref, StreamUsage usage, std::optional<Limit>& refused,
                                                  std::string id) {
-  auto s = std::make_shared<Session>(id.empty() ? random_id() : std::move(id), tenant, std::move(version), limits_, max_uris_, std::move(ref),
-                                     std::move(usage));
+  auto s = std::make_shared<Session>(id.empty() ? random_id() : std::move(id), tenant, std::move(version), limits_, max_uris_,
+                                     std::move(ref), std::move(usage), counters_, random_tag(), replay_bytes_);
   std::lock_guard lock(mu_);
   if (idle_ >= max_idle_) {
     limits_.hit(Limit::IdleSessions, tenant);
@@ -90,10 +125,10 @@ void SessionRegistry::forget_idle(Session& s) noexcept {
   unlink(s);
 }
 
-SessionRegistry::Claim SessionRegistry::claim_stream(Session& s) noexcept {
+SessionRegistry::Claim SessionRegistry::claim_stream(Session& s, bool take_over) noexcept {
   std::lock_guard lock(mu_);
   if (s.ended.load()) return Claim::Ended;
-  if (s.streaming) return Claim::Busy;
+  if (s.streaming && !take_over) return Claim::Busy;
   s.streaming = true;
   forget_idle(s);
   return Claim::Ok;
@@ -129,18 +164,24 @@ std::shared_ptr<Session> SessionRegistry::erase(const std::string& id) {
 }
 
 std::size_t SessionRegistry::expire(std::uint64_t now_ms, std::uint64_t idle_ms) {
-  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<Session>> expired;
   std::size_t n = 0;
-  // The idle list is in last-use order: stop at the first session still in use. Each worker
-  // stamps with its own loop's clock, which may run ahead of the expiring worker's: a stamp
-  // from "the future" is in use, not 2^64 ms old.
-  while (idle_head_ && idle_head_->idle_since_ms <= now_ms && now_ms - idle_head_->idle_since_ms >= idle_ms) {
-    Session& s = *idle_head_;
-    s.ended.store(true);
-    forget_idle(s);
-    sessions_.erase(sessions_.find(s.id));  // may free s: touch it no more
-    ++n;
+  {
+    std::lock_guard lock(mu_);
+    // The idle list is in last-use order: stop at the first session still in use. Each worker
+    // stamps with its own loop's clock, which may run ahead of the expiring worker's: a stamp
+    // from "the future" is in use, not 2^64 ms old.
+    while (idle_head_ && idle_head_->idle_since_ms <= now_ms && now_ms - idle_head_->idle_since_ms >= idle_ms) {
+      Session& s = *idle_head_;
+      s.ended.store(true);
+      forget_idle(s);
+      auto it = sessions_.find(s.id);
+      if (on_expired_) expired.push_back(std::move(it->second));
+      sessions_.erase(it);  // may free s: touch it no more
+      ++n;
+    }
   }
+  for (const auto& s : expired) on_expired_(s);  // outside the lock: it takes the session's
   return n;
 }
 

@@ -67,7 +67,10 @@ std::string Server::Impl::metrics_text() {
   }
   std::string out;
   metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", conns);
-  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", streams);
+  const detail::SessionCounters& sc = sessions.counters();
+  const long long parked = sc.parked.load(std::memory_order_relaxed);
+  // A parked session holds a shard stream with no connection: not an open stream.
+  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", streams - parked);
   metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", subs);
   metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.",
          static_cast<long long>(hub->published()));
@@ -84,6 +87,19 @@ std::string Server::Impl::metrics_text() {
          static_cast<long long>(sessions.size()));
   metric(out, "mcpfan_sessions_idle", "gauge", "2025-era sessions without an open GET stream (bounded by --max-idle-sessions).",
          static_cast<long long>(sessions.idle()));
+  metric(out, "mcpfan_sessions_parked", "gauge",
+         "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume.", parked);
+  metric(out, "mcpfan_session_replayed_total", "counter", "Journaled notifications replayed to resuming GET streams.",
+         static_cast<long long>(sc.replayed.load(std::memory_order_relaxed)));
+  metric(out, "mcpfan_session_rereads_total", "counter",
+         "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.",
+         static_cast<long long>(sc.rereads.load(std::memory_order_relaxed)));
+  metric(out, "mcpfan_session_journaled_total", "counter",
+         "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over).",
+         static_cast<long long>(sc.journaled.load(std::memory_order_relaxed)));
+  metric(out, "mcpfan_session_journal_evictions_total", "counter",
+         "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints).",
+         static_cast<long long>(sc.evictions.load(std::memory_order_relaxed)));
   const Debouncer* d = hub->debouncer();
   metric(out, "mcpfan_debounce_suppressed_total", "counter",
          "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.",

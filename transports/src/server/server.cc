@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "http/session_park.h"
 #include "server/server_impl.h"
 
 namespace mcpfan {
@@ -93,12 +94,14 @@ ServerState::ServerState(ServerConfig cfg)
       limits(TenantCeilings{config.max_connections_per_tenant, config.max_streams_per_tenant,
                             config.max_subscriptions_per_tenant, config.max_idle_sessions_per_tenant},
              std::max<std::size_t>(config.max_tenants, 1)),
-      sessions(limits, config.max_idle_sessions, config.max_uris_per_listen),
+      sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
       publishers(auth_counters),
       clients(make_hub(config, hub), limits, client_auth, auth_counters, config.max_uris_per_listen,
               config.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
+  // An expired session may still be parked (subscribed, journaling) on some worker.
+  sessions.set_on_expired([this](const std::shared_ptr<Session>& s) { end_session_stream(*hub, s); });
 }
 }  // namespace detail
 

@@ -40,6 +40,7 @@ struct ServerConfig {
   std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
   std::vector<std::string> allow_hosts;    // Host header allow-list; empty: localhost|127.0.0.1|[::1]|listen host
   std::uint64_t session_idle_ms = 300000;  // a 2025-era session with no open stream expires after this
+  std::size_t session_replay_bytes = 256 * 1024;  // a 2025 session's journal for Last-Event-ID resumes
   std::uint64_t debounce_ms = 0;           // minimum interval between fan-outs of one (tenant, method, uri); 0 = off
   std::size_t max_line_bytes = 1u << 20;  // longest stdio-framed message
 
