@@ -6,6 +6,7 @@
 // mid-stream, cut short, oversize, not JSON, not HTTP — with the listens going on meanwhile.
 // SDK servers and clients through the proxy: tests/interop.
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -388,6 +389,145 @@ TEST(Proxy, AClientThatStopsReadingPausesTheUpstream) {
   ASSERT_TRUE(c.ReadBody(head, After(Ms(60000)), &err)) << err;
   EXPECT_EQ(head.body.size(), kChunk * kChunks);
   EXPECT_EQ(head.body.find_first_not_of('z'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// An upstream whose GET stream sends one event with id "up-<n>" per GET, records each GET's
+// Last-Event-ID, and holds the stream open; its answer to a GET waits for `head_gate` when set.
+struct ResumableUpstream {
+  std::mutex mu;
+  std::vector<std::string> last_event_ids;  // per GET, "" when none
+  std::atomic<int> gets{0};
+  Gate* head_gate = nullptr;
+  std::unique_ptr<FakeUpstream> up;
+  ResumableUpstream() {
+    up = std::make_unique<FakeUpstream>([this](int fd, const UpstreamRequest& r) {
+      if (r.method == "GET") {
+        {
+          std::lock_guard lock(mu);
+          last_event_ids.push_back(r.Get("last-event-id").value_or(""));
+        }
+        int n = ++gets;
+        if (head_gate && !head_gate->Wait(Ms(10000))) return FakeUpstream::Next::Close;
+        FakeUpstream::Write(fd, SseHead());
+        FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(n) +
+                                                    "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":" +
+                                                    std::to_string(n) + "}}\n\n"));
+        up->WaitReleased(Ms(30000));
+        return FakeUpstream::Next::Close;
+      }
+      if (r.body.find("\"initialize\"") != std::string::npos) {
+        FakeUpstream::Write(fd, FakeUpstream::Answer(200, std::string(kJson) + "Mcp-Session-Id: up-s\r\n",
+                                                     R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
+                                                         R"(,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}})"));
+        return FakeUpstream::Next::Read;
+      }
+      FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
+      return FakeUpstream::Next::Read;
+    });
+  }
+  std::vector<std::string> ids() {
+    std::lock_guard lock(mu);
+    return last_event_ids;
+  }
+};
+
+// The next event that carries data, skipping the priming event (its data is empty).
+std::optional<SseEvent> NextWithData(SseStream& s) {
+  for (int i = 0; i < 8; ++i) {
+    auto ev = s.Next();
+    if (!ev || !ev->data.empty()) return ev;
+  }
+  return std::nullopt;
+}
+
+TEST(Proxy, AResumedGetRestoresBothHalves) {
+  ResumableUpstream ru;
+  ServerProcess srv(ProxyArgs(ru.up->url()));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  const int port = srv.port();
+  std::string sid;
+  ASSERT_TRUE(Initialize(port, &sid));
+  ASSERT_TRUE(SessionSubscribe(port, sid, "file:///r"));
+  std::string last_id;
+  {
+    SseStream get;
+    get.AllowIds();
+    ASSERT_TRUE(OpenSessionStream(get, port, sid));
+    auto ev = NextWithData(get);
+    ASSERT_TRUE(ev);
+    EXPECT_NE(ev->data.find("\"n\":1"), std::string::npos);
+    // The upstream's event carries the session's cursor and the upstream's own id.
+    EXPECT_NE(ev->id.find("~up-1"), std::string::npos) << ev->id;
+    last_id = ev->id;
+    get.conn().Close();
+  }
+  ASSERT_TRUE(PollMetricEq(port, "mcpfan_sessions_parked", 1));
+  ASSERT_TRUE(PublishOk(port, Updated("file:///r")));  // while the client is away
+
+  SseStream again;
+  again.AllowIds();
+  std::string err;
+  ASSERT_TRUE(again.Open(port, SessionGetRequest(sid, last_id), kIo, &err)) << err;
+  ASSERT_EQ(again.head().status, 200);
+  std::vector<std::string> seen;
+  for (int i = 0; i < 2; ++i) {
+    auto ev = NextWithData(again);
+    ASSERT_TRUE(ev) << "after " << seen.size() << " events";
+    seen.push_back(ev->data);
+  }
+  std::string all = seen[0] + seen[1];
+  EXPECT_NE(all.find("file:///r"), std::string::npos) << "mcpfan's missed notification was not replayed: " << all;
+  EXPECT_NE(all.find("\"n\":2"), std::string::npos) << "the upstream's stream did not resume: " << all;
+  auto ids = ru.ids();
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids[0], "");
+  EXPECT_EQ(ids[1], "up-1") << "the upstream resumes from its own id";
+}
+
+TEST(Proxy, AGetResumingAnUpstreamStreamIsTheUpstreamsAlone) {
+  ResumableUpstream ru;
+  ServerProcess srv(ProxyArgs(ru.up->url()));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::string sid;
+  ASSERT_TRUE(Initialize(srv.port(), &sid));
+  SseStream get;
+  get.AllowIds();
+  std::string err;
+  ASSERT_TRUE(get.Open(srv.port(), SessionGetRequest(sid, "post-stream-5"), kIo, &err)) << err;
+  auto ev = get.Next();
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->id, "up-1") << "a foreign id is forwarded, and the answer relayed untouched";
+  ASSERT_TRUE(ru.up->WaitRequests(2));
+  EXPECT_EQ(ru.ids().at(0), "post-stream-5");
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_parked", 0));
+}
+
+TEST(Proxy, ASessionGetAnswersOnceTheUpstreamsGetHasAnswered) {
+  Gate head;
+  ResumableUpstream ru;
+  ru.head_gate = &head;
+  ServerProcess srv(ProxyArgs(ru.up->url()));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::string sid;
+  ASSERT_TRUE(Initialize(srv.port(), &sid));
+  SseStream get;
+  get.AllowIds();
+  std::string err;
+  ASSERT_TRUE(get.Start(srv.port(), SessionGetRequest(sid), &err)) << err;
+  ASSERT_TRUE(ru.up->WaitRequests(2));  // the upstream has the GET, and holds its answer
+  get.ReadAvailable();
+  EXPECT_FALSE(get.head_done()) << "mcpfan answered before the upstream's GET was in place";
+  head.Open();
+  auto ev = NextWithData(get);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(get.head().status, 200);
+  EXPECT_NE(ev->data.find("\"n\":1"), std::string::npos);
 }
 
 }  // namespace

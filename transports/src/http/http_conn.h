@@ -105,6 +105,15 @@ class HttpConn final : public Conn, public StreamSink {
   void start_upstream_leg(std::string request);
   /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
   [[nodiscard]] bool inject_event(std::string event);
+  /** The session whose GET stream this is (null otherwise). */
+  [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept { return session_; }
+  /**
+   * The next stream's 200 waits for release_head(): a proxied session's GET answers once the
+   * upstream's own GET for the session has answered, as it would without mcpfan in between
+   * (what the upstream sends right after is then not lost). Its notifications wait with it.
+   */
+  void hold_head() noexcept { hold_head_ = true; }
+  void release_head();
 
   // Conn
   void begin_shutdown() override;
@@ -173,6 +182,9 @@ class HttpConn final : public Conn, public StreamSink {
   bool failed_ = false;      // a parser callback threw: close, do not answer
   bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
   bool peer_eof_ = false;    // the client half-closed while the upstream answered: close once answered
+  bool hold_head_ = false;   // hold_head(): the stream's 200 waits for release_head()
+  bool head_held_ = false;   // ...and it is waiting now
+  std::optional<OutBatch> held_batch_;  // the shard's first batch, written after the held head
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;

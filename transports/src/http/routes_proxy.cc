@@ -5,6 +5,7 @@
 #include "http/proxy_exchange.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
+#include "mcp/session_journal.h"
 #include "mcp/sessions.h"
 #include "proxy/capabilities.h"
 #include "server/worker.h"
@@ -130,6 +131,42 @@ void proxied_post(HttpConn& c, HttpRequest& req) {
   forward(c, req, r.id);
 }
 
+// Removes every `name:` line from forwarded header lines.
+std::string without_header(const std::string& lines, std::string_view name) {
+  std::string out;
+  for (std::size_t pos = 0; pos < lines.size();) {
+    std::size_t end = lines.find("\r\n", pos);
+    end = end == std::string::npos ? lines.size() : end + 2;
+    std::string_view line(lines.data() + pos, end - pos);
+    bool drop = line.size() > name.size() && line[name.size()] == ':' && ieq(line.substr(0, name.size()), name);
+    if (!drop) out += line;
+    pos = end;
+  }
+  return out;
+}
+
+// The GET stream of a session mcpfan holds: mcpfan's notifications and the upstream's own GET
+// stream for the session, on one stream with one Last-Event-ID (http/session_upstream.h).
+void proxied_session_get(HttpConn& c, HttpRequest& req, const std::shared_ptr<Session>& s) {
+  // An id that is not one of this stream's resumes a stream of the upstream's (a POST stream
+  // cut short, SEP-1699 polling): that is the upstream's alone to replay, never mcpfan's.
+  if (!req.last_event_id.empty() && !parse_cursor(req.last_event_id)) return forward(c, req, {});
+  std::optional<std::string_view> upstream_id;
+  if (!req.last_event_id.empty()) upstream_id = upstream_event_id(req.last_event_id);
+  {
+    std::lock_guard lock(s->mu);
+    s->upstream_event_id = upstream_id ? std::string(*upstream_id) : std::string();
+  }
+  // The upstream resumes from its own id, if the client's carried one.
+  req.forward_headers = without_header(req.forward_headers, "last-event-id");
+  std::string extra = upstream_id ? "Last-Event-ID: " + std::string(*upstream_id) + "\r\n" : std::string();
+  std::string upstream_get = upstream_request(req, c.worker().upstream()->target(), extra);  // req is cleared once streaming
+  c.hold_head();
+  handle_mcp_get(c, req);
+  if (!c.streams_session()) return c.release_head();  // answered otherwise (404, 409, 401)
+  c.start_upstream_leg(std::move(upstream_get));
+}
+
 }  // namespace
 
 void handle_mcp_proxied(HttpConn& c, HttpRequest& req) {
@@ -138,12 +175,7 @@ void handle_mcp_proxied(HttpConn& c, HttpRequest& req) {
     case HTTP_GET:
       // The GET stream of a session mcpfan holds carries its notifications; any other GET
       // (another session's, a 2026 client's probe) is the upstream's to answer.
-      if (held_session(c, req)) {
-        std::string upstream_get = upstream_request(req, c.worker().upstream()->target());  // req is cleared once streaming
-        handle_mcp_get(c, req);
-        c.start_upstream_leg(std::move(upstream_get));  // if the stream opened
-        return;
-      }
+      if (auto s = held_session(c, req)) return proxied_session_get(c, req, s);
       return forward(c, req, {});
     case HTTP_DELETE:
       // Ends mcpfan's side of a session it holds, then the upstream's: the client hears the upstream.

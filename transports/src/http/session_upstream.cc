@@ -3,6 +3,8 @@
 #include <strings.h>
 
 #include "http/http_conn.h"
+#include "mcp/session_journal.h"
+#include "mcp/sessions.h"
 #include "server/log.h"
 #include "server/worker.h"
 
@@ -30,6 +32,7 @@ void SessionUpstreamLeg::end(bool end_client_stream) {
 
 void SessionUpstreamLeg::on_head(int status, const proxy::HeaderList& headers) {
   if (done_) return;
+  conn_.release_head();
   bool sse = false;
   for (const auto& [k, v] : headers) {
     if (strcasecmp(k.c_str(), "content-type") == 0) sse = v.find("text/event-stream") != std::string::npos;
@@ -47,10 +50,36 @@ void SessionUpstreamLeg::on_head(int status, const proxy::HeaderList& headers) {
   end(false);
 }
 
+std::string SessionUpstreamLeg::carry_id(std::string event) {
+  // The splitter ends every line with \n. One id per event: the last `id:` line counts.
+  std::size_t at = std::string::npos;
+  for (std::size_t pos = 0; pos < event.size();) {
+    std::size_t nl = event.find('\n', pos);
+    if (event.compare(pos, 3, "id:") == 0) at = pos;
+    pos = nl + 1;
+  }
+  if (at == std::string::npos) return event;  // no id: the client's last id stays what it was
+  std::size_t end = event.find('\n', at);
+  std::string_view value(event.data() + at + 3, end - at - 3);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  const std::shared_ptr<Session>& s = conn_.session();
+  if (!s) return event;
+  std::string line;
+  {
+    std::lock_guard lock(s->mu);
+    // The client's cursor on mcpfan's side is unchanged by this event; the upstream's moves.
+    s->upstream_event_id = carriable_event_id(value) ? std::string(value) : std::string();
+    line = SessionTap::id_line(s->journal.tag(), s->journal.last(), s->upstream_event_id);
+  }
+  line.pop_back();  // its \n: the event's own follows
+  event.replace(at, end - at, line);
+  return event;
+}
+
 void SessionUpstreamLeg::on_body(std::string_view bytes) {
   if (done_ || !streaming_) return;
   bool fits = events_.feed(bytes, [this](std::string&& event) {
-    if (!done_ && !conn_.inject_event(std::move(event))) done_ = true;  // the stream is gone
+    if (!done_ && !conn_.inject_event(carry_id(std::move(event)))) done_ = true;  // the stream is gone
   });
   if (done_) return;
   if (!fits) {
@@ -68,6 +97,7 @@ void SessionUpstreamLeg::on_end() {
 
 void SessionUpstreamLeg::on_failure(proxy::UpstreamFailure kind, const std::string& what) {
   if (done_) return;
+  conn_.release_head();
   call_ = nullptr;
   conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   // Cut short: the client's stream ends so that it reconnects, and both halves resume. An

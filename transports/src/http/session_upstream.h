@@ -11,6 +11,11 @@
 //  - An upstream stream that ends or fails ends the client's stream (cleanly): the client
 //    reconnects its GET, as it would to the upstream itself, and both halves resume.
 //  - An event longer than --upstream-max-answer-bytes ends the client's stream the same way.
+//  - Event ids: the stream is one stream to the client, with one Last-Event-ID. Each upstream
+//    event's id becomes `<mcpfan cursor>~<upstream id>` and mcpfan's own carry the upstream's
+//    last id the same way, so a client that resumes restores both halves: mcpfan replays its
+//    journal, and the upstream's GET is resumed with the upstream's id.
+//  - The client's 200 waits for the upstream's answer to this GET (HttpConn::hold_head()).
 //
 // Loop-affine (the stream's worker). Owned by the client's HttpConn, which cancels it when
 // the stream closes.
@@ -40,6 +45,8 @@ class SessionUpstreamLeg final : public proxy::UpstreamSink {
 
  private:
   void end(bool end_client_stream);
+  /** The event with its id made the session's: `<cursor>~<the upstream's id>` (session_journal.h). */
+  std::string carry_id(std::string event);
 
   HttpConn& conn_;
   proxy::SseEventSplitter events_;

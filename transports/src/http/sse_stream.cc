@@ -43,7 +43,23 @@ void HttpConn::start_sse(StreamJournal* journal) {
   value_.shrink_to_fit();
 }
 
+void HttpConn::release_head() {
+  hold_head_ = false;
+  if (!head_held_ || mode_ == Mode::Closing) return;
+  head_held_ = false;
+  send_sse_head();
+  if (held_batch_) {
+    OutBatch batch = std::move(*held_batch_);
+    held_batch_.reset();
+    write_batch(std::move(batch));
+  }
+}
+
 void HttpConn::send_sse_head() {
+  if (hold_head_) {  // written by release_head()
+    head_held_ = true;
+    return;
+  }
   // Written once the stream's subscription exists: a client that publishes as soon as it sees
   // the 200 must find its stream in the index (and in the routing table, which posts a
   // publish only to the loops that hold a match), not race this loop to it.
@@ -85,7 +101,7 @@ void append_reread_hints(std::string& out, Session& s) {
       parts.params.emplace_back("uri", raw_uri);
     }
     PayloadRef p = encode_notification(parts);
-    out += SessionTap::id_line(s.journal.tag(), s.journal.next());
+    out += SessionTap::id_line(s.journal.tag(), s.journal.next(), s.upstream_event_id);
     out += p->plain(Framing::Sse);
   };
   for (const std::string& uri : s.uris.set()) hint(Kind::ResourceUpdated, uri);
@@ -105,10 +121,10 @@ std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<
   const std::optional<std::string>& from = cursor ? cursor : since;
   SessionJournal::Resume resume = s.journal.start_live(from ? &*from : nullptr);
   std::string first;
-  if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime) + "data: \n\n";
+  if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime, s.upstream_event_id) + "data: \n\n";
   if (resume.reread) append_reread_hints(first, s);
   for (const auto& [seq, p] : resume.events) {
-    first += SessionTap::id_line(s.journal.tag(), seq);
+    first += SessionTap::id_line(s.journal.tag(), seq, s.upstream_event_id);
     first += p->plain(Framing::Sse);
   }
   if (resume.reread) s.counters.rereads.fetch_add(1, std::memory_order_relaxed);
@@ -252,6 +268,7 @@ void HttpConn::begin_shutdown() {
 
 void HttpConn::finish_stream() {
   if (!stream_open_) return;
+  release_head();  // a stream ended before its upstream answered still gets its 200 first
   stream_open_ = false;
   w_.shard().close_stream(stream_);
   release_session();
@@ -259,6 +276,10 @@ void HttpConn::finish_stream() {
 }
 
 void HttpConn::write_batch(OutBatch&& batch) {
+  if (head_held_) {  // nothing before the 200: the shard waits for write_done() meanwhile
+    held_batch_.emplace(std::move(batch));
+    return;
+  }
   char chunk_header[24];
   int hn = std::snprintf(chunk_header, sizeof chunk_header, "%zx\r\n", batch.bytes);
   batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});

@@ -12,6 +12,7 @@ std::string format_cursor(Cursor c) {
 }
 
 std::optional<Cursor> parse_cursor(std::string_view text) noexcept {
+  text = text.substr(0, text.find('~'));  // a proxied session's id: the upstream's follows
   // Exactly what format_cursor() writes: 8 lowercase hex digits, '-', decimal without sign
   // or leading zeros (so one number has one spelling).
   if (text.size() < 10 || text.size() > 29 || text[8] != '-') return std::nullopt;
@@ -32,6 +33,20 @@ std::optional<Cursor> parse_cursor(std::string_view text) noexcept {
   auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), c.seq);
   if (ec != std::errc() || end != num.data() + num.size()) return std::nullopt;  // overflow
   return c;
+}
+
+std::optional<std::string_view> upstream_event_id(std::string_view text) noexcept {
+  std::size_t tilde = text.find('~');
+  if (tilde == std::string_view::npos || !parse_cursor(text)) return std::nullopt;
+  return text.substr(tilde + 1);
+}
+
+bool carriable_event_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 256) return false;
+  for (char ch : id) {
+    if (ch < 0x21 || ch > 0x7e) return false;
+  }
+  return true;
 }
 
 void SessionJournal::key_of(const Payload& p, std::string& out) {

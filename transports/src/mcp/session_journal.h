@@ -35,8 +35,16 @@ struct Cursor {
   std::uint64_t seq = 0;
 };
 [[nodiscard]] std::string format_cursor(Cursor c);
-/** The cursor in a Last-Event-ID value, or nullopt for anything format_cursor() did not make. */
+/**
+ * The cursor in a Last-Event-ID value, or nullopt for anything format_cursor() did not make.
+ * On a session behind the front proxy an id may also carry the upstream's own last event id
+ * after a '~' (`<tag>-<seq>~<upstream id>`): the cursor is what comes before it.
+ */
 [[nodiscard]] std::optional<Cursor> parse_cursor(std::string_view text) noexcept;
+/** The upstream's event id in a proxied session's id (after the '~' of a valid cursor), or nullopt. */
+[[nodiscard]] std::optional<std::string_view> upstream_event_id(std::string_view text) noexcept;
+/** Whether an upstream's event id can ride along in ours: visible ASCII, not too long. */
+[[nodiscard]] bool carriable_event_id(std::string_view id) noexcept;
 
 class SessionJournal {
  public:

@@ -29,30 +29,32 @@ std::uint32_t random_tag() {
 }
 }  // namespace
 
-std::string SessionTap::id_line(std::uint32_t tag, std::uint64_t seq) {
+std::string SessionTap::id_line(std::uint32_t tag, std::uint64_t seq, std::string_view upstream_id) {
   std::string line;
-  line.reserve(36);  // "id: " + at most 29 + "\n": one allocation
+  line.reserve(36 + upstream_id.size());  // "id: " + at most 29 + "\n": one allocation
   line += "id: ";
   line += format_cursor(Cursor{tag, seq});
+  if (!upstream_id.empty()) {
+    line += '~';
+    line += upstream_id;
+  }
   line += '\n';
   return line;
 }
 
 std::optional<std::string> SessionTap::record(const PayloadRef& payload) {
   std::size_t evicted = 0;
-  std::optional<std::uint64_t> seq;
-  std::uint32_t tag;
+  std::optional<std::string> line;
   bool live;
   {
     std::lock_guard lock(s_->mu);
     live = epoch_ != 0 && s_->live_epoch == epoch_;
-    seq = s_->journal.record(payload, live, evicted);
-    tag = s_->journal.tag();
+    std::optional<std::uint64_t> seq = s_->journal.record(payload, live, evicted);
+    if (seq) line = id_line(s_->journal.tag(), *seq, s_->upstream_event_id);
   }
   if (evicted) s_->counters.evictions.fetch_add(evicted, std::memory_order_relaxed);
   if (!live) s_->counters.journaled.fetch_add(1, std::memory_order_relaxed);
-  if (!seq) return std::nullopt;
-  return id_line(tag, *seq);
+  return line;
 }
 
 SessionRegistry::~SessionRegistry() {

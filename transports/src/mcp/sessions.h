@@ -79,6 +79,7 @@ struct Session {
   std::uint64_t pending_epoch = 0;  // a GET stream waiting for the one it took over to end
   std::uint64_t pending_from = 0;   // the journal's last() when it subscribed
   std::uint64_t epochs = 0;      // SessionTaps handed out
+  std::string upstream_event_id;  // behind the front proxy: the upstream's last event id on the GET stream
 
   std::atomic<bool> ended{false};  // DELETEd or expired: no new stream
 
@@ -102,8 +103,11 @@ class SessionTap final : public StreamJournal {
  public:
   SessionTap(std::shared_ptr<Session> s, std::uint64_t epoch) : s_(std::move(s)), epoch_(epoch) {}
   std::optional<std::string> record(const PayloadRef& payload) override;
-  /** The `id:` line of an event numbered `seq` on a stream of the session `tag`. */
-  static std::string id_line(std::uint32_t tag, std::uint64_t seq);
+  /**
+   * The `id:` line of an event numbered `seq` on a stream of the session `tag`; behind the
+   * front proxy, with the upstream's last event id after a '~' (session_journal.h).
+   */
+  static std::string id_line(std::uint32_t tag, std::uint64_t seq, std::string_view upstream_id = {});
 
  private:
   std::shared_ptr<Session> s_;
