@@ -163,6 +163,8 @@ TEST(SessionResume, ReplaysNewestPerUriInOrderThenLive) {
   ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_parked", 1));
   ASSERT_TRUE(PublishOk(srv.port(), PublishRev(a, 5)));
   ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
+  // Journaled before the GET (else they count as published after it, and arrive).
+  ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_session_journaled_total", 8));
   SseStream fresh;
   ASSERT_TRUE(OpenSessionStream(fresh, srv.port(), s.sid));
   EXPECT_TRUE(Quiet(fresh));
