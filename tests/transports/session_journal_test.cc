@@ -58,6 +58,22 @@ TEST(SessionCursor, GarbageIsRejected) {
   EXPECT_FALSE(parse_cursor(nul));
 }
 
+TEST(SessionCursor, AProxiedSessionsIdCarriesTheUpstreamsAfterATilde) {
+  auto c = parse_cursor("000000ab-17~_GET_stream_1795_x~y");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->tag, 0xabu);
+  EXPECT_EQ(c->seq, 17u);
+  EXPECT_EQ(upstream_event_id("000000ab-17~_GET_stream_1795_x~y").value_or("?"), "_GET_stream_1795_x~y");
+  EXPECT_EQ(upstream_event_id("000000ab-17~").value_or("?"), "");
+  EXPECT_FALSE(upstream_event_id("000000ab-17"));            // mcpfan's alone
+  EXPECT_FALSE(upstream_event_id("post-stream-5~000000ab-1"));  // not a cursor of ours
+  EXPECT_FALSE(parse_cursor("~000000ab-1"));
+  EXPECT_TRUE(carriable_event_id("up-1"));
+  EXPECT_FALSE(carriable_event_id(""));
+  EXPECT_FALSE(carriable_event_id("a b"));
+  EXPECT_FALSE(carriable_event_id(std::string(257, 'a')));
+}
+
 TEST(SessionJournal, NumbersEveryRecordAndSendsOnlyLive) {
   SessionJournal j(7, 1 << 20);
   std::size_t ev = 0;
