@@ -250,6 +250,13 @@ TEST(Proxy, AnswersThatAreNotJsonAreRelayedAsSentAndNotHttpIs502) {
   EXPECT_TRUE(IsRpcError(t, 502, -32603, "6", {"protocol"}));
 }
 
+// An upstream's answer to `initialize`: session `sid`, protocol 2025-11-25, `capabilities`.
+std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities) {
+  return FakeUpstream::Answer(200, std::string(kJson) + "Mcp-Session-Id: " + std::string(sid) + "\r\n",
+                              R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":{"protocolVersion":"2025-11-25","capabilities":)" +
+                                  std::string(capabilities) + R"(,"serverInfo":{"name":"up","version":"1"}}})");
+}
+
 // A 2025-era upstream with sessions and a GET stream of its own.
 struct SessionUpstream {
   Gate get_opened;
@@ -274,10 +281,7 @@ struct SessionUpstream {
         return FakeUpstream::Next::Read;
       }
       if (r.body.find("\"initialize\"") != std::string::npos) {
-        FakeUpstream::Write(fd, FakeUpstream::Answer(200, std::string(kJson) + "Mcp-Session-Id: up-session-1\r\n",
-                                                     R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
-                                                         R"(,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},)"
-                                                         R"("serverInfo":{"name":"up","version":"1"}}})"));
+        FakeUpstream::Write(fd, InitializeAnswer(r, "up-session-1", R"({"tools":{}})"));
         return FakeUpstream::Next::Read;
       }
       if (r.body.find("\"id\"") == std::string::npos) {  // a notification
@@ -422,9 +426,7 @@ struct ResumableUpstream {
         return FakeUpstream::Next::Close;
       }
       if (r.body.find("\"initialize\"") != std::string::npos) {
-        FakeUpstream::Write(fd, FakeUpstream::Answer(200, std::string(kJson) + "Mcp-Session-Id: up-s\r\n",
-                                                     R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
-                                                         R"(,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}})"));
+        FakeUpstream::Write(fd, InitializeAnswer(r, "up-s", "{}"));
         return FakeUpstream::Next::Read;
       }
       FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
