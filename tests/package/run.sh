@@ -21,8 +21,8 @@ server_pid=""
 listen_pid=""
 
 cleanup() {
-  [ -n "$listen_pid" ] && kill "$listen_pid" 2>/dev/null || true
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  if [ -n "$listen_pid" ]; then kill "$listen_pid" 2>/dev/null || true; fi
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
   rm -rf "$root"
 }
 trap cleanup EXIT
@@ -62,6 +62,7 @@ step "dpkg -x into $root"
 dpkg -x "$deb" "$root"
 dpkg -x "$dev" "$root"
 unit="$root/lib/systemd/system/mcpfan.service"
+# shellcheck disable=SC2016  # $MAINPID is the unit's text, not the shell's
 for k in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes PrivateDevices=yes \
          "CapabilityBoundingSet=" "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX" "LimitNOFILE=" \
          'ExecReload=/bin/kill -HUP $MAINPID' Restart=on-failure "ExecStart=/usr/bin/mcpfan --config /etc/mcpfan/mcpfan.toml"; do
@@ -89,7 +90,7 @@ server_pid=$!
 for _ in $(seq 100); do grep -q "publish listener on" "$log" && break; sleep 0.1; done
 port=$(sed -n 's/^mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
 ops=$(sed -n 's/^mcpfan: publish listener on 127.0.0.1:\([0-9]*\)$/\1/p' "$log")
-[ -n "$port" ] && [ -n "$ops" ] || fail "no ports in the log: $(cat "$log")"
+if [ -z "$port" ] || [ -z "$ops" ]; then fail "no ports in the log: $(cat "$log")"; fi
 [ "$(curl -fsS "http://127.0.0.1:$port/healthz")" = "ok" ] || fail "/healthz"
 events="$work/events.txt"
 curl -sN "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
