@@ -66,6 +66,7 @@ class ServerProcess : private ChildProcess {
   using ChildProcess::wait_status;
   using ChildProcess::WaitExit;  // reaps if it exits within the timeout; true once exited
   using ChildProcess::WaitForStderr;
+  using ChildProcess::WaitStderrUntil;
 
  private:
   int port_ = 0;

@@ -70,7 +70,7 @@ TEST(ClientCore, RefusalsAreWordedOnceForEveryTransport) {
   c.streams = 1;
   Limits limits(c, 4);
   TenantTable tenants(4);
-  ClientAuth auth;
+  Swappable<ClientAuth> auth;
   AuthCounters counters;
   ClientCore core(tenants, limits, auth, counters, 16, 256);
 

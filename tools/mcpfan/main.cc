@@ -1,5 +1,7 @@
 // mcpfan: the server program. Parses flags (and a TOML config with keys named like the
-// flags), starts the worker loops, and turns SIGINT/SIGTERM into a graceful stop.
+// flags), starts the worker loops, turns SIGINT/SIGTERM into a graceful stop and SIGHUP into
+// a reload (the command line and --config file read again; Server::reload() applies the keys,
+// the publish rate and the tenant ceilings, and every other change is named as needing a restart).
 #include <uv.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +13,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "mcpfan/transport/server.h"
 
@@ -44,22 +48,32 @@ bool is_loopback(const std::string& host) {
   return host.rfind("127.", 0) == 0 || host == "::1" || host == "localhost";
 }
 
-std::string display(const HostPort& hp, std::uint16_t port) {
-  bool v6 = hp.host.find(':') != std::string::npos;
-  return (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(port);
+std::string display(const std::string& host, std::uint16_t port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"mcpfan: fans MCP change notifications out to many subscribers"};
-  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not a silent default
-  app.set_config("--config", "", "TOML config file; keys are the long flag names (listen = \"127.0.0.1:8080\")");
+// Everything the command line and the config file set.
+struct Flags {
   mcpfan::ServerConfig cfg;
   std::string listen = "127.0.0.1:8080";
+  std::string publish_listen;
   bool insecure = false;
   bool stdio = false;
-  app.add_option("--listen", listen, "HOST:PORT for /mcp, /v1/publish, /healthz, /metrics")->capture_default_str();
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not a silent default
+  app.set_config("--config", "", "TOML config file; keys are the long flag names (listen = \"127.0.0.1:8080\")");
+  mcpfan::ServerConfig& cfg = f.cfg;
+  std::string& listen = f.listen;
+  bool& insecure = f.insecure;
+  bool& stdio = f.stdio;
+  app.add_option("--listen", listen, "HOST:PORT for /mcp, /healthz (and /v1/publish, /metrics without --publish-listen)")
+      ->capture_default_str();
+  app.add_option("--publish-listen", f.publish_listen,
+                 "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
+                 "answers them 404 and serves /mcp and /healthz only");
   app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
   app.add_option("--max-body", cfg.max_body, "largest request body in bytes (413 above)")->capture_default_str();
   app.add_option("--keepalive-ms", cfg.keepalive_ms, "SSE keepalive comment interval")->capture_default_str()->check(CLI::Range(10, 3600000));
@@ -181,30 +195,128 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--publish-burst", cfg.publish_burst, "publish token bucket size (0 = one second's worth)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  CLI11_PARSE(app, argc, argv);
+}
 
-  HostPort hp;
-  if (!parse_host_port(listen, hp)) {
-    std::fprintf(stderr, "mcpfan: --listen %s: expected HOST:PORT\n", listen.c_str());
-    return 2;
+// The keys of the reloadable settings (Server::reload()); a change to any other is reported as needing a restart.
+bool reloadable_key(const std::string& key) {
+  static const char* const kKeys[] = {"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "publish-rate",
+                                      "publish-burst", "max-connections-per-tenant", "max-streams-per-tenant",
+                                      "max-subscriptions-per-tenant", "max-idle-sessions-per-tenant"};
+  for (const char* k : kKeys) {
+    if (key == k) return true;
   }
-  // Both sides must be authenticated for an open listener: client tokens alone would leave
-  // publishing open to anyone who can connect.
-  bool authenticated = (!cfg.jwt_secret_file.empty() || !cfg.jwt_public_key_file.empty()) && !cfg.publish_keys_file.empty();
-  if (!is_loopback(hp.host) && !authenticated && !insecure) {
-    std::fprintf(stderr,
-                 "mcpfan: refusing to listen on %s without authentication (--jwt-secret-file or --jwt-public-key-file, "
-                 "and --publish-keys-file); use a loopback address, configure both, or pass --insecure\n",
-                 hp.host.c_str());
-    return 2;
+  return false;
+}
+
+// Settings (as CLI11 writes a config: one "key=value" line each) that differ between two parses.
+std::vector<std::string> changed_keys(const std::string& before, const std::string& after) {
+  auto lines = [](const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+      std::size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(at, end - at);
+      auto eq = line.find('=');
+      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+      at = end + 1;
+    }
+    return out;
+  };
+  auto a = lines(before), b = lines(after);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : b) {
+    if (auto it = a.find(k); it == a.end() || it->second != v) keys.push_back(k);
+  }
+  for (const auto& [k, v] : a) {
+    if (!b.count(k)) keys.push_back(k);
+  }
+  return keys;
+}
+
+// Resolves HOST:PORT flags into the config and refuses an open listener without authentication.
+// Returns false after printing why.
+bool resolve_listeners(Flags& f) {
+  mcpfan::ServerConfig& cfg = f.cfg;
+  HostPort hp;
+  if (!parse_host_port(f.listen, hp)) {
+    std::fprintf(stderr, "mcpfan: --listen %s: expected HOST:PORT\n", f.listen.c_str());
+    return false;
+  }
+  HostPort php;
+  bool split = !f.publish_listen.empty();
+  if (split && !parse_host_port(f.publish_listen, php)) {
+    std::fprintf(stderr, "mcpfan: --publish-listen %s: expected HOST:PORT\n", f.publish_listen.c_str());
+    return false;
+  }
+  bool clients_auth = !cfg.jwt_secret_file.empty() || !cfg.jwt_public_key_file.empty();
+  bool publishers_auth = !cfg.publish_keys_file.empty();
+  // An open listener needs authentication for what it serves: client tokens alone would leave
+  // publishing open to anyone who can connect. With --publish-listen each listener is judged
+  // by its own paths.
+  auto refuse = [&](const char* flag, const std::string& host, const char* needs) {
+    std::fprintf(stderr, "mcpfan: refusing %s on %s without authentication (%s); use a loopback address, configure it, or pass --insecure\n",
+                 flag, host.c_str(), needs);
+    return false;
+  };
+  if (!f.insecure && !is_loopback(hp.host)) {
+    if (!split && !(clients_auth && publishers_auth)) {
+      return refuse("--listen", hp.host, "--jwt-secret-file or --jwt-public-key-file, and --publish-keys-file");
+    }
+    if (split && !clients_auth) return refuse("--listen", hp.host, "--jwt-secret-file or --jwt-public-key-file");
+  }
+  if (split && !f.insecure && !is_loopback(php.host) && !publishers_auth) {
+    return refuse("--publish-listen", php.host, "--publish-keys-file");
   }
   cfg.host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
   cfg.port = hp.port;
+  if (split) {
+    cfg.publish_host = php.host == "localhost" ? "127.0.0.1" : php.host;
+    cfg.publish_port = php.port;
+  }
+  return true;
+}
+
+// SIGHUP: parse the same command line again (the --config file is read anew) and apply what
+// can change while streams stay open.
+void reload(mcpfan::Server& server, int argc, char** argv, const std::string& running_settings) {
+  CLI::App app{"mcpfan"};
+  Flags next;
+  add_flags(app, next);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mcpfan: reload failed, the running configuration is kept: %s\n", e.what());
+    return;
+  }
+  for (const std::string& key : changed_keys(running_settings, app.config_to_str(true, false))) {
+    if (!reloadable_key(key)) std::fprintf(stderr, "mcpfan: reload: %s changed; it takes effect after a restart\n", key.c_str());
+  }
+  auto applied = server.reload(next.cfg);
+  if (!applied) {
+    std::fprintf(stderr, "mcpfan: reload failed, the running configuration is kept: %s\n", applied.error().message.c_str());
+  } else {
+    std::fprintf(stderr, "mcpfan: reloaded: %s\n", applied.value().c_str());
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mcpfan: fans MCP change notifications out to many subscribers"};
+  Flags flags;
+  add_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (!resolve_listeners(flags)) return 2;
+  mcpfan::ServerConfig& cfg = flags.cfg;
+  // What a reload compares against: the settings as parsed at start.
+  const std::string running_settings = app.config_to_str(true, false);
 
   std::signal(SIGPIPE, SIG_IGN);
   // Handlers go in before the port is announced: whoever reads the announcement may signal at once.
   uv_loop_t* loop = uv_default_loop();
-  uv_signal_t sigint, sigterm;
+  uv_signal_t sigint, sigterm, sighup;
   int caught = 0;
   for (auto [h, signo] : {std::pair{&sigint, SIGINT}, std::pair{&sigterm, SIGTERM}}) {
     uv_signal_init(loop, h);
@@ -223,15 +335,35 @@ int main(int argc, char** argv) {
   uv_async_init(loop, &stdio_done, [](uv_async_t* a) { uv_stop(a->loop); });
   cfg.on_stdio_eof = [&stdio_done] { uv_async_send(&stdio_done); };
   mcpfan::Server server(cfg);
+  // SIGHUP on the controlling thread (this loop): the workers keep serving during a reload.
+  // Installed before the port is announced, like the others (SIGHUP's default would end the process).
+  struct ReloadCtx {
+    mcpfan::Server* server;
+    int argc;
+    char** argv;
+    const std::string* settings;
+  } reload_ctx{&server, argc, argv, &running_settings};
+  uv_signal_init(loop, &sighup);
+  sighup.data = &reload_ctx;
+  uv_signal_start(
+      &sighup,
+      [](uv_signal_t* s, int) {
+        auto* r = static_cast<ReloadCtx*>(s->data);
+        reload(*r->server, r->argc, r->argv, *r->settings);
+      },
+      SIGHUP);
   auto started = server.start();
   if (!started) {
     std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(hp, started.value()).c_str(),
+  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(cfg.host, started.value()).c_str(),
                server.config().workers, static_cast<int>(getpid()));
+  if (!cfg.publish_host.empty()) {
+    std::fprintf(stderr, "mcpfan: publish listener on %s\n", display(cfg.publish_host, server.publish_port()).c_str());
+  }
   std::fflush(stderr);
-  if (stdio) {
+  if (flags.stdio) {
     // The server owns (and libuv closes) what it is given: duplicates, so that 0 and 1 stay
     // this process's (libuv asserts it never closes a descriptor below 3).
     int in = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -254,6 +386,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "mcpfan: stopped (%s)\n", why);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sighup), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&stdio_done), nullptr);
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);

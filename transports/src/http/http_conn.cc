@@ -67,7 +67,7 @@ constexpr std::size_t kLingerMaxBytes = 16u << 20;
 
 }  // namespace
 
-HttpConn::HttpConn(Worker& w) : w_(w), binding_(w.limits()) {
+HttpConn::HttpConn(Worker& w, bool operator_listener) : w_(w), binding_(w.limits()), operator_listener_(operator_listener) {
   uv_tcp_init(w_.loop(), &tcp_);
   tcp_.data = this;
   http_parser_init(&parser_, HTTP_REQUEST);

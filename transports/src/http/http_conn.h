@@ -40,7 +40,8 @@ struct HttpRequest {
 
 class HttpConn final : public Conn, public StreamSink {
  public:
-  explicit HttpConn(Worker& w);
+  /** `operator_listener`: accepted on --publish-listen's listener (router.cc serves the operator paths there). */
+  HttpConn(Worker& w, bool operator_listener);
   ~HttpConn();
   HttpConn(const HttpConn&) = delete;
   HttpConn& operator=(const HttpConn&) = delete;
@@ -77,6 +78,7 @@ class HttpConn final : public Conn, public StreamSink {
   /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
   void hold_stream_usage(StreamUsage usage) noexcept { stream_usage_ = std::move(usage); }
   [[nodiscard]] bool peer_is_loopback();
+  [[nodiscard]] bool on_operator_listener() const noexcept { return operator_listener_; }
   /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
   void finish_stream();
 
@@ -189,6 +191,7 @@ class HttpConn final : public Conn, public StreamSink {
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
   TenantBinding binding_;     // counted against its tenant's connections
+  const bool operator_listener_;  // accepted on the --publish-listen listener
   StreamUsage stream_usage_;  // a listen's stream and subscriptions
   std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
   std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)

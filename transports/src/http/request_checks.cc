@@ -72,17 +72,16 @@ bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
   return false;
 }
 
-bool host_allowed(const ServerConfig& cfg, std::string_view host_header) {
+bool host_allowed(const ServerConfig& cfg, std::string_view host_header, std::string_view listener_host) {
   if (host_header.empty()) return true;  // HTTP/1.0: nothing a rebinding page could set
   std::string_view h = host_part(host_header);
   auto eq = [](std::string_view a, std::string_view b) {
     return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
   };
   if (cfg.allow_hosts.empty()) {
-    bool loopback_listener = cfg.host.rfind("127.", 0) == 0 || cfg.host == "::1";
+    bool loopback_listener = listener_host.rfind("127.", 0) == 0 || listener_host == "::1";
     if (!loopback_listener) return true;  // --insecure without --allow-host: the operator chose an open listener
-    return eq(h, "localhost") || eq(h, "127.0.0.1") || eq(h, "[::1]") || eq(h, cfg.host) ||
-           (cfg.host == "::1" && eq(h, "[::1]"));
+    return eq(h, "localhost") || eq(h, "127.0.0.1") || eq(h, "[::1]") || eq(h, listener_host);
   }
   for (const std::string& a : cfg.allow_hosts) {
     if (a == "*" || eq(a, h) || eq(a, host_header)) return true;

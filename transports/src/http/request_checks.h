@@ -13,7 +13,11 @@ namespace mcpfan::detail {
 [[nodiscard]] bool accepts_mcp(std::string_view accept);
 /** No Origin (not a browser), or one on --allow-origin (by default: this machine's). */
 [[nodiscard]] bool origin_allowed(const ServerConfig& cfg, std::string_view origin);
-/** The Host header names this server (--allow-host; by default loopback names on a loopback listener). */
-[[nodiscard]] bool host_allowed(const ServerConfig& cfg, std::string_view host_header);
+/**
+ * The Host header names this server (--allow-host; by default loopback names and the
+ * listener's own address on a loopback listener). `listener_host`: the address the request
+ * came in on (config.host, or config.publish_host on the operator listener).
+ */
+[[nodiscard]] bool host_allowed(const ServerConfig& cfg, std::string_view host_header, std::string_view listener_host);
 
 }  // namespace mcpfan::detail

@@ -17,19 +17,37 @@ namespace {
 bool may_read_metrics(HttpConn& c, const HttpRequest& req) {
   Worker& w = c.worker();
   const Publishers& pub = w.publishers();
-  bool auth_on = w.clients().auth_enabled() || pub.keys.enabled();
+  std::shared_ptr<const PublisherPolicy> policy = pub.policy.load();
+  bool auth_on = w.clients().auth_enabled() || policy->keys.enabled();
   if (!auth_on || c.peer_is_loopback()) return true;
-  auto grant = pub.keys.lookup_bearer(req.authorization);
+  auto grant = policy->keys.lookup_bearer(req.authorization);
   return grant && grant->any_tenant;
 }
 
+// With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
+bool wrong_listener(HttpConn& c, std::string_view path) {
+  const ServerConfig& cfg = c.worker().config();
+  if (cfg.publish_host.empty() || path == "/healthz") return false;
+  bool operator_path = is_operator_path(path);
+  if (operator_path == c.on_operator_listener()) return false;
+  std::string p(path);
+  c.respond(404, "application/json",
+            json_error_body(operator_path ? p + " is served on the operator listener (--publish-listen), not on this one"
+                                          : p + " is not served on the operator listener (--publish-listen): it serves "
+                                                "/v1/publish, /metrics and /healthz; MCP clients use the public listener"));
+  return true;
+}
+
 }  // namespace
+
+bool is_operator_path(std::string_view path) noexcept { return path == "/v1/publish" || path == "/metrics"; }
 
 void route_request(HttpConn& c, HttpRequest& req) {
   std::string_view url = req.url;
   std::string_view path = url.substr(0, url.find('?'));
   auto method = static_cast<http_method>(req.method);
-  if (!host_allowed(c.worker().config(), req.host)) {
+  const ServerConfig& cfg = c.worker().config();
+  if (!host_allowed(cfg, req.host, c.on_operator_listener() ? cfg.publish_host : cfg.host)) {
     c.respond(403, "application/json", json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
     return;
   }
@@ -43,6 +61,7 @@ void route_request(HttpConn& c, HttpRequest& req) {
               std::string("Allow: ") + allow + "\r\n");
     return false;
   };
+  if (wrong_listener(c, path)) return;
   if (path == "/mcp") {
     if (c.worker().upstream()) handle_mcp_proxied(c, req);
     else if (method == HTTP_POST) handle_mcp_post(c, req);

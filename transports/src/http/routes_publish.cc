@@ -19,10 +19,12 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     return;
   }
   Publishers& pub = w.publishers();
+  // This publish's keys and buckets, kept whole if a reload (SIGHUP) swaps in new ones meanwhile.
+  std::shared_ptr<const PublisherPolicy> policy = pub.policy.load();
   std::optional<std::string> forced;  // the tenant a bound key publishes to
   std::size_t bucket = 0;
-  if (pub.keys.enabled()) {
-    auto grant = pub.keys.lookup_bearer(req.authorization);
+  if (policy->keys.enabled()) {
+    auto grant = policy->keys.lookup_bearer(req.authorization);
     if (!grant) {
       bool sent = !req.authorization.empty();
       (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
@@ -48,15 +50,15 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
   }
   std::vector<PayloadRef>& payloads = decoded.value().payloads;
   const std::size_t accepted = decoded.value().accepted;
-  if (pub.rate.enabled() && accepted > 0) {
+  if (policy->rate.enabled() && accepted > 0) {
     auto now_ns = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-    if (auto wait = pub.rate.take(bucket, static_cast<double>(accepted), now_ns)) {
+    if (auto wait = policy->rate.take(bucket, static_cast<double>(accepted), now_ns)) {
       std::optional<TenantId> tenant = forced ? w.hub().tenants().find(*forced) : std::nullopt;
       w.limits().hit(Limit::PublishRate, tenant.value_or(Limits::kNoTenant));
       std::string msg = std::isinf(*wait)
                             ? "a publish of " + std::to_string(accepted) + " notifications exceeds the burst of " +
-                                  std::to_string(static_cast<long long>(pub.rate.burst()))
+                                  std::to_string(static_cast<long long>(policy->rate.burst()))
                             : "publish rate limit exceeded; retry in " + std::to_string(*wait) + " s";
       long long retry = std::isinf(*wait) ? 1 : std::max(1LL, static_cast<long long>(std::ceil(*wait)));
       c.respond(429, "application/json", json_error_body(msg), "Retry-After: " + std::to_string(retry) + "\r\n");

@@ -9,7 +9,8 @@ namespace mcpfan::detail {
 std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view credential, bool bare_token_ok) {
   auto now = static_cast<std::int64_t>(std::time(nullptr));
   bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
-  AuthResult res = bearer || !bare_token_ok ? auth_.verify_bearer(credential, now) : auth_.verify_token(credential, now);
+  std::shared_ptr<const ClientAuth> auth = auth_.load();  // this request's keys, whatever a reload does meanwhile
+  AuthResult res = bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
   if (auto* e = std::get_if<AuthError>(&res)) {
     counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
     return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};

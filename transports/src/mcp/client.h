@@ -7,7 +7,7 @@
 //
 // Thread-safety: ClientCore is shared by every worker and may be called from any thread;
 // it holds only immutable configuration and thread-safe tables (Limits, TenantTable,
-// AuthCounters). Lifetime: owned by the Server's state, outlives every worker.
+// AuthCounters, the swappable client keys). Lifetime: owned by the Server's state, outlives every worker.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +17,7 @@
 #include "mcp/auth.h"
 #include "mcp/limits.h"
 #include "mcp/messages.h"
+#include "mcp/swappable.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -48,12 +49,14 @@ struct ListenGrant {
 class ClientCore {
  public:
   /** `max_uris_per_listen` and `max_listens_per_connection` word the per-client refusals. */
-  ClientCore(TenantTable& tenants, Limits& limits, const ClientAuth& auth, AuthCounters& counters,
+  /** `auth` is read per verification: a reload (SIGHUP) swaps in new keys without a restart. */
+  ClientCore(TenantTable& tenants, Limits& limits, const Swappable<ClientAuth>& auth, AuthCounters& counters,
              std::size_t max_uris_per_listen, std::size_t max_listens_per_connection) noexcept
       : tenants_(tenants), limits_(limits), auth_(auth), counters_(counters),
         max_uris_(max_uris_per_listen), max_listens_(max_listens_per_connection) {}
 
-  [[nodiscard]] bool auth_enabled() const noexcept { return auth_.enabled(); }
+  /** Whether client tokens are configured; a reload never changes it (Server::reload refuses that). */
+  [[nodiscard]] bool auth_enabled() const { return auth_.load()->enabled(); }
   [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
   [[nodiscard]] Limits& limits() noexcept { return limits_; }
   [[nodiscard]] AuthCounters& counters() noexcept { return counters_; }
@@ -92,7 +95,7 @@ class ClientCore {
  private:
   TenantTable& tenants_;
   Limits& limits_;
-  const ClientAuth& auth_;
+  const Swappable<ClientAuth>& auth_;
   AuthCounters& counters_;
   std::size_t max_uris_;
   std::size_t max_listens_;

@@ -36,7 +36,17 @@ std::string per_client_refusal(Limit l, std::size_t ceiling) {
 }
 
 Limits::Limits(TenantCeilings ceilings, std::size_t max_tenants)
-    : ceilings_(ceilings), max_tenants_(max_tenants), usage_(std::make_unique<TenantUsage[]>(max_tenants)) {}
+    : max_tenants_(max_tenants), usage_(std::make_unique<TenantUsage[]>(max_tenants)) {
+  set_ceilings(ceilings);
+}
+
+void Limits::set_ceilings(const TenantCeilings& c) noexcept {
+  auto set = [&](Resource r, std::int64_t v) { ceilings_[static_cast<std::size_t>(r)].store(v, std::memory_order_relaxed); };
+  set(Resource::Connections, c.connections);
+  set(Resource::Streams, c.streams);
+  set(Resource::Subscriptions, c.subscriptions);
+  set(Resource::IdleSessions, c.idle_sessions);
+}
 
 void Limits::hit(Limit l, TenantId tenant) noexcept {
   hits_[static_cast<std::size_t>(l)].fetch_add(1, std::memory_order_relaxed);
@@ -54,14 +64,8 @@ std::uint64_t Limits::hits(Limit l) const noexcept {
 }
 
 std::int64_t Limits::ceiling(Resource r) const noexcept {
-  switch (r) {
-    case Resource::Connections: return ceilings_.connections;
-    case Resource::Streams: return ceilings_.streams;
-    case Resource::Subscriptions: return ceilings_.subscriptions;
-    case Resource::IdleSessions: return ceilings_.idle_sessions;
-    case Resource::kCount: break;
-  }
-  return 0;
+  if (r >= Resource::kCount) return 0;
+  return ceilings_[static_cast<std::size_t>(r)].load(std::memory_order_relaxed);
 }
 
 Limit Limits::refusal(TenantId tenant, Resource r) const noexcept {
@@ -74,14 +78,14 @@ Limit Limits::refusal(TenantId tenant, Resource r) const noexcept {
 std::string Limits::refusal_message(Limit l, std::string_view tenant_name) const {
   std::string who = "tenant \"" + std::string(tenant_name) + "\" has reached its limit of ";
   switch (l) {
-    case Limit::ConnectionsPerTenant: return who + std::to_string(ceilings_.connections) + " connections";
-    case Limit::StreamsPerTenant: return who + std::to_string(ceilings_.streams) + " streams";
-    case Limit::SubscriptionsPerTenant: return who + std::to_string(ceilings_.subscriptions) + " subscriptions";
+    case Limit::ConnectionsPerTenant: return who + std::to_string(ceiling(Resource::Connections)) + " connections";
+    case Limit::StreamsPerTenant: return who + std::to_string(ceiling(Resource::Streams)) + " streams";
+    case Limit::SubscriptionsPerTenant: return who + std::to_string(ceiling(Resource::Subscriptions)) + " subscriptions";
     case Limit::Tenants: return "the server serves at most " + std::to_string(max_tenants_) + " tenants";
     case Limit::IdleSessions:
       return "the server holds its limit of sessions without an open stream; open the GET stream of one, or DELETE one";
     case Limit::IdleSessionsPerTenant:
-      return who + std::to_string(ceilings_.idle_sessions) + " sessions without an open stream; open the GET stream of one, or DELETE one";
+      return who + std::to_string(ceiling(Resource::IdleSessions)) + " sessions without an open stream; open the GET stream of one, or DELETE one";
     default: return "limit reached: " + std::string(limit_name(l));
   }
 }

@@ -88,11 +88,18 @@ class Limits {
     return tenant.index < max_tenants_ ? &usage_[tenant.index] : nullptr;
   }
   [[nodiscard]] std::int64_t ceiling(Resource r) const noexcept;
+  /**
+   * New per-tenant ceilings (a reload, SIGHUP), effective for the next acquire on any thread.
+   * What is held already stays held: a tenant above a lowered ceiling keeps its connections
+   * and streams and is refused more until its usage falls below the new ceiling.
+   */
+  void set_ceilings(const TenantCeilings& c) noexcept;
 
   static constexpr TenantId kNoTenant{};
 
  private:
-  TenantCeilings ceilings_;
+  // Indexed by Resource; atomics because a reload may change them while workers check.
+  std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(Resource::kCount)> ceilings_{};
   std::size_t max_tenants_;
   std::unique_ptr<TenantUsage[]> usage_;
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Limit::kCount)> hits_{};

@@ -13,7 +13,7 @@ void PublishRate::configure(double rate, double burst, std::size_t buckets) {
   for (std::size_t i = 0; i < count_; ++i) buckets_[i].tokens = burst_;  // a full bucket at start
 }
 
-std::optional<double> PublishRate::take(std::size_t i, double n, std::uint64_t now_ns) {
+std::optional<double> PublishRate::take(std::size_t i, double n, std::uint64_t now_ns) const {
   if (!enabled()) return std::nullopt;
   if (n > burst_) return std::numeric_limits<double>::infinity();
   Bucket& b = buckets_[std::min(i, count_ - 1)];

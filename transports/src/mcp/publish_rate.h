@@ -1,6 +1,7 @@
 #pragma once
 // Publish rate limits: one token bucket per publisher key (or one shared by all publishers
 // when no keys are configured), refilled at `rate` notifications per second up to `burst`.
+// configure() before sharing; take() is const and locks the bucket it takes from.
 // A publish takes one token per notification, all or nothing. Thread-safe: a mutex per
 // bucket, as publishes are parsed on any worker and are far rarer than deliveries.
 #include <cstdint>
@@ -21,7 +22,7 @@ class PublishRate {
    * Takes `n` tokens from bucket `i` (clamped to the last bucket). Returns nullopt when
    * taken, else the seconds until they would be (infinity when n exceeds the burst).
    */
-  [[nodiscard]] std::optional<double> take(std::size_t i, double n, std::uint64_t now_ns);
+  [[nodiscard]] std::optional<double> take(std::size_t i, double n, std::uint64_t now_ns) const;
 
  private:
   struct Bucket {

@@ -77,6 +77,37 @@ void set_port(sockaddr_storage& a, std::uint16_t port) {
   else reinterpret_cast<sockaddr_in&>(a).sin_port = htons(port);
 }
 
+// An IPv4 or IPv6 literal and a port.
+bool parse_ip(const std::string& host, std::uint16_t port, sockaddr_storage& addr) {
+  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr)) == 0 ||
+         uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr)) == 0;
+}
+
+// `n` listening sockets on `addr`, one per worker; an ephemeral port is chosen by the first
+// bind and written back into `addr`. On an error every socket made is closed.
+Status bind_workers(sockaddr_storage& addr, unsigned n, std::vector<int>& fds) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (addr.ss_family == AF_INET6) uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(&addr), host, sizeof host);
+  else uv_ip4_name(reinterpret_cast<const sockaddr_in*>(&addr), host, sizeof host);
+  for (unsigned i = 0; i < n; ++i) {
+    std::string err;
+    int fd = bind_reuseport(addr, err);
+    if (fd < 0) {
+      for (int f : fds) ::close(f);
+      fds.clear();
+      return Error{rpc_code::kInternalError, "cannot bind " + std::string(host) + ":" + std::to_string(port_of(addr)) + ": " + err};
+    }
+    if (i == 0) {  // an ephemeral port is chosen by the first bind; the rest share it
+      sockaddr_storage bound{};
+      socklen_t len = sizeof bound;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+      set_port(addr, port_of(bound));
+    }
+    fds.push_back(fd);
+  }
+  return {};
+}
+
 }  // namespace
 
 namespace detail {
@@ -89,11 +120,14 @@ TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
 }
 }  // namespace
 
+TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept {
+  return TenantCeilings{c.max_connections_per_tenant, c.max_streams_per_tenant, c.max_subscriptions_per_tenant,
+                        c.max_idle_sessions_per_tenant};
+}
+
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
-      limits(TenantCeilings{config.max_connections_per_tenant, config.max_streams_per_tenant,
-                            config.max_subscriptions_per_tenant, config.max_idle_sessions_per_tenant},
-             std::max<std::size_t>(config.max_tenants, 1)),
+      limits(tenant_ceilings(config), std::max<std::size_t>(config.max_tenants, 1)),
       sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
       publishers(auth_counters),
       clients(make_hub(config, hub), limits, client_auth, auth_counters, config.max_uris_per_listen,
@@ -110,6 +144,7 @@ Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(con
 Server::~Server() { (void)stop(); }
 
 Hub& Server::hub() noexcept { return *impl_->hub; }
+std::uint16_t Server::publish_port() const noexcept { return impl_->publish_port; }
 const ServerConfig& Server::config() const noexcept { return impl_->config; }
 
 Result<std::uint16_t> Server::start() {
@@ -117,21 +152,15 @@ Result<std::uint16_t> Server::start() {
   if (m.started) return Error{rpc_code::kInternalError, "server already started"};
   sockaddr_storage addr{};
   const std::string& host = m.config.host;
-  if (uv_ip4_addr(host.c_str(), m.config.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0 &&
-      uv_ip6_addr(host.c_str(), m.config.port, reinterpret_cast<sockaddr_in6*>(&addr)) != 0) {
+  if (!parse_ip(host, m.config.port, addr)) {
     return Error{rpc_code::kInvalidParams, "cannot parse listen address " + host + " (use an IPv4 or IPv6 literal)"};
   }
-  if (auto auth = detail::ClientAuth::load(m.config.jwt_secret_file, m.config.jwt_public_key_file); auth) {
-    m.state.client_auth = std::move(auth.value());
-  } else {
-    return auth.error();
+  if (auto loaded = m.install_reloadable(m.config, /*starting=*/true); !loaded) return loaded.error();
+  sockaddr_storage publish_addr{};
+  if (!m.config.publish_host.empty() && !parse_ip(m.config.publish_host, m.config.publish_port, publish_addr)) {
+    return Error{rpc_code::kInvalidParams,
+                 "cannot parse publish listen address " + m.config.publish_host + " (use an IPv4 or IPv6 literal)"};
   }
-  if (!m.config.publish_keys_file.empty()) {
-    auto keys = detail::PublisherKeys::load(m.config.publish_keys_file);
-    if (!keys) return keys.error();
-    m.state.publishers.keys = std::move(keys.value());
-  }
-  m.state.publishers.rate.configure(m.config.publish_rate, m.config.publish_burst, m.state.publishers.keys.size());
   if (!m.config.upstream.empty()) {
     auto target = detail::proxy::parse_upstream_url(m.config.upstream);
     if (!target) return target.error();
@@ -164,20 +193,16 @@ Result<std::uint16_t> Server::start() {
   // and every key a shard ever holds is also reported to the backplane's interest.
   m.hub->route_by_interest(m.state.backplane.get());
   std::vector<int> fds;
-  for (unsigned i = 0; i < m.config.workers; ++i) {
-    std::string err;
-    int fd = bind_reuseport(addr, err);
-    if (fd < 0) {
+  if (auto bound = bind_workers(addr, m.config.workers, fds); !bound) return bound.error();
+  // The operator listener: every worker accepts on it too (its own SO_REUSEPORT socket), so
+  // publishes are parsed on whichever loop the kernel picks, as on the public listener.
+  std::vector<int> publish_fds;
+  if (!m.config.publish_host.empty()) {
+    if (auto bound = bind_workers(publish_addr, m.config.workers, publish_fds); !bound) {
       for (int f : fds) ::close(f);
-      return Error{rpc_code::kInternalError, "cannot bind " + host + ":" + std::to_string(port_of(addr)) + ": " + err};
+      return Error{bound.error().code, "--publish-listen: " + bound.error().message};
     }
-    if (i == 0) {  // an ephemeral port is chosen by the first bind; the rest share it
-      sockaddr_storage bound{};
-      socklen_t len = sizeof bound;
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-      set_port(addr, port_of(bound));
-    }
-    fds.push_back(fd);
+    m.publish_port = port_of(publish_addr);
   }
   int unix_fd = -1;
   if (!m.config.unix_path.empty()) {
@@ -185,6 +210,7 @@ Result<std::uint16_t> Server::start() {
     unix_fd = bind_unix(m.config.unix_path, err);
     if (unix_fd < 0) {
       for (int f : fds) ::close(f);
+      for (int f : publish_fds) ::close(f);
       return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.unix_path + ": " + err};
     }
   }
@@ -196,7 +222,7 @@ Result<std::uint16_t> Server::start() {
   for (auto& w : m.workers) peers.push_back(w.get());
   for (auto& w : m.workers) w->set_peers(peers);
   if (unix_fd >= 0) m.workers[0]->set_unix_listener(unix_fd);
-  for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i]);
+  for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i], publish_fds.empty() ? -1 : publish_fds[i]);
   m.started.store(true, std::memory_order_release);
   return port_of(addr);
 }

@@ -22,6 +22,10 @@ struct Server::Impl {
   std::atomic<bool> started{false};  // read by attach_stdio() on any thread
   bool stopped = false;
   std::atomic<unsigned> next_worker{0};
+  std::uint16_t publish_port = 0;  // the operator listener's, once bound
+
+  /** Loads what reload() may change and installs it (start() and reload(); reload.cc). */
+  [[nodiscard]] Result<std::string> install_reloadable(const ServerConfig& next, bool starting);
 
   std::string metrics_text();
   void auth_metrics(std::string& out);

@@ -10,12 +10,16 @@
 #include "mcp/limits.h"
 #include "mcp/publishers.h"
 #include "mcp/sessions.h"
+#include "mcp/swappable.h"
 #include "nats/backplane.h"
 #include "proxy/upstream.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
 
 namespace mcpfan::detail {
+
+/** The per-tenant ceilings a configuration sets. */
+[[nodiscard]] TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept;
 
 struct ServerState {
   explicit ServerState(ServerConfig cfg);
@@ -24,9 +28,9 @@ struct ServerState {
   std::unique_ptr<Hub> hub;
   Limits limits;             // before sessions: a session gives back its usage when destroyed
   SessionRegistry sessions;
-  ClientAuth client_auth;    // loaded by Server::start()
+  Swappable<ClientAuth> client_auth;  // loaded by Server::start(), replaced by Server::reload()
   AuthCounters auth_counters;
-  Publishers publishers;     // keys loaded and rate sized by Server::start()
+  Publishers publishers;     // keys loaded and rate sized by Server::start(), replaced by Server::reload()
   ClientCore clients;
   std::optional<proxy::UpstreamTarget> upstream;  // with --upstream: parsed by start(); each worker pools its own connections
   std::unique_ptr<nats::Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers

@@ -39,7 +39,8 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
-                  reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&unix_poll_),
+                  reinterpret_cast<uv_handle_t*>(&listener_), reinterpret_cast<uv_handle_t*>(&publish_listener_),
+                  reinterpret_cast<uv_handle_t*>(&unix_poll_),
                   reinterpret_cast<uv_handle_t*>(&session_timer_), reinterpret_cast<uv_handle_t*>(&sweep_timer_)}) {
     h->data = this;
   }
@@ -68,10 +69,10 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
 
 Worker::~Worker() { join(); }
 
-void Worker::start(int listen_fd) {
-  thread_ = std::thread([this, listen_fd] {
+void Worker::start(int listen_fd, int publish_fd) {
+  thread_ = std::thread([this, listen_fd, publish_fd] {
     thread_id_.store(std::this_thread::get_id());
-    run(listen_fd);
+    run(listen_fd, publish_fd);
   });
 }
 
@@ -103,7 +104,17 @@ void Worker::wake(uv_async_t* handle) {
   if (!handles_closed_) uv_async_send(handle);
 }
 
-void Worker::run(int listen_fd) {
+bool Worker::open_listener(uv_tcp_t& listener, int fd, const char* what) {
+  uv_tcp_init(&loop_, &listener);
+  int rc = uv_tcp_open(&listener, fd);
+  if (rc != 0) ::close(fd);  // not libuv's: uv_close(listener) will not close it
+  else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), SOMAXCONN, &Worker::on_connection);
+  // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
+  if (rc != 0) log::line("listen", "worker " + std::to_string(index_) + " cannot listen" + what + ": " + uv_strerror(rc));
+  return rc == 0;
+}
+
+void Worker::run(int listen_fd, int publish_fd) {
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
     ul.connect_ms = config_.upstream_connect_ms;
@@ -112,12 +123,11 @@ void Worker::run(int listen_fd) {
     ul.max_idle = config_.upstream_max_idle;
     upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul);
   }
-  uv_tcp_init(&loop_, &listener_);
-  int rc = uv_tcp_open(&listener_, listen_fd);
-  if (rc != 0) ::close(listen_fd);  // not libuv's: uv_close(listener_) will not close it
-  else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), SOMAXCONN, &Worker::on_connection);
-  // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
-  if (rc != 0) log::line("listen", "worker " + std::to_string(index_) + " cannot listen: " + uv_strerror(rc));
+  (void)open_listener(listener_, listen_fd, "");
+  if (publish_fd >= 0) {
+    (void)open_listener(publish_listener_, publish_fd, " on the operator listener");
+    publish_open_ = true;  // initialised either way: begin_stop() closes the handle
+  }
   if (unix_fd_ >= 0) {
     uv_poll_init(&loop_, &unix_poll_, unix_fd_);
     uv_poll_start(&unix_poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
@@ -171,7 +181,7 @@ void Worker::on_connection(uv_stream_t* server, int status) {
   guarded(
       w->stats_,
       [&] {
-        c = new HttpConn(*w);
+        c = new HttpConn(*w, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
         if (uv_accept(server, reinterpret_cast<uv_stream_t*>(c->tcp())) == 0 && !w->stopping_) {
           c->start();
         } else {
@@ -237,6 +247,7 @@ void Worker::begin_stop() {
   if (stopping_) return;
   stopping_ = true;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+  if (publish_open_) uv_close(reinterpret_cast<uv_handle_t*>(&publish_listener_), nullptr);
   if (unix_fd_ >= 0) {
     uv_close(reinterpret_cast<uv_handle_t*>(&unix_poll_), nullptr);
     ::close(unix_fd_);

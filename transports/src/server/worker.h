@@ -88,7 +88,8 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // ---- controlling thread ----
-  void start(int listen_fd);
+  /** `publish_fd`: this worker's socket of the operator listener (--publish-listen), or -1. */
+  void start(int listen_fd, int publish_fd = -1);
   void join();
   // ---- any thread ----
   /**
@@ -131,7 +132,8 @@ class Worker {
   void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
 
  private:
-  void run(int listen_fd);
+  void run(int listen_fd, int publish_fd);
+  bool open_listener(uv_tcp_t& listener, int fd, const char* what);
   void on_control();
   void begin_stop();
   void maybe_finish_stop();
@@ -161,6 +163,8 @@ class Worker {
 
   uv_loop_t loop_{};
   uv_tcp_t listener_{};
+  uv_tcp_t publish_listener_{};  // the operator listener (--publish-listen), when publish_open_
+  bool publish_open_ = false;
   uv_async_t inbox_async_{};    // the shard's waker: payloads to drain
   uv_async_t control_async_{};  // stop / adopt
   uv_check_t flush_check_{};    // one flush per loop iteration, after I/O

@@ -71,6 +71,12 @@ struct ServerConfig {
   double publish_rate = 0;          // notifications per second per publisher key (0 = unlimited)
   double publish_burst = 0;         // bucket size; 0 = one second's worth
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
+  // ---- the operator listener (empty publish_host: every path on the one listener) ----
+  // Non-empty: the operator paths (/v1/publish, /metrics; router.h is_operator_path) are served
+  // only on publish_host:publish_port and answer 404 on the public listener, which keeps /mcp
+  // and /healthz; the operator listener answers /mcp with 404 (clients belong on the public one).
+  std::string publish_host;
+  std::uint16_t publish_port = 0;         // 0 = ephemeral; publish_port() returns the bound port
 
   // ---- NATS backplane (empty `nats`: one process, in memory) ----
   std::string nats;                 // comma-separated nats:// URLs
@@ -129,8 +135,24 @@ class Server {
    */
   Status attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
 
+  /** The operator listener's bound port after start(), 0 without config.publish_host. */
+  [[nodiscard]] std::uint16_t publish_port() const noexcept;
+
+  /**
+   * Applies what can change without dropping a stream (SIGHUP in the mcpfan program), read
+   * from `next`: the client token keys (jwt_secret_file, jwt_public_key_file: the files are
+   * read again), the publisher keys (publish_keys_file; the rate buckets start full), the
+   * publish rate and burst, and the per-tenant ceilings (max_connections/streams/subscriptions/
+   * idle_sessions_per_tenant). Every other field of `next` is ignored. All or nothing: on an
+   * error (a file that does not load, auth turned on or off, which needs a restart) nothing
+   * changes and the error names the problem. Returns a one-line summary of what is in force.
+   * Call from the controlling thread after start(); workers keep serving meanwhile: a request
+   * finishes with the keys it started with.
+   */
+  [[nodiscard]] Result<std::string> reload(const ServerConfig& next);
+
   [[nodiscard]] Hub& hub() noexcept;
-  [[nodiscard]] const ServerConfig& config() const noexcept;
+  [[nodiscard]] const ServerConfig& config() const noexcept;  // as started: reload() does not change it
 
  private:
   struct Impl;
