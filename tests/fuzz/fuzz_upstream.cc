@@ -133,10 +133,11 @@ class Upstream {
       rest.remove_prefix(static_cast<std::size_t>(n));
     }
     ::shutdown(c, SHUT_WR);
-    // Drain what the proxy still sends (a body) so that the close is a FIN, not a reset.
-    for (int i = 0; i < 20; ++i) {
+    // Drain what the proxy still sends (a body) so that the close is a FIN, not a reset;
+    // briefly: a thread per connection must not pile up on a loaded machine.
+    for (int i = 0; i < 4; ++i) {
       pollfd p{c, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0 || ::recv(c, buf, sizeof buf, 0) <= 0) return;
+      if (::poll(&p, 1, 25) <= 0 || ::recv(c, buf, sizeof buf, 0) <= 0) return;
     }
   }
 
@@ -176,8 +177,12 @@ Proxy& proxy() {
   c.shutdown_grace_ms = 200;
   c.session_idle_ms = 200;  // adopted sessions expire, not pile up
   c.upstream = "http://127.0.0.1:" + std::to_string(g_proxy->upstream.port()) + "/mcp";
-  c.upstream_first_byte_ms = 1000;
-  c.upstream_idle_ms = 1000;
+  // An input makes at most two upstream calls one after the other (initialize, then the GET's
+  // leg): with these bounds even both timing out stays well inside exchange()'s 2 s hang check,
+  // which a loaded machine (CI with other builds) otherwise reached with 1 s each.
+  c.upstream_connect_ms = 250;
+  c.upstream_first_byte_ms = 250;
+  c.upstream_idle_ms = 250;
   c.upstream_max_answer_bytes = 4096;  // reachable: bigger rewritten answers are a 502
   g_proxy->server = std::make_unique<mcpfan::Server>(std::move(c));
   auto port = g_proxy->server->start();

@@ -17,13 +17,32 @@ bool ieq(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// The answer's headers mcpfan writes itself, or that end at the hop: not passed on.
-bool hop_header(std::string_view name) {
-  for (std::string_view hop : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
-                               "upgrade", "content-length"}) {
-    if (ieq(name, hop)) return true;
+bool is_token(std::string_view name) {
+  if (name.empty()) return false;
+  for (char ch : name) {
+    bool tchar = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
+    if (!tchar) return false;
   }
-  return false;
+  return true;
+}
+
+// The answer's headers that are passed on: not those mcpfan writes itself or that end at the
+// hop, and only well-formed ones. A name that is not a token, or one that merely starts like a
+// framing header ("Transfer-Encoding x"), is dropped: http_parser reads some of those as the
+// real thing, and a client's parser may too (found by fuzz_upstream).
+bool forwardable_answer_header(std::string_view name, std::string_view value) {
+  if (!is_token(name)) return false;
+  for (std::string_view framing : {"transfer-encoding", "content-length"}) {
+    if (name.size() >= framing.size() && ieq(name.substr(0, framing.size()), framing)) return false;
+  }
+  for (std::string_view hop : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade"}) {
+    if (ieq(name, hop)) return false;
+  }
+  for (char ch : value) {
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) return false;
+  }
+  return true;
 }
 
 const std::string* find_header(const proxy::HeaderList& headers, std::string_view name) {
@@ -80,14 +99,14 @@ void ProxyExchange::drained() {
 }
 
 void ProxyExchange::write_head(int status, const proxy::HeaderList& headers, std::size_t content_length, bool length_known) {
-  bool no_body = head_request_ || status == 204 || status == 304;
-  chunked_ = !no_body && !length_known;
+  no_body_ = head_request_ || status == 204 || status == 304;  // whatever bytes an upstream sends with them
+  chunked_ = !no_body_ && !length_known;
   std::string out;
   char line[64];
   std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
   out += line;
   for (const auto& [k, v] : headers) {
-    if (hop_header(k)) continue;
+    if (!forwardable_answer_header(k, v)) continue;
     out += k;
     out += ": ";
     out += v;
@@ -140,7 +159,7 @@ void ProxyExchange::on_body(std::string_view bytes) {
     buffered_.body.append(bytes);
     return;
   }
-  if (head_request_) return;
+  if (no_body_) return;
   if (chunked_) {
     char size[24];
     int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
@@ -163,7 +182,7 @@ void ProxyExchange::on_end() {
   if (rewrite_) {
     rewrite_(buffered_);
     write_head(buffered_.status, buffered_.headers, buffered_.body.size(), true);
-    if (!head_request_) conn_.proxy_write(std::move(buffered_.body));
+    if (!no_body_) conn_.proxy_write(std::move(buffered_.body));
   } else if (chunked_) {
     conn_.proxy_write("0\r\n\r\n");
   }

@@ -64,6 +64,7 @@ class ProxyExchange final : public proxy::UpstreamSink {
   bool done_ = false;
   bool head_written_ = false;
   bool chunked_ = false;
+  bool no_body_ = false;  // HEAD, 204, 304: the client gets no body
   Rewrite rewrite_;
   Answer buffered_;  // rewrite_ set: the answer so far
 };

@@ -37,6 +37,7 @@ struct UpstreamCall {
   bool complete = false;
   bool skip_message = false;  // a 1xx interim answer: not the answer
   bool head_too_big = false;
+  bool bad_status = false;  // not a status HTTP has (100-599)
   bool last_was_value = false;
   std::size_t head_bytes = 0;
   HeaderList headers;
@@ -73,6 +74,10 @@ const http_parser_settings kSettings = [] {
   };
   s.on_headers_complete = [](http_parser* p) -> int {
     UpstreamCall* c = call_of(p);
+    if (p->status_code < 100 || p->status_code > 599) {  // http_parser takes any number; HTTP has three digits
+      c->bad_status = true;
+      return -1;
+    }
     if (p->status_code / 100 == 1) {  // 100 Continue, 103 Early Hints: the answer follows
       c->skip_message = true;
       c->headers.clear();
@@ -310,6 +315,7 @@ void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
   }
   if (HTTP_PARSER_ERRNO(&conn->parser) != HPE_OK) {
     std::string what = c->head_too_big ? "the answer's head is longer than " + std::to_string(limits_.max_head_bytes) + " bytes"
+                       : c->bad_status ? "the answer's status " + std::to_string(conn->parser.status_code) + " is not an HTTP status"
                                        : std::string("not an HTTP/1.x answer: ") +
                                              http_errno_description(HTTP_PARSER_ERRNO(&conn->parser));
     return fail(c, UpstreamFailure::Protocol, what);
