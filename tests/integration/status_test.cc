@@ -10,6 +10,7 @@
 #include <map>
 
 #include "harness.h"
+#include "nats_server.h"
 #include "test_helpers.h"
 #include "token_mint.h"
 
@@ -260,6 +261,33 @@ TEST(Status, TenantRowsAreBoundedLikeMetrics) {
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_tenant_streams{tenant=\"_other\"}", 3));
   EXPECT_FALSE(ReadMetric(srv.port(), "mcpfan_tenant_streams{tenant=\"t2\"}").has_value());
   EXPECT_EQ(j.text().find("\"t2\""), std::string::npos) << j.text();
+}
+
+// With --nats, the backplane's state: connected, its subjects, then disconnected when NATS goes.
+TEST(Status, BackplaneStateWhenThereIsOne) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  ServerProcess srv(NodeArgs(nats, "S"));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Json j;
+  ASSERT_TRUE(PollStatus(srv.port(), [](const Json& d) {
+    auto c = d.Get({"backplane", "connected"});
+    return c && c->is_bool() && c->get_bool().value();
+  }, "backplane connected", &j));
+  for (auto f : {"subjects", "queued", "sent", "received", "refused", "dropped", "compacted_tenants"}) {
+    EXPECT_GE(Field(j, {"backplane", f}), 0) << f << ": " << j.text();
+  }
+  EXPECT_TRUE(j.Get({"backplane", "lag_seconds"}).has_value());
+  int64_t subjects = Field(j, {"backplane", "subjects"});
+  SseStream listen;
+  ASSERT_TRUE(OpenListen(listen, srv.port(), "\"b\"", R"({"resourceSubscriptions":["file:///bp/a"]})"));
+  EXPECT_TRUE(PollStatus(srv.port(), [&](const Json& d) { return Field(d, {"backplane", "subjects"}) > subjects; },
+                         "a subject for the listen"));
+  nats.Kill9();
+  EXPECT_TRUE(PollStatus(srv.port(), [](const Json& d) {
+    auto c = d.Get({"backplane", "connected"});
+    return c && c->is_bool() && !c->get_bool().value();
+  }, "backplane disconnected"));
 }
 
 // With auth configured, /status and /status.json follow /metrics: loopback peers and publisher
