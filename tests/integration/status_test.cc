@@ -173,17 +173,8 @@ TEST(Status, JsonAgreesWithMetrics) {
   ServerProcess srv({"--jwt-secret-file", dir.path() + "/secret", "--workers", "2", "--max-uris-per-listen", "1"});
   ASSERT_TRUE(srv.ok()) << srv.error();
   SseStream a, b;
-  auto listen_as = [&](SseStream& s, std::string_view tenant, std::string_view uri) {
-    auto h = McpHeaders(kV2026, "subscriptions/listen");
-    h.push_back(Bearer(Hs256Token(kSecret, tenant)));
-    std::string err;
-    return s.Open(srv.port(), McpPost(RpcBody("\"l\"", "subscriptions/listen",
-                                              R"("notifications":{"resourceSubscriptions":[")" + std::string(uri) + "\"]}"), h),
-                  kIo, &err) &&
-           s.head().status == 200 && s.NextMessage().has_value();
-  };
-  ASSERT_TRUE(listen_as(a, "acme", "file:///x"));
-  ASSERT_TRUE(listen_as(b, "globex", "file:///y"));
+  ASSERT_TRUE(ListenAsTenant(a, srv.port(), kSecret, "acme", "file:///x"));
+  ASSERT_TRUE(ListenAsTenant(b, srv.port(), kSecret, "globex", "file:///y"));
   auto h = McpHeaders(kV2026, "subscriptions/listen");
   h.push_back(Bearer(Hs256Token(kSecret, "acme")));
   auto refused = McpCall(srv.port(), McpPost(RpcBody("\"r\"", "subscriptions/listen",
@@ -241,23 +232,15 @@ TEST(Status, TenantRowsAreBoundedLikeMetrics) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   std::vector<std::unique_ptr<SseStream>> streams;
   for (std::string_view tenant : {"t1", "t2", "t3", "t4"}) {
-    auto h = McpHeaders(kV2026, "subscriptions/listen");
-    h.push_back(Bearer(Hs256Token(kSecret, tenant)));
-    auto s = std::make_unique<SseStream>();
-    std::string err;
-    ASSERT_TRUE(s->Open(srv.port(), McpPost(RpcBody("\"l\"", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h),
-                        kIo, &err))
-        << err;
-    ASSERT_EQ(s->head().status, 200);
-    ASSERT_TRUE(s->NextMessage());
-    streams.push_back(std::move(s));
+    streams.push_back(std::make_unique<SseStream>());
+    ASSERT_TRUE(ListenAsTenant(*streams.back(), srv.port(), kSecret, tenant, "file:///t"));
   }
   Json j;
   ASSERT_TRUE(PollStatus(srv.port(), [](const Json& d) { return d.GetInt({"gauges", "tenants"}) == 5; }, "5 tenants", &j));
   // Slots: default, t1 named; t2, t3, t4 summed.
   EXPECT_TRUE(JsonMatches(j.Get({"tenants"}), R"([{"tenant":"default","connections":0,"streams":0,"subscriptions":0,"limit_hits":0},
-                                                  {"tenant":"t1","connections":1,"streams":1,"subscriptions":0,"limit_hits":0}])"));
-  EXPECT_TRUE(JsonMatches(j.Get({"tenants_other"}), R"({"tenant":"_other","connections":3,"streams":3,"subscriptions":0,"limit_hits":0})"));
+                                                  {"tenant":"t1","connections":1,"streams":1,"subscriptions":1,"limit_hits":0}])"));
+  EXPECT_TRUE(JsonMatches(j.Get({"tenants_other"}), R"({"tenant":"_other","connections":3,"streams":3,"subscriptions":3,"limit_hits":0})"));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_tenant_streams{tenant=\"_other\"}", 3));
   EXPECT_FALSE(ReadMetric(srv.port(), "mcpfan_tenant_streams{tenant=\"t2\"}").has_value());
   EXPECT_EQ(j.text().find("\"t2\""), std::string::npos) << j.text();
