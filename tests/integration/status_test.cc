@@ -82,6 +82,14 @@ TEST(Status, PageIsSelfContainedHtmlWithStrictCsp) {
   EXPECT_EQ(csp.rfind("default-src 'none';", 0), 0u) << csp;
   EXPECT_NE(csp.find("connect-src 'self'"), std::string::npos) << csp;
   // Exactly the page's own inline script and style may run: by their hashes, no 'unsafe-inline'.
+  // The server hashes the text after the first bare opening tag: there must be one of each.
+  auto count = [&](std::string_view tag) {
+    int n = 0;
+    for (auto at = r->body.find(tag); at != std::string::npos; at = r->body.find(tag, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<script"), 1);
+  EXPECT_EQ(count("<style"), 1);
   EXPECT_NE(csp.find("script-src " + CspHash(r->body, "<script>", "</script>") + ";"), std::string::npos) << csp;
   EXPECT_NE(csp.find("style-src " + CspHash(r->body, "<style>", "</style>") + ";"), std::string::npos) << csp;
   EXPECT_EQ(csp.find("unsafe"), std::string::npos) << csp;

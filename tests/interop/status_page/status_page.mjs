@@ -13,9 +13,8 @@
 //    that every request it made went to the server's origin.
 // Chromium's PID is written to PIDFILE so that run.sh stops it even if this program dies.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 import { createTest, fail, loopbackBaseArg, publish, sleep, withTimeout, STEP_TIMEOUT_MS, SUB_ID_KEY } from '../lib/common.mjs';
 
@@ -35,7 +34,6 @@ if (!artifactDir || !pidFile) {
 const consoleErrors = []; // what the page logged at error level, or threw
 const requests = []; // every URL the page asked for
 let browser = null;
-let userDataDir = null;
 let chromiumLog = '';
 
 const t = createTest(NAME, {
@@ -46,7 +44,6 @@ const t = createTest(NAME, {
     },
     cleanup() {
         if (browser && browser.exitCode === null && browser.signalCode === null) browser.kill('SIGKILL');
-        if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     }
 });
 
@@ -55,7 +52,8 @@ const t = createTest(NAME, {
 // fd 4 its answers and events, each message a JSON text ended by a NUL byte.
 
 function startChromium() {
-    userDataDir = mkdtempSync(join(tmpdir(), 'mcpfan-status-chromium-'));
+    // In run.sh's work folder (beside PIDFILE): removed by run.sh once Chromium is stopped.
+    const userDataDir = mkdtempSync(join(dirname(pidFile), 'chromium-profile-'));
     const args = [
         '--headless=new',
         '--disable-gpu',
