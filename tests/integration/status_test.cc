@@ -111,7 +111,7 @@ TEST(Status, JsonHasTheFieldsAndTheyMove) {
   ASSERT_TRUE(before.ok()) << before.error() << ": " << r->body;
   EXPECT_EQ(before.GetString({"server"}).value_or(""), "mcpfan");
   EXPECT_EQ(Field(before, {"workers"}), 2);
-  for (auto g : {"connections", "streams", "subscriptions", "sessions", "sessions_idle", "tenants"}) {
+  for (auto g : {"connections", "streams", "subscriptions", "sessions", "sessions_idle", "sessions_parked", "tenants"}) {
     EXPECT_GE(Field(before, {"gauges", g}), 0) << g;
   }
   for (auto c : {"published", "deliveries", "coalesced", "limit_hits", "slow_consumer_closes", "http_requests", "auth_failures"}) {
@@ -198,6 +198,8 @@ TEST(Status, JsonAgreesWithMetrics) {
       {"mcpfan_listen_streams_open", {"gauges", "streams"}},
       {"mcpfan_subscriptions_active", {"gauges", "subscriptions"}},
       {"mcpfan_sessions_active", {"gauges", "sessions"}},
+      {"mcpfan_sessions_parked", {"gauges", "sessions_parked"}},
+      {"mcpfan_session_journaled_total", {"counters", "session_journaled"}},
       {"mcpfan_tenants", {"gauges", "tenants"}},
       {"mcpfan_published_total", {"counters", "published"}},
       {"mcpfan_deliveries_total", {"counters", "deliveries"}},

@@ -83,6 +83,7 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
           .num("subscriptions", s.subscriptions)
           .num("sessions", s.sessions)
           .num("sessions_idle", s.sessions_idle)
+          .num("sessions_parked", s.sessions_parked)
           .num("tenants", s.tenant_count);
     }
     {
@@ -98,6 +99,10 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
           .num("stream_writes", s.stream_writes)
           .num("http_requests", s.http_requests)
           .num("http_errors", s.http_errors)
+          .num("session_replayed", s.session_replayed)
+          .num("session_rereads", s.session_rereads)
+          .num("session_journaled", s.session_journaled)
+          .num("session_journal_evictions", s.session_journal_evictions)
           .num("debounce_suppressed", s.debounce_suppressed)
           .num("debounce_trailing", s.debounce_trailing)
           .num("auth_failures", auth_failures)
