@@ -256,6 +256,27 @@ TEST(Status, TenantRowsAreBoundedLikeMetrics) {
   EXPECT_EQ(j.text().find("\"t2\""), std::string::npos) << j.text();
 }
 
+// With --publish-listen, /status and /status.json are operator paths: served on the operator
+// listener (the page's relative fetch stays on it), 404 naming it on the public one.
+TEST(Status, OnTheOperatorListenerWithPublishListen) {
+  ServerProcess srv({"--publish-listen", "127.0.0.1:0", "--workers", "2"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  int ops = PublishPort(srv);
+  ASSERT_GT(ops, 0) << srv.Stderr();
+  for (std::string_view path : {"/status", "/status.json"}) {
+    auto pub = Get(srv.port(), path);
+    ASSERT_TRUE(pub);
+    EXPECT_EQ(pub->status, 404) << path;
+    EXPECT_NE(pub->body.find("operator listener"), std::string::npos) << pub->body;
+    auto op = Get(ops, path);
+    ASSERT_TRUE(op);
+    EXPECT_EQ(op->status, 200) << path;
+  }
+  auto mcp = Get(ops, "/mcp");
+  ASSERT_TRUE(mcp);
+  EXPECT_NE(mcp->body.find("/status"), std::string::npos) << "the operator listener's 404 lists what it serves: " << mcp->body;
+}
+
 // With --nats, the backplane's state: connected, its subjects, then disconnected when NATS goes.
 TEST(Status, BackplaneStateWhenThereIsOne) {
   NatsServer nats;
