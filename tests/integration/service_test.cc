@@ -34,17 +34,6 @@ std::optional<HttpResponse> PublishWith(int port, std::string_view key, std::str
 
 int StatusOf(const std::optional<HttpResponse>& r) { return r ? r->status : -1; }
 
-// The operator listener's port from the log line "mcpfan: publish listener on HOST:PORT".
-int PublishPort(const ServerProcess& srv) {
-  const std::string needle = "publish listener on ";
-  if (!srv.WaitForStderr(needle, kStart)) return 0;
-  std::string log = srv.Stderr();
-  auto at = log.find(needle);
-  auto eol = log.find('\n', at);
-  std::string hostport = log.substr(at + needle.size(), eol - at - needle.size());
-  return std::atoi(hostport.substr(hostport.rfind(':') + 1).c_str());
-}
-
 std::size_t Count(const std::string& text, std::string_view needle) {
   std::size_t n = 0;
   for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;

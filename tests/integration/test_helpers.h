@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,18 @@ inline ::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300
   auto f = ::testing::AssertionFailure() << extra.size() << " unexpected line(s):";
   for (const auto& l : extra) f << "\n    " << l.substr(0, 300);
   return f;
+}
+
+// With --publish-listen: the operator listener's port, from the log line "mcpfan: publish
+// listener on HOST:PORT" (bounded wait); 0 if it never came.
+inline int PublishPort(const ServerProcess& srv) {
+  const std::string needle = "publish listener on ";
+  if (!srv.WaitForStderr(needle, kStart)) return 0;
+  std::string log = srv.Stderr();
+  auto at = log.find(needle);
+  auto eol = log.find('\n', at);
+  std::string hostport = log.substr(at + needle.size(), eol - at - needle.size());
+  return std::atoi(hostport.substr(hostport.rfind(':') + 1).c_str());
 }
 
 inline bool PathExists(const std::string& p) {

@@ -7,10 +7,9 @@
 #include "mcp/publishers.h"
 #include "nats/backplane.h"
 #include "server/worker.h"
+#include "status/status.h"
 
 namespace mcpfan::detail {
-
-namespace {
 
 // Tenant names are in /metrics: with auth configured, only this host or a key for any
 // tenant may read them.
@@ -24,6 +23,8 @@ bool may_read_metrics(HttpConn& c, const HttpRequest& req) {
   return grant && grant->any_tenant;
 }
 
+namespace {
+
 // With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
 bool wrong_listener(HttpConn& c, std::string_view path) {
   const ServerConfig& cfg = c.worker().config();
@@ -34,13 +35,15 @@ bool wrong_listener(HttpConn& c, std::string_view path) {
   c.respond(404, "application/json",
             json_error_body(operator_path ? p + " is served on the operator listener (--publish-listen), not on this one"
                                           : p + " is not served on the operator listener (--publish-listen): it serves "
-                                                "/v1/publish, /metrics and /healthz; MCP clients use the public listener"));
+                                                "/v1/publish, /metrics, /status and /healthz; MCP clients use the public listener"));
   return true;
 }
 
 }  // namespace
 
-bool is_operator_path(std::string_view path) noexcept { return path == "/v1/publish" || path == "/metrics"; }
+bool is_operator_path(std::string_view path) noexcept {
+  return path == "/v1/publish" || path == "/metrics" || is_status_path(path);
+}
 
 void route_request(HttpConn& c, HttpRequest& req) {
   std::string_view url = req.url;
@@ -85,7 +88,9 @@ void route_request(HttpConn& c, HttpRequest& req) {
       c.respond(403, "application/json", json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
       return;
     }
-    c.respond(200, "text/plain; version=0.0.4", c.worker().metrics_text());
+    c.respond(200, "text/plain; version=0.0.4", render_prometheus(c.worker().stats_snapshot()));
+  } else if (is_status_path(path)) {
+    route_status(c, req, path);
   } else {
     c.respond(404, "application/json", json_error_body("no such path: " + std::string(path)));
   }

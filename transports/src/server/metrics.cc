@@ -1,12 +1,9 @@
 #include <cstdio>
-#include <functional>
 
-#include "server/log.h"
-#include "server/server_impl.h"
+#include "server/stats_snapshot.h"
 
-// GET /metrics: Prometheus text built from every worker's and shard's counters, the limits,
-// the auth counters and the per-tenant usage (its label set bounded by --metrics-tenants).
-namespace mcpfan {
+// GET /metrics: the Prometheus text of a StatsSnapshot (stats_snapshot.cc collects it).
+namespace mcpfan::detail {
 
 namespace {
 
@@ -40,101 +37,112 @@ void metric_seconds(std::string& out, const char* name, const char* help, double
   out += '\n';
 }
 
+// Per-tenant gauges: the snapshot's rows (bounded by --metrics-tenants), then "_other".
+void tenant_metrics(std::string& out, const StatsSnapshot& s) {
+  using Row = StatsSnapshot::TenantRow;
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    long long Row::*value;
+  };
+  const Family families[] = {
+      {"mcpfan_tenant_connections", "gauge", "Connections bound to the tenant.", &Row::connections},
+      {"mcpfan_tenant_streams", "gauge", "Listens and 2025-era sessions of the tenant.", &Row::streams},
+      {"mcpfan_tenant_subscriptions", "gauge", "Resource URIs the tenant's clients subscribe to.", &Row::subscriptions},
+      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers since it last had no clients.",
+       &Row::limit_hits},
+  };
+  auto line = [&out](const char* family, const Row& row, long long v) {
+    out += family;
+    out += "{tenant=\"";
+    for (char ch : row.name) {  // token tenants are [A-Za-z0-9._-]; escape anyway
+      if (ch == '\\' || ch == '"') out += '\\';
+      if (ch == '\n') out += "\\n";
+      else out += ch;
+    }
+    out += "\"} ";
+    out += std::to_string(v);
+    out += '\n';
+  };
+  for (const Family& f : families) {
+    metric_header(out, f.name, f.type, f.help);
+    for (const Row& row : s.tenants) line(f.name, row, row.*f.value);
+    if (s.tenants_other) line(f.name, *s.tenants_other, (*s.tenants_other).*f.value);
+  }
+  metric(out, "mcpfan_tenants", "gauge", "Tenants with clients (the default tenant included).", s.tenant_count);
+}
+
 }  // namespace
 
-std::string Server::Impl::metrics_text() {
-  long long conns = 0, requests = 0, errors = 0;
-  long long streams = 0, subs = 0, deliveries = 0, coalesced = 0, slow = 0, writes = 0, exceptions = 0, pauses = 0;
-  long long proxied = 0, upstream_failures = 0;
-  for (const auto& w : workers) {
-    proxied += static_cast<long long>(w->stats().proxied_requests.load(std::memory_order_relaxed));
-    upstream_failures += static_cast<long long>(w->stats().upstream_failures.load(std::memory_order_relaxed));
-    pauses += static_cast<long long>(w->stats().read_pauses.load(std::memory_order_relaxed));
-    exceptions += static_cast<long long>(w->stats().callback_exceptions.load(std::memory_order_relaxed));
-    conns += w->stats().connections.load(std::memory_order_relaxed);
-    requests += static_cast<long long>(w->stats().http_requests.load(std::memory_order_relaxed));
-    errors += static_cast<long long>(w->stats().http_errors.load(std::memory_order_relaxed));
-  }
-  for (std::size_t i = 0; i < hub->shard_count(); ++i) {
-    const ShardStats& s = hub->shard(i).stats();
-    streams += s.streams.load(std::memory_order_relaxed);
-    subs += s.subscriptions.load(std::memory_order_relaxed);
-    deliveries += static_cast<long long>(s.deliveries.load(std::memory_order_relaxed));
-    coalesced += static_cast<long long>(s.coalesced.load(std::memory_order_relaxed));
-    slow += static_cast<long long>(s.slow_closes.load(std::memory_order_relaxed));
-    writes += static_cast<long long>(s.writes.load(std::memory_order_relaxed));
-    exceptions += static_cast<long long>(s.exceptions.load(std::memory_order_relaxed));
-  }
+std::string render_prometheus(const StatsSnapshot& s) {
   std::string out;
-  metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", conns);
-  const detail::SessionCounters& sc = sessions.counters();
-  const long long parked = sc.parked.load(std::memory_order_relaxed);
-  // A parked session holds a shard stream with no connection: not an open stream.
-  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", streams - parked);
-  metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", subs);
-  metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.",
-         static_cast<long long>(hub->published()));
+  metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", s.connections);
+  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", s.streams);
+  metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", s.subscriptions);
+  metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.", s.published);
   metric(out, "mcpfan_published_no_audience_total", "counter",
-         "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out.",
-         static_cast<long long>(hub->no_audience()));
-  metric(out, "mcpfan_deliveries_total", "counter", "Notifications queued to streams.", deliveries);
-  metric(out, "mcpfan_coalesced_total", "counter", "Unwritten notifications replaced by a newer one for the same (method, uri).", coalesced);
-  metric(out, "mcpfan_slow_consumer_closes_total", "counter", "Streams closed for exceeding the pending-bytes bound.", slow);
-  metric(out, "mcpfan_stream_writes_total", "counter", "Batched writes handed to streams.", writes);
-  metric(out, "mcpfan_http_requests_total", "counter", "HTTP requests parsed.", requests);
-  metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", errors);
-  metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).",
-         static_cast<long long>(sessions.size()));
+         "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out.", s.published_no_audience);
+  metric(out, "mcpfan_deliveries_total", "counter", "Notifications queued to streams.", s.deliveries);
+  metric(out, "mcpfan_coalesced_total", "counter", "Unwritten notifications replaced by a newer one for the same (method, uri).", s.coalesced);
+  metric(out, "mcpfan_slow_consumer_closes_total", "counter", "Streams closed for exceeding the pending-bytes bound.", s.slow_closes);
+  metric(out, "mcpfan_stream_writes_total", "counter", "Batched writes handed to streams.", s.stream_writes);
+  metric(out, "mcpfan_http_requests_total", "counter", "HTTP requests parsed.", s.http_requests);
+  metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", s.http_errors);
+  metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).", s.sessions);
   metric(out, "mcpfan_sessions_idle", "gauge", "2025-era sessions without an open GET stream (bounded by --max-idle-sessions).",
-         static_cast<long long>(sessions.idle()));
+         s.sessions_idle);
   metric(out, "mcpfan_sessions_parked", "gauge",
-         "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume.", parked);
+         "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume.", s.sessions_parked);
   metric(out, "mcpfan_session_replayed_total", "counter", "Journaled notifications replayed to resuming GET streams.",
-         static_cast<long long>(sc.replayed.load(std::memory_order_relaxed)));
+         s.session_replayed);
   metric(out, "mcpfan_session_rereads_total", "counter",
-         "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.",
-         static_cast<long long>(sc.rereads.load(std::memory_order_relaxed)));
+         "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.", s.session_rereads);
   metric(out, "mcpfan_session_journaled_total", "counter",
          "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over).",
-         static_cast<long long>(sc.journaled.load(std::memory_order_relaxed)));
+         s.session_journaled);
   metric(out, "mcpfan_session_journal_evictions_total", "counter",
          "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints).",
-         static_cast<long long>(sc.evictions.load(std::memory_order_relaxed)));
-  const Debouncer* d = hub->debouncer();
+         s.session_journal_evictions);
   metric(out, "mcpfan_debounce_suppressed_total", "counter",
-         "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.",
-         d ? static_cast<long long>(d->suppressed()) : 0);
-  metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.",
-         d ? static_cast<long long>(d->trailing()) : 0);
-  metric(out, "mcpfan_workers", "gauge", "Worker loops.", static_cast<long long>(workers.size()));
+         "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.", s.debounce_suppressed);
+  metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.", s.debounce_trailing);
+  metric(out, "mcpfan_workers", "gauge", "Worker loops.", s.workers);
   metric(out, "mcpfan_log_lines_dropped_total", "counter",
-         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.",
-         static_cast<long long>(detail::log::dropped() + detail::log::suppressed()));
+         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.", s.log_lines_dropped);
   metric(out, "mcpfan_read_pauses_total", "counter",
-         "Times a client's connection stopped being read until its unread answers drained.", pauses);
-  if (!config.upstream.empty()) {
-    metric(out, "mcpfan_upstream_requests_total", "counter", "Requests forwarded to the --upstream MCP server.", proxied);
+         "Times a client's connection stopped being read until its unread answers drained.", s.read_pauses);
+  if (s.upstream) {
+    metric(out, "mcpfan_upstream_requests_total", "counter", "Requests forwarded to the --upstream MCP server.", s.upstream->requests);
     metric(out, "mcpfan_upstream_failures_total", "counter",
            "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
-           upstream_failures);
+           s.upstream->failures);
   }
   metric(out, "mcpfan_callback_exceptions_total", "counter",
          "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
-         exceptions);
+         s.callback_exceptions);
   metric_header(out, "mcpfan_limit_hits_total", "counter",
                 "Requests, connections and streams refused or closed by a configured limit.");
-  for (std::size_t i = 0; i < static_cast<std::size_t>(detail::Limit::kCount); ++i) {
-    auto l = static_cast<detail::Limit>(i);
+  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) {
     out += "mcpfan_limit_hits_total{limit=\"";
-    out += detail::limit_name(l);
+    out += limit_name(static_cast<Limit>(i));
     out += "\"} ";
-    out += std::to_string(state.limits.hits(l));
+    out += std::to_string(s.limit_hits[i]);
     out += '\n';
   }
-  auth_metrics(out);
-  tenant_metrics(out);
-  if (state.backplane) {
-    detail::nats::Backplane::Stats b = state.backplane->stats();
+  metric_header(out, "mcpfan_auth_failures_total", "counter", "Refused credentials, by who presented them and why.");
+  for (const StatsSnapshot::AuthFailure& f : s.auth_failures) {
+    out += "mcpfan_auth_failures_total{scope=\"";
+    out += f.scope;
+    out += "\",reason=\"";
+    out += f.reason;
+    out += "\"} ";
+    out += std::to_string(f.count);
+    out += '\n';
+  }
+  tenant_metrics(out, s);
+  if (s.backplane) {
+    const nats::Backplane::Stats& b = *s.backplane;
     metric(out, "mcpfan_backplane_connected", "gauge", "1 while connected to a NATS server.", b.connected ? 1 : 0);
     metric(out, "mcpfan_backplane_subjects", "gauge", "NATS subjects this node subscribes to (incl. lingering ones).",
            static_cast<long long>(b.subjects));
@@ -165,85 +173,4 @@ std::string Server::Impl::metrics_text() {
   return out;
 }
 
-void Server::Impl::auth_metrics(std::string& out) {
-  const detail::AuthCounters& a = state.auth_counters;
-  metric_header(out, "mcpfan_auth_failures_total", "counter", "Refused credentials, by who presented them and why.");
-  auto line = [&out](std::string_view scope, std::string_view reason, std::uint64_t v) {
-    out += "mcpfan_auth_failures_total{scope=\"";
-    out += scope;
-    out += "\",reason=\"";
-    out += reason;
-    out += "\"} ";
-    out += std::to_string(v);
-    out += '\n';
-  };
-  for (std::size_t i = 0; i < detail::AuthCounters::kClientReasons; ++i) {
-    line("client", detail::auth_failure_name(static_cast<detail::AuthFailure>(i)), a.client[i].load(std::memory_order_relaxed));
-  }
-  line("client", "forbidden_uri", a.client_forbidden_uri.load(std::memory_order_relaxed));
-  line("client", "wrong_tenant", a.client_wrong_tenant.load(std::memory_order_relaxed));
-  line("publisher", "missing", a.publisher_missing.load(std::memory_order_relaxed));
-  line("publisher", "unknown_key", a.publisher_unknown_key.load(std::memory_order_relaxed));
-  line("publisher", "forbidden_tenant", a.publisher_forbidden_tenant.load(std::memory_order_relaxed));
-}
-
-// Per-tenant gauges. Tenant names come from client tokens, so the label set is capped: the
-// first --metrics-tenants live tenants by slot are named, the rest summed as "_other".
-void Server::Impl::tenant_metrics(std::string& out) {
-  const detail::Limits& limits = state.limits;
-  struct Row {
-    std::string name;
-    const detail::TenantUsage* usage;
-  };
-  std::vector<Row> rows;
-  hub->tenants().for_each([&](TenantId id, const std::string& name) {
-    if (const detail::TenantUsage* u = limits.usage(id)) rows.push_back(Row{name, u});
-  });
-  std::size_t named = std::min(rows.size(), config.metrics_tenants);
-  struct Family {
-    const char* name;
-    const char* type;
-    const char* help;
-    std::function<long long(const detail::TenantUsage&)> value;
-  };
-  auto in_use = [](detail::Resource r) {
-    return [r](const detail::TenantUsage& u) { return static_cast<long long>(u.in_use[static_cast<std::size_t>(r)].load(std::memory_order_relaxed)); };
-  };
-  const Family families[] = {
-      {"mcpfan_tenant_connections", "gauge", "Connections bound to the tenant.", in_use(detail::Resource::Connections)},
-      {"mcpfan_tenant_streams", "gauge", "Listens and 2025-era sessions of the tenant.", in_use(detail::Resource::Streams)},
-      {"mcpfan_tenant_subscriptions", "gauge", "Resource URIs the tenant's clients subscribe to.", in_use(detail::Resource::Subscriptions)},
-      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers since it last had no clients.",
-       [](const detail::TenantUsage& u) { return static_cast<long long>(u.limit_hits.load(std::memory_order_relaxed)); }},
-  };
-  for (const Family& f : families) {
-    metric_header(out, f.name, f.type, f.help);
-    long long other = 0;
-    for (std::size_t t = 0; t < rows.size(); ++t) {
-      long long v = f.value(*rows[t].usage);
-      if (t >= named) {
-        other += v;
-        continue;
-      }
-      out += f.name;
-      out += "{tenant=\"";
-      for (char ch : rows[t].name) {  // token tenants are [A-Za-z0-9._-]; escape anyway
-        if (ch == '\\' || ch == '"') out += '\\';
-        if (ch == '\n') out += "\\n";
-        else out += ch;
-      }
-      out += "\"} ";
-      out += std::to_string(v);
-      out += '\n';
-    }
-    if (rows.size() > named) {
-      out += f.name;
-      out += "{tenant=\"_other\"} ";
-      out += std::to_string(other);
-      out += '\n';
-    }
-  }
-  metric(out, "mcpfan_tenants", "gauge", "Tenants with clients (the default tenant included).", static_cast<long long>(rows.size()));
-}
-
-}  // namespace mcpfan
+}  // namespace mcpfan::detail

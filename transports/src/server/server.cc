@@ -214,9 +214,9 @@ Result<std::uint16_t> Server::start() {
       return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.unix_path + ": " + err};
     }
   }
-  auto metrics = [impl = impl_.get()] { return impl->metrics_text(); };
+  auto snapshot = [impl = impl_.get()] { return impl->snapshot(); };
   for (unsigned i = 0; i < m.config.workers; ++i) {
-    m.workers.push_back(std::make_unique<Worker>(i, m.state, metrics));
+    m.workers.push_back(std::make_unique<Worker>(i, m.state, snapshot));
   }
   std::vector<Worker*> peers;
   for (auto& w : m.workers) peers.push_back(w.get());

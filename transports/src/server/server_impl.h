@@ -1,6 +1,6 @@
 #pragma once
 // Server's private state (the pimpl of mcpfan::Server), shared by server.cc (start, stop,
-// attach) and metrics.cc (the /metrics text). Owned by Server; workers run on it.
+// attach) and stats_snapshot.cc (the numbers of /metrics and /status.json). Owned by Server; workers run on it.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "mcpfan/transport/server.h"
 #include "server/server_state.h"
+#include "server/stats_snapshot.h"
 #include "server/worker.h"
 
 namespace mcpfan {
@@ -27,9 +28,8 @@ struct Server::Impl {
   /** Loads what reload() may change and installs it (start() and reload(); reload.cc). */
   [[nodiscard]] Result<std::string> install_reloadable(const ServerConfig& next, bool starting);
 
-  std::string metrics_text();
-  void auth_metrics(std::string& out);
-  void tenant_metrics(std::string& out);
+  /** The numbers of /metrics and /status.json (stats_snapshot.cc). Any thread. */
+  detail::StatsSnapshot snapshot();
 };
 
 }  // namespace mcpfan

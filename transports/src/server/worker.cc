@@ -20,7 +20,7 @@ Worker* self(T* handle) {
 }
 }  // namespace
 
-Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> metrics_text)
+Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()> snapshot)
     : index_(index),
       config_(state.config),
       hub_(*state.hub),
@@ -31,7 +31,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<std::string()> 
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
       upstream_target_(state.upstream),
-      metrics_text_(std::move(metrics_text)),
+      snapshot_(std::move(snapshot)),
       publish_decoder_(PublishLimits{config_.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
       read_buf_(64 * 1024, '\0') {

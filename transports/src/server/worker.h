@@ -18,6 +18,7 @@
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/transport/server.h"
 #include "proxy/upstream.h"
+#include "server/stats_snapshot.h"
 
 namespace mcpfan::detail {
 
@@ -82,7 +83,7 @@ struct ControlMsg {
 class Worker {
  public:
   /** Keeps references to the parts of `state` its connections use; `state` outlives the worker. */
-  Worker(unsigned index, ServerState& state, std::function<std::string()> metrics_text);
+  Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()> snapshot);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -122,7 +123,8 @@ class Worker {
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
   [[nodiscard]] WorkerStats& stats() noexcept { return stats_; }
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
-  [[nodiscard]] std::string metrics_text() const { return metrics_text_(); }
+  /** The whole server's numbers now, for /metrics and /status.json. */
+  [[nodiscard]] StatsSnapshot stats_snapshot() const { return snapshot_(); }
   /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
   [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
   void link(Conn* c) noexcept;
@@ -154,7 +156,7 @@ class Worker {
   nats::Backplane* backplane_;
   const std::optional<proxy::UpstreamTarget>& upstream_target_;
   std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
-  std::function<std::string()> metrics_text_;
+  std::function<StatsSnapshot()> snapshot_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;
   RpcDecoder rpc_decoder_;

@@ -1,0 +1,107 @@
+#include "server/stats_snapshot.h"
+
+#include <algorithm>
+
+#include "server/log.h"
+#include "server/server_impl.h"
+
+// The one place the server's numbers are computed (GET /metrics and GET /status.json render them).
+namespace mcpfan {
+
+namespace {
+
+long long ll(std::uint64_t v) { return static_cast<long long>(v); }
+template <class T>
+long long load(const std::atomic<T>& a) {
+  return static_cast<long long>(a.load(std::memory_order_relaxed));
+}
+
+}  // namespace
+
+detail::StatsSnapshot Server::Impl::snapshot() {
+  detail::StatsSnapshot s;
+  long long proxied = 0, upstream_failures = 0;
+  for (const auto& w : workers) {
+    const detail::WorkerStats& ws = w->stats();
+    proxied += load(ws.proxied_requests);
+    upstream_failures += load(ws.upstream_failures);
+    s.read_pauses += load(ws.read_pauses);
+    s.callback_exceptions += load(ws.callback_exceptions);
+    s.connections += load(ws.connections);
+    s.http_requests += load(ws.http_requests);
+    s.http_errors += load(ws.http_errors);
+  }
+  for (std::size_t i = 0; i < hub->shard_count(); ++i) {
+    const ShardStats& st = hub->shard(i).stats();
+    s.streams += load(st.streams);
+    s.subscriptions += load(st.subscriptions);
+    s.deliveries += load(st.deliveries);
+    s.coalesced += load(st.coalesced);
+    s.slow_closes += load(st.slow_closes);
+    s.stream_writes += load(st.writes);
+    s.callback_exceptions += load(st.exceptions);
+  }
+  s.published = ll(hub->published());
+  s.published_no_audience = ll(hub->no_audience());
+  s.sessions = static_cast<long long>(sessions.size());
+  s.sessions_idle = static_cast<long long>(sessions.idle());
+  const detail::SessionCounters& sc = sessions.counters();
+  s.sessions_parked = load(sc.parked);
+  s.streams -= s.sessions_parked;  // a parked session holds a shard stream with no connection: not an open stream
+  s.session_replayed = load(sc.replayed);
+  s.session_rereads = load(sc.rereads);
+  s.session_journaled = load(sc.journaled);
+  s.session_journal_evictions = load(sc.evictions);
+  if (const Debouncer* d = hub->debouncer()) {
+    s.debounce_suppressed = ll(d->suppressed());
+    s.debounce_trailing = ll(d->trailing());
+  }
+  s.workers = static_cast<long long>(workers.size());
+  s.log_lines_dropped = ll(detail::log::dropped() + detail::log::suppressed());
+  if (!config.upstream.empty()) s.upstream = detail::StatsSnapshot::Upstream{proxied, upstream_failures};
+  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));
+
+  const detail::AuthCounters& a = state.auth_counters;
+  for (std::size_t i = 0; i < detail::AuthCounters::kClientReasons; ++i) {
+    s.auth_failures.push_back({"client", detail::auth_failure_name(static_cast<detail::AuthFailure>(i)), load(a.client[i])});
+  }
+  s.auth_failures.push_back({"client", "forbidden_uri", load(a.client_forbidden_uri)});
+  s.auth_failures.push_back({"client", "wrong_tenant", load(a.client_wrong_tenant)});
+  s.auth_failures.push_back({"publisher", "missing", load(a.publisher_missing)});
+  s.auth_failures.push_back({"publisher", "unknown_key", load(a.publisher_unknown_key)});
+  s.auth_failures.push_back({"publisher", "forbidden_tenant", load(a.publisher_forbidden_tenant)});
+
+  // Tenant names come from client tokens, so the rows are capped: the first --metrics-tenants
+  // live tenants by slot are named, the rest summed as "_other".
+  hub->tenants().for_each([&](TenantId id, const std::string& name) {
+    const detail::TenantUsage* u = state.limits.usage(id);
+    if (!u) return;
+    auto in_use = [u](detail::Resource r) { return load(u->in_use[static_cast<std::size_t>(r)]); };
+    detail::StatsSnapshot::TenantRow row{name, in_use(detail::Resource::Connections), in_use(detail::Resource::Streams),
+                                         in_use(detail::Resource::Subscriptions), load(u->limit_hits)};
+    ++s.tenant_count;
+    if (s.tenants.size() < config.metrics_tenants) {
+      s.tenants.push_back(std::move(row));
+      return;
+    }
+    if (!s.tenants_other) s.tenants_other = detail::StatsSnapshot::TenantRow{"_other"};
+    s.tenants_other->connections += row.connections;
+    s.tenants_other->streams += row.streams;
+    s.tenants_other->subscriptions += row.subscriptions;
+    s.tenants_other->limit_hits += row.limit_hits;
+  });
+  if (state.backplane) s.backplane = state.backplane->stats();
+  return s;
+}
+
+}  // namespace mcpfan
+
+namespace mcpfan::detail {
+
+long long StatsSnapshot::limit_hits_total() const noexcept {
+  long long n = 0;
+  for (long long v : limit_hits) n += v;
+  return n;
+}
+
+}  // namespace mcpfan::detail

@@ -1,0 +1,87 @@
+#pragma once
+// The server's numbers at one instant: every worker's and shard's counters summed, the limits,
+// the auth counters, the per-tenant rows (bounded by --metrics-tenants) and the backplane.
+// Collected in one place (stats_snapshot.cc) and rendered twice: as Prometheus text for
+// GET /metrics (metrics.cc) and as JSON for GET /status.json (status/status_json.cc), so the
+// two cannot disagree. A plain value: made on any thread, owned by whoever asked.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mcp/auth.h"
+#include "mcp/limits.h"
+#include "nats/backplane.h"
+
+namespace mcpfan::detail {
+
+struct StatsSnapshot {
+  // Gauges.
+  long long connections = 0;     // open TCP connections
+  long long streams = 0;         // open subscriptions/listen streams (parked sessions' not counted)
+  long long subscriptions = 0;   // active listen subscriptions
+  long long sessions = 0;        // 2025-era sessions
+  long long sessions_idle = 0;   // of those: without an open GET stream
+  long long sessions_parked = 0; // of those: still journaling for a Last-Event-ID resume
+  long long workers = 0;
+  // Counters.
+  long long published = 0;
+  long long published_no_audience = 0;
+  long long deliveries = 0;
+  long long coalesced = 0;
+  long long slow_closes = 0;
+  long long stream_writes = 0;
+  long long http_requests = 0;
+  long long http_errors = 0;
+  long long session_replayed = 0;           // journaled notifications replayed on resumes
+  long long session_rereads = 0;            // Last-Event-IDs answered with re-read hints
+  long long session_journaled = 0;
+  long long session_journal_evictions = 0;
+  long long debounce_suppressed = 0;
+  long long debounce_trailing = 0;
+  long long log_lines_dropped = 0;
+  long long read_pauses = 0;
+  long long callback_exceptions = 0;
+  /** With --upstream: the forwarded requests and their failures. */
+  struct Upstream {
+    long long requests = 0;
+    long long failures = 0;
+  };
+  std::optional<Upstream> upstream;
+  /** By detail::Limit. */
+  std::array<long long, static_cast<std::size_t>(Limit::kCount)> limit_hits{};
+  [[nodiscard]] long long limit_hits_total() const noexcept;
+
+  /** Refused credentials: one row per (scope, reason), in the order /metrics lists them. */
+  struct AuthFailure {
+    std::string_view scope;   // "client" or "publisher"; static strings
+    std::string_view reason;
+    long long count;
+  };
+  std::vector<AuthFailure> auth_failures;
+
+  /** One tenant's usage (or the sum of the tenants past the bound). */
+  struct TenantRow {
+    std::string name;
+    long long connections = 0;
+    long long streams = 0;
+    long long subscriptions = 0;
+    long long limit_hits = 0;
+  };
+  /** The first --metrics-tenants live tenants by slot, named. */
+  std::vector<TenantRow> tenants;
+  /** The rest summed, named "_other"; absent when every tenant is named. */
+  std::optional<TenantRow> tenants_other;
+  /** Tenants with clients (the default tenant included): tenants.size() plus those in _other. */
+  long long tenant_count = 0;
+
+  /** With --nats. */
+  std::optional<nats::Backplane::Stats> backplane;
+};
+
+/** Prometheus text format (version 0.0.4) of `s`: the body of GET /metrics. */
+[[nodiscard]] std::string render_prometheus(const StatsSnapshot& s);
+
+}  // namespace mcpfan::detail

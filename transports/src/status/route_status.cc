@@ -1,0 +1,75 @@
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include <chrono>
+
+#include "http/http_conn.h"
+#include "http/router.h"
+#include "mcp/messages.h"
+#include "server/worker.h"
+#include "status/status.h"
+
+// GET /status and GET /status.json. The page carries its script and style inline and the
+// Content-Security-Policy allows exactly those two (by their SHA-256) and fetches to this
+// origin: nothing else loads, runs or leaves.
+namespace mcpfan::detail {
+
+namespace {
+
+constexpr std::string_view kPagePath = "/status";
+constexpr std::string_view kJsonPath = "/status.json";
+
+/** CSP source expression 'sha256-<base64>' of the text between `open` and `close` in the page. */
+std::string inline_hash(std::string_view open, std::string_view close) {
+  std::size_t b = kStatusPage.find(open);
+  std::size_t e = b == std::string_view::npos ? b : kStatusPage.find(close, b + open.size());
+  if (e == std::string_view::npos) return "'none'";  // a page without it: allow none
+  std::string_view text = kStatusPage.substr(b + open.size(), e - b - open.size());
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  unsigned char b64[4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1];
+  int n = EVP_EncodeBlock(b64, digest, SHA256_DIGEST_LENGTH);
+  return "'sha256-" + std::string(reinterpret_cast<const char*>(b64), static_cast<std::size_t>(n)) + "'";
+}
+
+/** The page's headers, computed once (the page is fixed at build time). */
+const std::string& page_headers() {
+  static const std::string headers =
+      "Cache-Control: no-cache\r\n"
+      "Content-Security-Policy: default-src 'none'; script-src " + inline_hash("<script>", "</script>") +
+      "; style-src " + inline_hash("<style>", "</style>") +
+      "; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n"
+      "X-Content-Type-Options: nosniff\r\n"
+      "Referrer-Policy: no-referrer\r\n";
+  return headers;
+}
+
+std::int64_t ms_since_epoch(auto now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
+
+}  // namespace
+
+bool is_status_path(std::string_view path) noexcept { return path == kPagePath || path == kJsonPath; }
+
+void route_status(HttpConn& c, const HttpRequest& req, std::string_view path) {
+  auto method = static_cast<http_method>(req.method);
+  if (method != HTTP_GET && method != HTTP_HEAD) {
+    c.respond(405, "application/json", json_error_body("method not allowed; use GET, HEAD"), "Allow: GET, HEAD\r\n");
+    return;
+  }
+  if (!may_read_metrics(c, req)) {
+    c.respond(403, "application/json",
+              json_error_body(std::string(path) + " is served to loopback peers and to publisher keys for \"*\""));
+    return;
+  }
+  if (path == kPagePath) {
+    c.respond(200, "text/html; charset=utf-8", kStatusPage, page_headers());
+    return;
+  }
+  std::string body = render_status_json(c.worker().stats_snapshot(), ms_since_epoch(std::chrono::system_clock::now()),
+                                        ms_since_epoch(std::chrono::steady_clock::now()));
+  c.respond(200, "application/json", body, "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+}
+
+}  // namespace mcpfan::detail
