@@ -24,8 +24,8 @@ set(MCPFAN_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/mcpfan")
 
 install(TARGETS mcpfan_engine mcpfan_transports EXPORT mcpfanTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT mcpfan_development
-  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT mcpfan_development
-  INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT mcpfan_development)
+# (Their INTERFACE_INCLUDE_DIRECTORIES already name include/ through $<INSTALL_INTERFACE>.)
 # The public headers only: engine/src and transports/src stay private.
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/" "${PROJECT_SOURCE_DIR}/transports/include/"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT mcpfan_development
