@@ -13,6 +13,7 @@
 #include <string>
 
 #include "mcpfan/transport/server.h"
+#include "support/loopback.h"
 
 namespace {
 
@@ -33,15 +34,8 @@ int loopback_listener(std::uint16_t& port, bool do_listen = true) {
 
 /** GET /healthz over a fresh connection; the whole answer (the server closes: Connection: close). */
 std::string healthz(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
+  int fd = mcpfan::testing::connect_loopback(port);
+  if (fd < 0) return "connect failed";
   std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string got;
