@@ -5,7 +5,8 @@
 #      http-parser, simdjson, libuv, CLI11, libjwt) or defines an internal type (Chunk,
 #      InboxItem), and all of them compile together with only <prefix>/include on the path;
 #   3. examples/ configured with find_package(mcpfan) against that prefix, built, and run
-#      (embed_server: a Server and host threads; host_loop: a shard on the host's libuv loop);
+#      (embed_server: a Server and host threads; host_loop: a shard on the host's libuv loop;
+#      spawn_children: child processes attached by their stdio);
 #   4. a consumer that add_subdirectory()s the source tree: it sees mcpfan::engine and
 #      mcpfan::server, builds an engine-only program (mcpfan::engine, mcpfan/mcp.h) and runs it.
 # Usage: run.sh BUILD_DIR SOURCE_DIR. Takes about a minute on two cores (step 4 compiles the engine).
@@ -50,6 +51,7 @@ cmake -S "$src/examples" -B "$tmp/examples" "${gen[@]}" -DCMAKE_PREFIX_PATH="$tm
 cmake --build "$tmp/examples" -j "$jobs" >/dev/null
 timeout 30 "$tmp/examples/embed_server/embed_server"
 timeout 30 "$tmp/examples/host_loop/host_loop"
+timeout 30 "$tmp/examples/spawn_children/spawn_children"
 
 echo "== 4. add_subdirectory() of the source tree"
 cmake -S "$src/tests/embedding/subdir_consumer" -B "$tmp/subdir" "${gen[@]}" -DMCPFAN_SOURCE_DIR="$src" \

@@ -9,6 +9,10 @@
  * there refuses with an error instead of joining its own thread). attach_stdio() and hub()
  * are thread-safe.
  *
+ * Signals: the host must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN), as the mcpfan program
+ * does) before start(): a write to a pipe whose reader has gone (an attached stdio client
+ * that exited) raises it, and its default action ends the process.
+ *
  * Lifetimes: hub() stays valid until the Server is destroyed. stop() first closes the hub
  * (publishes in progress finish, later ones return false and deliver nothing; debounced
  * updates go out), then ends every stream and joins the workers. Publishing concurrently
