@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -85,6 +86,7 @@ mcpfan::PayloadRef resource_updated(const std::string& uri, std::string_view rev
 }  // namespace
 
 int main() {
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished is an EPIPE, not the end of the host (transport/server.h)
   mcpfan::ServerConfig config;
   config.host = "127.0.0.1";
   config.port = 0;  // ephemeral
