@@ -3,6 +3,9 @@
 #include "mcpfan/json_text.h"
 #include "mcpfan/payload.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace mcpfan::mcp {
 
 namespace {
@@ -104,6 +107,28 @@ std::string listen_complete_result(std::string_view id) {
   result += id;
   result += "}}";
   return rpc_result_json(id, result);
+}
+
+PayloadRef resource_updated(std::string_view uri, TenantId tenant) {
+  std::string uri_json;
+  append_json_string(uri_json, uri);
+  NotificationParts parts;
+  parts.tenant = tenant;
+  parts.kind = Kind::ResourceUpdated;
+  parts.uri = uri;
+  parts.params.emplace_back("uri", uri_json);
+  return encode_notification(parts);
+}
+
+PayloadRef list_changed(Kind kind, TenantId tenant) {
+  if (kind == Kind::ResourceUpdated) {  // it needs a uri: a programming error, caught at once
+    std::fputs("mcpfan: mcp::list_changed(Kind::ResourceUpdated): use mcp::resource_updated(uri)\n", stderr);
+    std::abort();
+  }
+  NotificationParts parts;
+  parts.tenant = tenant;
+  parts.kind = kind;
+  return encode_notification(parts);
 }
 
 }  // namespace mcpfan::mcp

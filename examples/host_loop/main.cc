@@ -55,15 +55,6 @@ void CountingSink::write_batch(mcpfan::OutBatch&& batch) {
   if (host->received == kThreads * kPerThread) uv_stop(&host->loop);
 }
 
-mcpfan::PayloadRef updated(const std::string& uri) {
-  std::string uri_json = "\"" + uri + "\"";
-  mcpfan::NotificationParts parts;
-  parts.kind = mcpfan::Kind::ResourceUpdated;
-  parts.uri = uri;
-  parts.params.emplace_back("uri", uri_json);
-  return mcpfan::encode_notification(parts);
-}
-
 }  // namespace
 
 int main() {
@@ -94,7 +85,7 @@ int main() {
     publishers.emplace_back([&host, t] {
       for (int i = 0; i < kPerThread; ++i) {
         // Distinct URIs: nothing is coalesced, every publish is one delivery.
-        (void)host.hub.publish(updated("file:///work/t" + std::to_string(t) + "/" + std::to_string(i)));
+        (void)host.hub.publish(mcpfan::mcp::resource_updated("file:///work/t" + std::to_string(t) + "/" + std::to_string(i)));
       }
     });
   }

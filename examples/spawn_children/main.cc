@@ -87,15 +87,6 @@ bool read_lines(Child& c, std::size_t lines) {
   return true;
 }
 
-mcpfan::PayloadRef updated(const std::string& uri) {
-  std::string uri_json = "\"" + uri + "\"";
-  mcpfan::NotificationParts parts;
-  parts.kind = mcpfan::Kind::ResourceUpdated;
-  parts.uri = uri;
-  parts.params.emplace_back("uri", uri_json);
-  return mcpfan::encode_notification(parts);
-}
-
 int fail(const std::string& what) {
   std::fprintf(stderr, "spawn_children: %s\n", what.c_str());
   return 1;
@@ -129,7 +120,7 @@ int main() {
     }
   }
   for (int i = 0; i < kChildren; ++i) {
-    if (!server.hub().publish(updated("file:///child/" + std::to_string(i) + "/state"))) return fail("publish refused");
+    if (!server.hub().publish(mcpfan::mcp::resource_updated("file:///child/" + std::to_string(i) + "/state"))) return fail("publish refused");
   }
   int status = 0;
   for (int i = 0; i < kChildren; ++i) {

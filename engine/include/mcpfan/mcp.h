@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "mcpfan/kind.h"
+#include "mcpfan/payload.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -51,5 +53,14 @@ struct ListenPlan {
  * `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":<id>}}`.
  */
 [[nodiscard]] std::string listen_complete_result(std::string_view id);
+
+/**
+ * A publisher's notifications, encoded for Hub::publish() (what `POST /v1/publish` makes of
+ * `{"method":"notifications/resources/updated","params":{"uri":...}}`): `uri` is plain text,
+ * JSON-escaped here. For params or _meta of your own, fill NotificationParts (payload.h).
+ */
+[[nodiscard]] PayloadRef resource_updated(std::string_view uri, TenantId tenant = kDefaultTenant);
+/** `notifications/{tools,prompts,resources}/list_changed`; `kind` must not be Kind::ResourceUpdated. */
+[[nodiscard]] PayloadRef list_changed(Kind kind, TenantId tenant = kDefaultTenant);
 
 }  // namespace mcpfan::mcp
