@@ -6,6 +6,7 @@
 #
 # Self-contained: only the rules for the exported targets live here (packaging, e.g. CPack,
 # belongs elsewhere). Included from the top-level CMakeLists.txt after the libraries exist.
+# Component "dev": the one main's cmake/package.cmake packs as mcpfan-dev.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -23,15 +24,15 @@ endif()
 set(MCPFAN_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/mcpfan")
 
 install(TARGETS mcpfan_engine mcpfan_transports EXPORT mcpfanTargets
-  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT mcpfan_development
-  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT mcpfan_development)
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev)
 # (Their INTERFACE_INCLUDE_DIRECTORIES already name include/ through $<INSTALL_INTERFACE>.)
 # The public headers only: engine/src and transports/src stay private.
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/" "${PROJECT_SOURCE_DIR}/transports/include/"
-  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT mcpfan_development
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
 install(EXPORT mcpfanTargets NAMESPACE mcpfan:: FILE mcpfanTargets.cmake
-  DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT mcpfan_development)
+  DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT dev)
 
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/mcpfanConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/mcpfanConfig.cmake" INSTALL_DESTINATION "${MCPFAN_CMAKE_DIR}")
@@ -39,4 +40,4 @@ configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/mcpfanConfig.cmake.in"
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/mcpfanConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}" COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/mcpfanConfig.cmake" "${PROJECT_BINARY_DIR}/mcpfanConfigVersion.cmake"
-  DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT mcpfan_development)
+  DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT dev)
