@@ -2,16 +2,48 @@
 
 #include "coalesce_table.h"
 
+#include <concurrentqueue/concurrentqueue.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <queue>
 
 namespace mcpfan {
 
 namespace detail {
+/**
+ * Loop-local refcounted output: a shared payload reference, or bytes owned here, or both:
+ * a journaled stream's payload with its prefix (`bytes`, written before the frame).
+ */
+struct Chunk {
+  PayloadRef payload;
+  std::string bytes;
+  std::uint32_t refs = 1;
+};
 void release(Chunk* c) noexcept {
   if (c && --c->refs == 0) delete c;
 }
+
+/** One shard's cross-thread channel; held in place in Shard::inbox_storage_. */
+struct ShardInbox {
+  struct Item {
+    std::uint64_t seq = 0;
+    PayloadRef payload;
+    std::unique_ptr<std::function<void()>> task;  // set instead of payload for post_task()
+  };
+  struct LaterSeq {
+    bool operator()(const Item& a, const Item& b) const noexcept { return a.seq > b.seq; }
+  };
+  moodycamel::ConcurrentQueue<Item> queue;
+  std::priority_queue<Item, std::vector<Item>, LaterSeq> early;  // arrived ahead of a gap
+  std::vector<Item> drain_buf;
+};
 }  // namespace detail
+
+// The header sizes the inbox's storage without seeing its type: a change to either fails here.
+static_assert(sizeof(detail::ShardInbox) <= detail::kShardInboxBytes, "kShardInboxBytes is too small for ShardInbox");
+static_assert(alignof(detail::ShardInbox) <= alignof(std::max_align_t), "ShardInbox needs a stricter alignment");
+using InboxItem = detail::ShardInbox::Item;
 
 using detail::Chunk;
 
@@ -67,7 +99,8 @@ Shard::Stream& Shard::Stream::operator=(Stream&&) noexcept = default;
 Shard::Stream::~Stream() = default;
 
 Shard::Shard(ShardOptions options) : options_(options), keepalive_chunk_(own_bytes(": keepalive\n\n")) {
-  drain_buf_.resize(options_.drain_batch);
+  new (inbox_storage_) detail::ShardInbox();
+  inbox().drain_buf.resize(options_.drain_batch);
 }
 
 Shard::~Shard() {
@@ -76,12 +109,13 @@ Shard::~Shard() {
   for (StreamId id : open) close_stream(id);
   detail::release(keepalive_chunk_);
   InboxItem item;
-  while (inbox_.try_dequeue(item)) item.payload.reset();
+  while (inbox().queue.try_dequeue(item)) item.payload.reset();
+  inbox().~ShardInbox();
 }
 
 void Shard::post(PayloadRef payload) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  enqueued_or_die(inbox_.enqueue(InboxItem{seq, std::move(payload), nullptr}));
+  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, std::move(payload), nullptr}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -90,13 +124,13 @@ void Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
   std::uint64_t seq = post_seq_.fetch_add(n, std::memory_order_relaxed);
   std::vector<InboxItem> items(n);
   for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i]), nullptr};
-  enqueued_or_die(inbox_.enqueue_bulk(std::make_move_iterator(items.begin()), n));
+  enqueued_or_die(inbox().queue.enqueue_bulk(std::make_move_iterator(items.begin()), n));
   if (wake_) wake_(wake_arg_);
 }
 
 void Shard::post_task(std::function<void()> task) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  enqueued_or_die(inbox_.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))}));
+  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -300,7 +334,8 @@ void Shard::deliver(const PayloadRef& p) {
 // A posted task is transport code, and a delivery allocates: an exception from either must
 // not escape into the loop's callback (std::terminate), nor skip its sequence number (the
 // shard would wait for it forever). It is counted, and the shard goes on.
-void Shard::run(InboxItem& item) noexcept {
+template <class Item>
+void Shard::run(Item& item) noexcept {
   try {
     if (item.task) {
       (*item.task)();
@@ -317,27 +352,28 @@ void Shard::run(InboxItem& item) noexcept {
 
 bool Shard::drain(std::size_t max_batches) {
   for (std::size_t b = 0; b < max_batches; ++b) {
-    std::size_t n = inbox_.try_dequeue_bulk(drain_buf_.begin(), drain_buf_.size());
+    detail::ShardInbox& in = inbox();
+    std::size_t n = in.queue.try_dequeue_bulk(in.drain_buf.begin(), in.drain_buf.size());
     if (n == 0) return false;
     stats_.payloads.fetch_add(n, std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) {
-      InboxItem& item = drain_buf_[i];
+      InboxItem& item = in.drain_buf[i];
       if (item.seq != next_seq_) {  // a post that came earlier is still being enqueued
-        early_.push(std::move(item));
+        in.early.push(std::move(item));
         continue;
       }
       run(item);
       ++next_seq_;
-      while (!early_.empty() && early_.top().seq == next_seq_) {
+      while (!in.early.empty() && in.early.top().seq == next_seq_) {
         // priority_queue::top() is const; the item is popped right after, so moving is safe.
-        InboxItem next = std::move(const_cast<InboxItem&>(early_.top()));
-        early_.pop();
+        InboxItem next = std::move(const_cast<InboxItem&>(in.early.top()));
+        in.early.pop();
         run(next);
         ++next_seq_;
       }
     }
   }
-  return inbox_.size_approx() > 0;
+  return inbox().queue.size_approx() > 0;
 }
 
 void Shard::flush(std::uint64_t now_ms) {

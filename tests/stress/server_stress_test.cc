@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mcpfan/transport/server.h"
+#include "support/loopback.h"
 
 namespace {
 
@@ -37,19 +38,8 @@ mcpfan::PayloadRef update(const std::string& uri) {
   return mcpfan::encode_notification(parts);
 }
 
-// A loopback client socket; every wait is a poll with a deadline.
-int connect_to(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+// A loopback client socket (tests/support/loopback.h); every wait is a poll with a deadline.
+using mcpfan::testing::connect_loopback;
 
 bool send_all(int fd, const std::string& s) {
   std::size_t off = 0;
@@ -130,7 +120,7 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 2000 && !done; ++i) {
-        int fd = connect_to(port);
+        int fd = connect_loopback(port);
         if (fd < 0) continue;
         if (send_all(fd, listen_request(i, "mem://s/" + std::to_string((i * 7 + t) % 64)))) {
           if (read_until(fd, "acknowledged", 2000ms).find("acknowledged") != std::string::npos) listens.fetch_add(1);
@@ -145,12 +135,12 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
   threads.emplace_back([&] {
     const std::string init = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"s","version":"1"}}})";
     for (int i = 0; i < 2000 && !done; ++i) {
-      int c = connect_to(port);
+      int c = connect_loopback(port);
       if (c < 0) continue;
       std::string sid;
       if (send_all(c, post("/mcp", init))) sid = session_id_of(read_until(c, "\r\n\r\n", 2000ms));
       if (!sid.empty()) {
-        int g = connect_to(port);
+        int g = connect_loopback(port);
         std::string h = "Mcp-Session-Id: " + sid + "\r\n";
         if (g >= 0) send_all(g, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + h + "\r\n");
         for (const char* m : {"resources/subscribe", "resources/unsubscribe", "resources/subscribe"}) {

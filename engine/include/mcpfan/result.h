@@ -2,6 +2,8 @@
 /**
  * Typed results for engine APIs: no exceptions on the hot path.
  * `Error::code` is a JSON-RPC error code; `message` names the problem for the client.
+ *
+ * Thread affinity: value types with no shared state; a Result owns its value or error.
  */
 #include <string>
 #include <utility>

@@ -31,12 +31,12 @@
 #include <sys/uio.h>
 
 #include <atomic>
-#include <concurrentqueue/concurrentqueue.h>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,16 +59,9 @@ enum class SendStatus : std::uint8_t {
 };
 
 namespace detail {
-/**
- * Loop-local refcounted output: a shared payload reference, or bytes owned here, or both:
- * a journaled stream's payload with its prefix (`bytes`, written before the frame).
- */
-struct Chunk {
-  PayloadRef payload;
-  std::string bytes;
-  std::uint32_t refs = 1;
-};
-void release(Chunk* c) noexcept;
+struct Chunk;         // engine/src/shard.cc: loop-local refcounted output
+struct ShardInbox;    // engine/src/shard.cc: the cross-thread queue and its in-order drain
+inline constexpr std::size_t kShardInboxBytes = 704;  // sizeof(ShardInbox), checked in shard.cc
 class CoalesceTable;  // engine/src/coalesce_table.h
 }  // namespace detail
 
@@ -283,29 +276,27 @@ class Shard {
     StreamId stream;
     detail::Chunk* id = nullptr;
   };
-  struct InboxItem {
-    std::uint64_t seq = 0;
-    PayloadRef payload;
-    std::unique_ptr<std::function<void()>> task;  // set instead of payload for post_task()
-  };
-  struct LaterSeq {
-    bool operator()(const InboxItem& a, const InboxItem& b) const noexcept { return a.seq > b.seq; }
-  };
-
   void enqueue(StreamId sid, Stream& s, detail::Chunk* chunk, detail::Chunk* id);
   void coalesce(Stream& s, detail::Chunk* chunk, detail::Chunk* id);
   void compact(Stream& s);
   void mark_dirty(StreamId sid, Stream& s);
   void deliver(const PayloadRef& p);
-  void run(InboxItem& item) noexcept;
+  template <class Item>  // detail::ShardInbox::Item, private to shard.cc
+  void run(Item& item) noexcept;
   void close_slow(StreamId sid);
+
+  /**
+   * The inbox (moodycamel's queue, the items that arrived ahead of a gap, the drain buffer)
+   * lives in place, in storage sized here, so that post() follows no pointer and its types
+   * stay private to shard.cc (which checks at compile time that it fits).
+   */
+  [[nodiscard]] detail::ShardInbox& inbox() noexcept { return *std::launder(reinterpret_cast<detail::ShardInbox*>(inbox_storage_)); }
 
   ShardOptions options_;
   ShardStats stats_;
-  moodycamel::ConcurrentQueue<InboxItem> inbox_;
+  alignas(std::max_align_t) std::byte inbox_storage_[detail::kShardInboxBytes];
   std::atomic<std::uint64_t> post_seq_{0};
   std::uint64_t next_seq_ = 0;  // the next sequence number to deliver
-  std::priority_queue<InboxItem, std::vector<InboxItem>, LaterSeq> early_;  // arrived ahead of a gap
   void (*wake_)(void*) = nullptr;
   void* wake_arg_ = nullptr;
   void (*on_dirty_)(void*) = nullptr;
@@ -318,7 +309,6 @@ class Shard {
   std::vector<StreamId> flushing_;
   std::vector<StreamId> slow_;
   std::vector<std::uint32_t> moved_;  // compact()'s old -> new positions, reused
-  std::vector<InboxItem> drain_buf_;
   // Vectors of finished batches, reused so a flush allocates nothing per stream.
   std::vector<std::vector<iovec>> free_bufs_;
   std::vector<std::vector<detail::Chunk*>> free_refs_;

@@ -1,5 +1,6 @@
 #include "mcpfan/transport/server.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -39,6 +41,31 @@ int bind_reuseport(const sockaddr_storage& addr, std::string& err) {
     return -1;
   }
   return fd;
+}
+
+// ServerConfig::listen_fd: a listening TCP stream socket (refused otherwise); `addr` gets its
+// address, so start() returns its port.
+bool host_listener_port(int fd, sockaddr_storage& addr, std::string& err) {
+  int type = 0, accepting = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) {
+    err = std::string("not a socket: ") + std::strerror(errno);
+    return false;
+  }
+  len = sizeof accepting;
+  if (type != SOCK_STREAM || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) {
+    err = "not a listening stream socket (bind() and listen() it first)";
+    return false;
+  }
+  sockaddr_storage bound{};
+  len = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 ||
+      (bound.ss_family != AF_INET && bound.ss_family != AF_INET6)) {
+    err = "not a TCP socket (IPv4 or IPv6)";
+    return false;
+  }
+  addr = bound;
+  return true;
 }
 
 // A stream socket at `path`; a stale socket file from an earlier run is replaced.
@@ -193,7 +220,22 @@ Result<std::uint16_t> Server::start() {
   // and every key a shard ever holds is also reported to the backplane's interest.
   m.hub->route_by_interest(m.state.backplane.get());
   std::vector<int> fds;
-  if (auto bound = bind_workers(addr, m.config.workers, fds); !bound) return bound.error();
+  if (m.config.listen_fd >= 0) {  // the host's own listening socket: each worker serves a duplicate
+    std::string err;
+    if (!host_listener_port(m.config.listen_fd, addr, err)) {
+      return Error{rpc_code::kInvalidParams, "ServerConfig::listen_fd: " + err};
+    }
+    for (unsigned i = 0; i < m.config.workers; ++i) {
+      int fd = ::fcntl(m.config.listen_fd, F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) {
+        for (int f : fds) ::close(f);
+        return Error{rpc_code::kInternalError, std::string("cannot duplicate ServerConfig::listen_fd: ") + std::strerror(errno)};
+      }
+      fds.push_back(fd);
+    }
+  } else if (auto bound = bind_workers(addr, m.config.workers, fds); !bound) {
+    return bound.error();
+  }
   // The operator listener: every worker accepts on it too (its own SO_REUSEPORT socket), so
   // publishes are parsed on whichever loop the kernel picks, as on the public listener.
   std::vector<int> publish_fds;

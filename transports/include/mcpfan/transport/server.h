@@ -9,6 +9,10 @@
  * there refuses with an error instead of joining its own thread). attach_stdio() and hub()
  * are thread-safe.
  *
+ * Signals: the host must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN), as the mcpfan program
+ * does) before start(): a write to a pipe whose reader has gone (an attached stdio client
+ * that exited) raises it, and its default action ends the process.
+ *
  * Lifetimes: hub() stays valid until the Server is destroyed. stop() first closes the hub
  * (publishes in progress finish, later ones return false and deliver nothing; debounced
  * updates go out), then ends every stream and joins the workers. Publishing concurrently
@@ -30,6 +34,16 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;          // 0 = ephemeral; start() returns the bound port
   unsigned workers = 0;               // 0 = one per core
+  /**
+   * A listening TCP socket of the host's own (bound and listen()ed by it, or inherited, e.g.
+   * by socket activation), served instead of binding host:port; -1 (default): bind host:port.
+   * start() serves a duplicate per worker and returns its port; the host's fd stays the
+   * host's (close it when it likes, the duplicates keep the socket open until stop()). libuv
+   * makes the shared socket non-blocking. Not a listening stream socket: start() fails with
+   * -32602 and nothing started. `host` still names the default Host allow-list entry: set
+   * allow_hosts for a socket on another address.
+   */
+  int listen_fd = -1;
   std::size_t max_body = 1u << 20;    // bytes; larger bodies get 413
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_url_length = 8 * 1024;

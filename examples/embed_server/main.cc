@@ -1,0 +1,137 @@
+// A host that embeds mcpfan's Server: it starts the server on an ephemeral loopback port,
+// opens one `subscriptions/listen` over a plain socket (as an MCP client would), publishes
+// from two threads of its own through server.hub(), and checks that both notifications
+// arrive on the listen's SSE stream. Exits 0 on success, 1 with a message otherwise.
+//
+// Thread affinity, as the headers state it: Server's constructor, start(), stop() and its
+// destructor run on this (the controlling) thread; hub().publish() is thread-safe; stop()
+// closes the hub first, so publishing threads are joined before the Server is destroyed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mcpfan/mcp.h"
+#include "mcpfan/payload.h"
+#include "mcpfan/transport/server.h"
+
+namespace {
+
+int fail(const char* what) {
+  std::fprintf(stderr, "embed_server: %s\n", what);
+  return 1;
+}
+
+int connect_to(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  return fd;
+}
+
+bool send_all(int fd, const std::string& s) {
+  for (std::size_t off = 0; off < s.size();) {
+    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/** Reads into `got` until every needle appears or 5 s pass. */
+bool read_until(int fd, std::string& got, const std::vector<std::string>& needles) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    bool all = true;
+    for (const auto& n : needles) all = all && got.find(n) != std::string::npos;
+    if (all) return true;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+/**
+ * What a backend publishes: `notifications/resources/updated` for `uri` (no characters that
+ * JSON escapes), with a _meta of its own. NotificationParts holds views: `uri` routes it,
+ * `params` and `meta` are what is written (raw JSON values), all read during the call only.
+ */
+mcpfan::PayloadRef resource_updated(const std::string& uri, std::string_view rev) {
+  std::string uri_json = "\"" + uri + "\"";
+  mcpfan::NotificationParts parts;
+  parts.kind = mcpfan::Kind::ResourceUpdated;
+  parts.uri = uri;
+  parts.params.emplace_back("uri", uri_json);
+  parts.meta.emplace_back("origin/rev", rev);
+  parts.has_meta = true;
+  return mcpfan::encode_notification(parts);
+}
+
+}  // namespace
+
+int main() {
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished is an EPIPE, not the end of the host (transport/server.h)
+  mcpfan::ServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;  // ephemeral
+  config.workers = 2;
+  mcpfan::Server server(config);
+  auto port = server.start();
+  if (!port) return fail("start() failed");
+
+  int fd = connect_to(port.value());
+  if (fd < 0) return fail("cannot connect to the server");
+  std::string body = R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{"_meta":{)"
+                     R"("io.modelcontextprotocol/protocolVersion":")" + std::string(mcpfan::mcp::kRev2026) +
+                     R"(","io.modelcontextprotocol/clientCapabilities":{}},)"
+                     R"("notifications":{"resourceSubscriptions":["file:///project/"]}}})";
+  std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port.value()) +
+                        "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                        "MCP-Protocol-Version: " + std::string(mcpfan::mcp::kRev2026) +
+                        "\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " + std::to_string(body.size()) +
+                        "\r\n\r\n" + body;
+  std::string got;
+  if (!send_all(fd, request)) return fail("cannot send the listen request");
+  // The acknowledgement comes once the subscription is in place: publishes after it are delivered.
+  if (!read_until(fd, got, {"notifications/subscriptions/acknowledged"})) return fail("no acknowledgement");
+
+  // Two host threads publish; Hub::publish() is thread-safe.
+  std::vector<std::thread> publishers;
+  bool accepted[2] = {false, false};
+  for (int t = 0; t < 2; ++t) {
+    publishers.emplace_back([&server, &accepted, t] {
+      std::string uri = "file:///project/from-thread-" + std::to_string(t);
+      accepted[t] = server.hub().publish(resource_updated(uri, std::to_string(t)));
+    });
+  }
+  for (auto& th : publishers) th.join();
+  if (!accepted[0] || !accepted[1]) return fail("a publish was refused");
+  if (!read_until(fd, got, {"file:///project/from-thread-0", "file:///project/from-thread-1"})) {
+    std::fprintf(stderr, "%s\n", got.c_str());
+    return fail("the published notifications did not arrive");
+  }
+
+  // stop() closes the hub (a publish now returns false), ends the listen with its final result.
+  if (!server.stop()) return fail("stop() failed");
+  if (server.hub().publish(resource_updated("file:///project/late", "9"))) return fail("publish after stop() accepted");
+  if (!read_until(fd, got, {R"("resultType":"complete")"})) return fail("no final result for the listen");
+  ::close(fd);
+  std::puts("embed_server: ok (listen acknowledged, 2 publishes from host threads delivered, final result on stop)");
+  return 0;
+}

@@ -1,0 +1,141 @@
+// A host that spawns child processes which speak MCP on their stdin/stdout (as a local MCP
+// client does) and attaches each child's pipes to an embedded mcpfan Server with
+// Server::attach_stdio(): the server reads the child's stdout and writes to its stdin.
+// Each child (a /bin/sh script here) opens a 2026 `subscriptions/listen` as its first line,
+// and reports the lines it receives on its stderr, which the host reads to check them.
+// Exits 0 when each child got its acknowledgement and then its own notification only.
+//
+// fds: attach_stdio() takes the host's ends of the pipes; on success they are the server's
+// (it closes them), on error they stay the caller's. Every pipe is O_CLOEXEC so no child
+// inherits another's ends; posix_spawn's dup2 gives the child its own as 0, 1 and 2.
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "mcpfan/mcp.h"
+#include "mcpfan/payload.h"
+#include "mcpfan/transport/server.h"
+
+extern char** environ;
+
+namespace {
+
+// Sends its listen, then echoes two received lines to stderr (the acknowledgement and one
+// notification) and exits: its stdout closes, which ends its connection to the server.
+constexpr const char* kChildScript =
+    "printf '%s\\n' \"$1\"; read -r a; printf '%s\\n' \"$a\" >&2; read -r b; printf '%s\\n' \"$b\" >&2";
+
+struct Child {
+  pid_t pid = -1;
+  int report = -1;  // the child's stderr, read by the host
+  std::string got;
+};
+
+bool spawn_child(mcpfan::Server& server, const std::string& listen_line, Child& child) {
+  int to_child[2], from_child[2], report[2];
+  if (::pipe2(to_child, O_CLOEXEC) || ::pipe2(from_child, O_CLOEXEC) || ::pipe2(report, O_CLOEXEC)) return false;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, report[1], 2);
+  std::string script = kChildScript;
+  char* argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), script.data(), const_cast<char*>("child"),
+                  const_cast<char*>(listen_line.c_str()), nullptr};
+  int rc = posix_spawn(&child.pid, "/bin/sh", &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  ::close(report[1]);
+  child.report = report[0];
+  if (rc != 0) return false;
+  // The server reads what the child writes and writes what the child reads.
+  if (!server.attach_stdio(from_child[0], to_child[1])) {
+    ::close(from_child[0]);
+    ::close(to_child[1]);
+    return false;
+  }
+  return true;
+}
+
+/** Reads the child's report until `lines` lines arrived or 5 s pass. */
+bool read_lines(Child& c, std::size_t lines) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto count = [&] {
+    std::size_t n = 0;
+    for (char ch : c.got) n += ch == '\n';
+    return n;
+  };
+  while (count() < lines) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{c.report, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::read(c.report, buf, sizeof buf);
+    if (n <= 0) return false;
+    c.got.append(buf, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "spawn_children: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  // A child that exits closes its stdin: the server's next write to it (the listen's final
+  // result at the child's EOF) must fail with EPIPE, not kill the host (transport/server.h).
+  std::signal(SIGPIPE, SIG_IGN);
+  mcpfan::ServerConfig config;
+  config.port = 0;
+  config.workers = 2;
+  mcpfan::Server server(config);
+  if (!server.start()) return fail("start() failed");
+
+  constexpr int kChildren = 2;
+  std::vector<Child> children(kChildren);
+  for (int i = 0; i < kChildren; ++i) {
+    std::string line = R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{"_meta":{)"
+                       R"("io.modelcontextprotocol/protocolVersion":")" + std::string(mcpfan::mcp::kRev2026) +
+                       R"(","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":)"
+                       R"(["file:///child/)" + std::to_string(i) + R"(/"]}}})";
+    if (!spawn_child(server, line, children[i])) return fail("cannot spawn or attach child " + std::to_string(i));
+  }
+  // Each child's subscription is in place once its acknowledgement arrived.
+  for (auto& c : children) {
+    if (!read_lines(c, 1) || c.got.find("notifications/subscriptions/acknowledged") == std::string::npos) {
+      return fail("no acknowledgement: " + c.got);
+    }
+  }
+  for (int i = 0; i < kChildren; ++i) {
+    if (!server.hub().publish(mcpfan::mcp::resource_updated("file:///child/" + std::to_string(i) + "/state"))) return fail("publish refused");
+  }
+  int status = 0;
+  for (int i = 0; i < kChildren; ++i) {
+    Child& c = children[i];
+    std::string mine = "file:///child/" + std::to_string(i) + "/state";
+    std::string other = "file:///child/" + std::to_string(1 - i) + "/state";
+    if (!read_lines(c, 2) || c.got.find(mine) == std::string::npos || c.got.find(other) != std::string::npos) {
+      return fail("child " + std::to_string(i) + " got: " + c.got);
+    }
+    ::waitpid(c.pid, &status, 0);
+    ::close(c.report);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return fail("a child failed");
+  }
+  if (!server.stop()) return fail("stop() failed");
+  std::printf("spawn_children: ok (%d children attached by their stdio, each got its acknowledgement and its own notification)\n",
+              kChildren);
+  return 0;
+}
