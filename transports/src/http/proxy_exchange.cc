@@ -45,13 +45,6 @@ bool forwardable_answer_header(std::string_view name, std::string_view value) {
   return true;
 }
 
-const std::string* find_header(const proxy::HeaderList& headers, std::string_view name) {
-  for (const auto& [k, v] : headers) {
-    if (ieq(k, name)) return &v;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::string upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target, std::string_view extra_headers) {
@@ -118,8 +111,7 @@ void ProxyExchange::write_head(int status, const proxy::HeaderList& headers, std
     out += "\r\n";
   }
   if (chunked_) out += "Transfer-Encoding: chunked\r\n";
-  const std::string* type = find_header(headers, "content-type");
-  if (type && type->find("text/event-stream") != std::string::npos && !find_header(headers, "x-accel-buffering")) {
+  if (proxy::is_event_stream(headers) && !proxy::find_header(headers, "x-accel-buffering")) {
     out += "X-Accel-Buffering: no\r\n";  // so that a buffering proxy in front passes events on at once
   }
   if (!conn_.keeps_alive()) out += "Connection: close\r\n";
@@ -138,7 +130,7 @@ void ProxyExchange::on_head(int status, const proxy::HeaderList& headers) {
   }
   std::size_t length = 0;
   bool known = false;
-  if (const std::string* cl = find_header(headers, "content-length")) {
+  if (const std::string* cl = proxy::find_header(headers, "content-length")) {
     known = true;
     length = std::strtoull(cl->c_str(), nullptr, 10);  // http_parser has checked it
   }

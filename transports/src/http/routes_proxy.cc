@@ -26,18 +26,6 @@ bool ieq(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-const std::string* find_header(const proxy::HeaderList& headers, std::string_view name) {
-  for (const auto& [k, v] : headers) {
-    if (ieq(k, name)) return &v;
-  }
-  return nullptr;
-}
-
-bool is_event_stream(const proxy::HeaderList& headers) {
-  const std::string* type = find_header(headers, "content-type");
-  return type && type->find("text/event-stream") != std::string::npos;
-}
-
 // Session ids are visible ASCII (Streamable HTTP, 2025-11-25 "Session Management"); an
 // upstream's id that is not, or is very long, is not adopted.
 bool adoptable_session_id(std::string_view id) {
@@ -62,10 +50,10 @@ void forward(HttpConn& c, HttpRequest& req, std::string id_json, ProxyExchange::
 void forward_initialize(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
   forward(c, req, r.id, [&c, caller, id = r.id, requested = r.init_version](ProxyExchange::Answer& a) {
     if (a.status != 200) return;
-    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, is_event_stream(a.headers));
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
     if (!m.merged) return;  // not an initialize result: the client hears what the upstream said
     std::string session_id;
-    if (const std::string* sid = find_header(a.headers, "mcp-session-id")) session_id = *sid;
+    if (const std::string* sid = proxy::find_header(a.headers, "mcp-session-id")) session_id = *sid;
     bool minted = session_id.empty();  // a stateless upstream: the session is mcpfan's alone
     if (!minted && !adoptable_session_id(session_id)) return;
     std::string version = is_2025_version(m.protocol_version) ? m.protocol_version : std::string(negotiate_2025(requested));
@@ -86,7 +74,7 @@ void forward_initialize(HttpConn& c, HttpRequest& req, const RpcRequest& r, cons
 void forward_discover(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
   forward(c, req, r.id, [](ProxyExchange::Answer& a) {
     if (a.status != 200) return;
-    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, is_event_stream(a.headers));
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
     if (m.merged) a.body = std::move(m.body);
   });
 }

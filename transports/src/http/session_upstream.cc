@@ -33,11 +33,7 @@ void SessionUpstreamLeg::end(bool end_client_stream) {
 void SessionUpstreamLeg::on_head(int status, const proxy::HeaderList& headers) {
   if (done_) return;
   conn_.release_head();
-  bool sse = false;
-  for (const auto& [k, v] : headers) {
-    if (strcasecmp(k.c_str(), "content-type") == 0) sse = v.find("text/event-stream") != std::string::npos;
-  }
-  if (status == 200 && sse) {
+  if (status == 200 && proxy::is_event_stream(headers)) {
     streaming_ = true;
     return;
   }

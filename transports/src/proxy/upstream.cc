@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <strings.h>
 
 namespace mcpfan::detail::proxy {
 
@@ -111,6 +112,18 @@ const http_parser_settings kSettings = [] {
 Conn* conn_of(uv_handle_t* h) { return static_cast<Conn*>(h->data); }
 
 }  // namespace
+
+const std::string* find_header(const HeaderList& headers, std::string_view name) noexcept {
+  for (const auto& [k, v] : headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return &v;
+  }
+  return nullptr;
+}
+
+bool is_event_stream(const HeaderList& headers) noexcept {
+  const std::string* type = find_header(headers, "content-type");
+  return type && type->find("text/event-stream") != std::string::npos;
+}
 
 std::string_view failure_name(UpstreamFailure f) noexcept {
   switch (f) {

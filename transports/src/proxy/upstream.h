@@ -61,6 +61,10 @@ enum class UpstreamFailure {
 [[nodiscard]] std::string_view failure_name(UpstreamFailure f) noexcept;
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
+/** The first header named `name` (case-insensitive), or null. */
+[[nodiscard]] const std::string* find_header(const HeaderList& headers, std::string_view name) noexcept;
+/** Whether the answer's Content-Type is text/event-stream. */
+[[nodiscard]] bool is_event_stream(const HeaderList& headers) noexcept;
 
 class UpstreamSink {
  public:
