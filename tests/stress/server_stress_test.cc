@@ -199,7 +199,8 @@ TEST(ServerLifecycle, MisuseIsAClearErrorNotUndefinedBehaviour) {
   std::atomic<bool> stop_refused{false};
   std::atomic<bool> eof_seen{false};
   mcpfan::Server* self = nullptr;
-  cfg.on_stdio_eof = [&] {
+  mcpfan::StdioOptions opts;
+  opts.on_end = [&](mcpfan::StdioClient, mcpfan::StdioEnd) {
     // On a worker thread: stop() from here used to join its own thread.
     auto st = self->stop();
     stop_refused = !st && st.error().message.find("worker thread") != std::string::npos;
@@ -215,8 +216,8 @@ TEST(ServerLifecycle, MisuseIsAClearErrorNotUndefinedBehaviour) {
   EXPECT_NE(early.error().message.find("before start"), std::string::npos) << early.error().message;
   EXPECT_GE(::fcntl(sv[1], F_GETFD), 0) << "a refused fd stays the caller's";
   ASSERT_TRUE(server.start());
-  ASSERT_TRUE(server.attach_stdio(sv[1], sv[1], /*exit_on_eof=*/true));
-  ::close(sv[0]);  // EOF: on_stdio_eof runs on the worker
+  ASSERT_TRUE(server.attach_stdio(sv[1], sv[1], std::move(opts)));
+  ::close(sv[0]);  // EOF: on_end runs on the worker
   for (int i = 0; i < 2000 && !eof_seen; ++i) std::this_thread::sleep_for(5ms);
   ASSERT_TRUE(eof_seen);
   EXPECT_TRUE(stop_refused);

@@ -333,7 +333,6 @@ int main(int argc, char** argv) {
   // to exit when its stdin closes. The callback runs on a worker thread.
   uv_async_t stdio_done;
   uv_async_init(loop, &stdio_done, [](uv_async_t* a) { uv_stop(a->loop); });
-  cfg.on_stdio_eof = [&stdio_done] { uv_async_send(&stdio_done); };
   mcpfan::Server server(cfg);
   // SIGHUP on the controlling thread (this loop): the workers keep serving during a reload.
   // Installed before the port is announced, like the others (SIGHUP's default would end the process).
@@ -372,7 +371,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mcpfan: --stdio: cannot use stdin/stdout: %s\n", std::strerror(errno));
       return 1;
     }
-    if (auto attached = server.attach_stdio(in, out, /*exit_on_eof=*/true); !attached) {
+    mcpfan::StdioOptions stdio;
+    stdio.on_end = [&stdio_done](mcpfan::StdioClient, mcpfan::StdioEnd) { uv_async_send(&stdio_done); };
+    if (auto attached = server.attach_stdio(in, out, std::move(stdio)); !attached) {
       std::fprintf(stderr, "mcpfan: --stdio: %s\n", attached.error().message.c_str());
       ::close(in);
       ::close(out);

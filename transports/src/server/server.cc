@@ -166,7 +166,14 @@ ServerState::ServerState(ServerConfig cfg)
 }
 }  // namespace detail
 
-Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+namespace {
+// Distinguishes the Servers of one process, so that a StdioClient handle given to the wrong
+// one is refused instead of naming an unrelated client there.
+std::atomic<std::uint64_t> g_server_serial{0};
+}  // namespace
+
+Server::Server(ServerConfig config)
+    : impl_(std::make_unique<Impl>(std::move(config), g_server_serial.fetch_add(1, std::memory_order_relaxed) + 1)) {}
 
 Server::~Server() { (void)stop(); }
 
@@ -281,7 +288,7 @@ Status Server::stop() {
   // Publishing ends first: what is accepted from here on would reach no stream. Held
   // debounced updates go out now, while the workers can still deliver them.
   m.hub->close();
-  for (auto& w : m.workers) (void)w->post(detail::ControlMsg{detail::ControlMsg::Type::Stop});
+  for (auto& w : m.workers) (void)w->post(detail::ControlMsg(detail::ControlMsg::Type::Stop));
   for (auto& w : m.workers) w->join();
   // After the workers: no route forwards through it; and shards destroyed later with streams
   // still open must not report to it.
@@ -291,12 +298,31 @@ Status Server::stop() {
   return {};
 }
 
-Status Server::attach_stdio(int in_fd, int out_fd, bool exit_on_eof) {
+Result<StdioClient> Server::attach_stdio(int in_fd, int out_fd, StdioOptions options) {
   Impl& m = *impl_;
   if (!m.started.load(std::memory_order_acquire)) return Error{rpc_code::kInternalError, "attach_stdio() before start(): no worker loop runs yet"};
-  unsigned i = m.next_worker.fetch_add(1, std::memory_order_relaxed) % static_cast<unsigned>(m.workers.size());
-  if (!m.workers[i]->post(detail::ControlMsg{detail::ControlMsg::Type::Adopt, in_fd, out_fd, exit_on_eof})) {
+  std::uint64_t number = m.next_worker.fetch_add(1, std::memory_order_relaxed) + 1;
+  StdioClient client(m.serial, number);
+  detail::ControlMsg msg(detail::ControlMsg::Type::Adopt, in_fd, out_fd);
+  msg.client = number;
+  if (options.on_end) msg.on_end = [f = std::move(options.on_end), client](StdioEnd why) { f(client, why); };
+  if (!m.workers[(number - 1) % m.workers.size()]->post(std::move(msg))) {
     return Error{rpc_code::kInternalError, "attach_stdio(): the server is stopping"};
+  }
+  return client;
+}
+
+Status Server::detach_stdio(StdioClient client) {
+  Impl& m = *impl_;
+  if (!client) return Error{rpc_code::kInvalidParams, "detach_stdio(): the handle names no client (default-constructed)"};
+  if (client.server_ != m.serial) {
+    return Error{rpc_code::kInvalidParams, "detach_stdio(): client " + std::to_string(client.number_) + " was attached to another Server"};
+  }
+  if (!m.started.load(std::memory_order_acquire)) return Error{rpc_code::kInternalError, "detach_stdio() before start()"};
+  detail::ControlMsg msg(detail::ControlMsg::Type::Detach);
+  msg.client = client.number_;
+  if (!m.workers[(client.number_ - 1) % m.workers.size()]->post(std::move(msg))) {
+    return Error{rpc_code::kInternalError, "detach_stdio(): the server has stopped (every client has ended)"};
   }
   return {};
 }

@@ -14,7 +14,8 @@
 namespace mcpfan {
 
 struct Server::Impl {
-  explicit Impl(ServerConfig cfg) : state(std::move(cfg)), config(state.config), hub(state.hub), sessions(state.sessions) {}
+  explicit Impl(ServerConfig cfg, std::uint64_t server_serial)
+      : state(std::move(cfg)), config(state.config), hub(state.hub), sessions(state.sessions), serial(server_serial) {}
   detail::ServerState state;
   ServerConfig& config;
   std::unique_ptr<Hub>& hub;
@@ -22,7 +23,8 @@ struct Server::Impl {
   std::vector<std::unique_ptr<detail::Worker>> workers;
   std::atomic<bool> started{false};  // read by attach_stdio() on any thread
   bool stopped = false;
-  std::atomic<unsigned> next_worker{0};
+  std::atomic<std::uint64_t> next_worker{0};  // attach_stdio's: client n (from 1) is on worker (n - 1) % W
+  const std::uint64_t serial;                 // this Server among the process's: StdioClient handles name it
   std::uint16_t publish_port = 0;  // the operator listener's, once bound
 
   /** Loads what reload() may change and installs it (start() and reload(); reload.cc). */

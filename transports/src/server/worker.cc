@@ -91,10 +91,12 @@ bool Worker::post(ControlMsg msg) {
   return true;
 }
 
-void Worker::refuse_adopt(const ControlMsg& msg) noexcept {
+void Worker::refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept {
   if (msg.type != ControlMsg::Type::Adopt) return;
   ::close(msg.in_fd);
   if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
+  // The host was given a handle: it hears of this client's end like any other's.
+  if (msg.on_end) guarded(stats_, [&] { msg.on_end(why); });
 }
 
 void Worker::wake(uv_async_t* handle) {
@@ -199,8 +201,9 @@ void Worker::accept_unix() {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or an error the next readiness will show again
     Worker* to = peers_[next_peer_++ % peers_.size()];
-    ControlMsg msg{ControlMsg::Type::Adopt, fd, fd, false, true};
-    if (!to->post(msg)) refuse_adopt(msg);  // that loop has stopped
+    ControlMsg msg(ControlMsg::Type::Adopt, fd, fd);
+    msg.from_unix_listener = true;
+    if (!to->post(msg)) ::close(fd);  // that loop has stopped
   }
 }
 
@@ -228,14 +231,17 @@ void Worker::on_control() {
     guarded(stats_, [&] {
       if (msg.type == ControlMsg::Type::Stop) {
         begin_stop();
+      } else if (msg.type == ControlMsg::Type::Detach) {
+        // Gone already (or never here): its on_end ran or is about to; nothing to do.
+        if (auto it = stdio_clients_.find(msg.client); it != stdio_clients_.end()) it->second->detach();
       } else {
         std::string err;
         if (stopping_) {
-          refuse_adopt(msg);
-        } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.exit_on_eof, msg.from_unix_listener, err)) {
+          refuse_adopt(msg, StdioEnd::ServerStopped);
+        } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.from_unix_listener, msg.client, msg.on_end, err)) {
           log::line("stdio_refused", "stdio client refused: " + err);
-          // A process serving its own stdio must not run on without it.
-          if (msg.exit_on_eof && config_.on_stdio_eof) config_.on_stdio_eof();
+          // Its fds are closed; a process serving its own stdio must not run on without it.
+          if (msg.on_end) guarded(stats_, [&] { msg.on_end(StdioEnd::Refused); });
         }
       }
     });
@@ -277,7 +283,7 @@ void Worker::maybe_finish_stop() {
   // Nobody reads the control queue after this: what was queued before the close is refused
   // here (an Adopt's fds closed), and post() refuses the rest.
   ControlMsg msg;
-  while (control_.try_dequeue(msg)) refuse_adopt(msg);
+  while (control_.try_dequeue(msg)) refuse_adopt(msg, StdioEnd::ServerStopped);
   if (upstream_) upstream_->close();  // every connection is gone: no call is in flight
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),

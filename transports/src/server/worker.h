@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "mcpfan/hub.h"
 #include "mcpfan/publish_decoder.h"
@@ -23,6 +24,7 @@
 namespace mcpfan::detail {
 
 class Conn;
+class StdioConn;
 class ClientCore;
 class SessionRegistry;
 class Limits;
@@ -71,13 +73,22 @@ bool guarded(WorkerStats& stats, F&& f) noexcept {
   return guarded(stats, std::forward<F>(f), [] {});
 }
 
+/** Told once when an attached stdio client ends (Server::attach_stdio's on_end, bound to its handle). */
+using StdioEndFn = std::function<void(StdioEnd)>;
+
 /** A control message from another thread. */
 struct ControlMsg {
-  enum class Type { Stop, Adopt } type;
+  enum class Type { Stop, Adopt, Detach };
+  ControlMsg() = default;
+  explicit ControlMsg(Type t) noexcept : type(t) {}
+  ControlMsg(Type t, int in, int out) noexcept : type(t), in_fd(in), out_fd(out) {}
+
+  Type type = Type::Stop;
   int in_fd = -1;    // Adopt: a stdio-framed client's fds (equal for a socket)
   int out_fd = -1;
-  bool exit_on_eof = false;
   bool from_unix_listener = false;  // a --unix client: authenticates unless --unix-tenant is set
+  std::uint64_t client = 0;         // Adopt, Detach: the StdioClient's number (0: a --unix client, no handle)
+  StdioEndFn on_end;                // Adopt: may be empty
 };
 
 class Worker {
@@ -132,6 +143,9 @@ class Worker {
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
   /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
   void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
+  /** An attached stdio client by its handle's number, for detach_stdio (StdioConn registers itself). */
+  void register_stdio(std::uint64_t number, StdioConn* c) { if (number != 0) stdio_clients_[number] = c; }
+  void unregister_stdio(std::uint64_t number) noexcept { if (number != 0) stdio_clients_.erase(number); }
 
  private:
   void run(int listen_fd, int publish_fd);
@@ -140,7 +154,8 @@ class Worker {
   void begin_stop();
   void maybe_finish_stop();
   void wake(uv_async_t* handle);
-  void refuse_adopt(const ControlMsg& msg) noexcept;
+  /** An Adopt the loop will not serve: closes its fds and tells its on_end (`why`). */
+  void refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept;
   static void on_connection(uv_stream_t* server, int status);
   void accept_unix();
   void sweep();
@@ -178,6 +193,9 @@ class Worker {
   uv_poll_t unix_poll_{};       // the Unix listener (worker 0 only)
   int unix_fd_ = -1;
   unsigned next_peer_ = 0;
+  // Attached stdio clients with a handle, for Detach; one entry per live StdioConn, so it
+  // is bounded by the connections (each removed when its connection is freed).
+  std::unordered_map<std::uint64_t, StdioConn*> stdio_clients_;
   moodycamel::ConcurrentQueue<ControlMsg> control_;
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};

@@ -21,13 +21,21 @@ namespace mcpfan::detail {
 void StdioConn::maybe_free() {
   if (!closing_ || open_handles_ > 0 || file_write_in_flight_ || file_read_in_flight_) return;
   w_.unlink(this);
-  bool notify = exit_on_eof_;
+  w_.unregister_stdio(number_);
+  StdioEndFn on_end = std::move(on_end_);
+  StdioEnd why = end_reason_.value_or(StdioEnd::Failed);
   Worker& w = w_;
   delete this;
-  if (notify && w.config().on_stdio_eof) w.config().on_stdio_eof();
+  // After the delete: the host may attach another client (or stop) as soon as it hears.
+  if (on_end) guarded(w.stats(), [&] { on_end(why); });
 }
 
-StdioConn::StdioConn(Worker& w, bool exit_on_eof) : w_(w), exit_on_eof_(exit_on_eof), binding_(w.limits()) {}
+StdioConn::StdioConn(Worker& w) : w_(w), binding_(w.limits()) {}
+
+void StdioConn::detach() {
+  note_end(StdioEnd::Detached);
+  on_eof();  // answers what it sent, ends its listens with their final results, then closes
+}
 
 int StdioConn::init_handle(Handle& h, bool& initialised, int fd, bool readable) {
   // Once a handle is initialised only uv_close may end it, so it is counted at once; the
@@ -55,9 +63,9 @@ int StdioConn::init_handle(Handle& h, bool& initialised, int fd, bool readable) 
   }
 }
 
-StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, bool from_unix_listener,
-                           std::string& err) {
-  auto* c = new StdioConn(w, exit_on_eof);
+StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
+                           StdioEndFn& on_end, std::string& err) {
+  auto* c = new StdioConn(w);
   // A --unix client authenticates with a token, unless the socket itself names the tenant
   // (its file permissions being the access control). An attached fd (--stdio, or an
   // embedding host's) is trusted: the process that made it chose to.
@@ -107,6 +115,9 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
     }
   }
   if (rc == 0) {
+    c->number_ = number;
+    c->on_end_ = std::move(on_end);
+    w.register_stdio(number, c);
     c->stream_ = w.shard().open_stream(c, Framing::Line);
     c->stream_open_ = true;
     if (in_file) {
@@ -126,7 +137,11 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
   err = std::string("cannot serve this fd as a stdio stream: ") + uv_strerror(rc);
   if (!in_owned) ::close(in_fd);
   if (!out_owned) ::close(out_fd);
-  c->exit_on_eof_ = false;
+  // Not served: the caller tells the host (StdioEnd::Refused), not the connection.
+  if (c->on_end_) on_end = std::move(c->on_end_);
+  c->on_end_ = nullptr;
+  w.unregister_stdio(c->number_);
+  c->number_ = 0;
   if (c->open_handles_ == 0) {
     w.unlink(c);
     delete c;
@@ -172,6 +187,7 @@ void StdioConn::close() {
 void StdioConn::on_eof() {
   if (closing_ || eof_) return;
   eof_ = true;
+  note_end(StdioEnd::InputEnded);
   if (in_handle_ && !in_is_file_) uv_read_stop(&in_.stream);
   // A last line without its newline is still a message (`printf '{...}' | mcpfan --stdio`).
   if (!line_.empty() && !skipping_ && !ending_) {
@@ -237,6 +253,7 @@ void StdioConn::reply_error(std::string_view id, int code, std::string message, 
 
 void StdioConn::begin_shutdown() {
   if (closing_) return;
+  note_end(StdioEnd::ServerStopped);  // the worker stops (an EOF or a detach said so first)
   ending_ = true;
   // Taken out first: a reply that finds the stream over its bound closes the connection,
   // which must not free listens_ under this loop.

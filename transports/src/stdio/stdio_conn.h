@@ -23,6 +23,7 @@
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
 #include "server/conn.h"
+#include "server/worker.h"
 
 namespace mcpfan::detail {
 
@@ -31,10 +32,15 @@ class Worker;
 class StdioConn final : public Conn, public StreamSink {
  public:
   /**
-   * Adopts the fds (in_fd == out_fd for a socket) and starts reading. On failure returns
-   * nullptr with `err` set, and the fds are closed.
+   * Adopts the fds (in_fd == out_fd for a socket) and starts reading. `number` is the host's
+   * StdioClient handle (0: none); on success `on_end` is moved in and called once when the
+   * connection is freed. On failure returns nullptr with `err` set, the fds are closed and
+   * `on_end` is left to the caller.
    */
-  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, bool from_unix_listener, std::string& err);
+  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
+                         StdioEndFn& on_end, std::string& err);
+  /** Server::detach_stdio(): ends the client as at the end of its input. */
+  void detach();
 
   // Conn
   void begin_shutdown() override;
@@ -60,7 +66,11 @@ class StdioConn final : public Conn, public StreamSink {
     StreamUsage usage;  // counted against the tenant until the listen ends
   };
 
-  StdioConn(Worker& w, bool exit_on_eof);
+  explicit StdioConn(Worker& w);
+  /** Records why it ends; the first reason given wins (an EOF during a stop is InputEnded). */
+  void note_end(StdioEnd why) noexcept {
+    if (!end_reason_) end_reason_ = why;
+  }
   /** Takes the connection slot of the tenant it is bound to; false (and replies) when refused. */
   bool authenticate(RpcRequest& r);
   /** Answers a request the client core refused (a notification gets nothing). */
@@ -102,7 +112,9 @@ class StdioConn final : public Conn, public StreamSink {
   std::string file_buf_;
   int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
   bool file_write_in_flight_ = false;
-  bool exit_on_eof_ = false;
+  std::uint64_t number_ = 0;          // the host's StdioClient handle, 0 for none
+  StdioEndFn on_end_;                 // the host's, called once when freed
+  std::optional<StdioEnd> end_reason_;  // unset when it closes: a failure (StdioEnd::Failed)
   bool closing_ = false;
   bool ending_ = false;     // shutdown: closes once the final results are written
   bool skipping_ = false;   // discarding the rest of an over-long line

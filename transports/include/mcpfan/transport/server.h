@@ -5,9 +5,9 @@
  * Streamable HTTP, `subscriptions/listen` over SSE), /v1/publish, /healthz and /metrics.
  *
  * Thread affinity: construct, start(), stop() and destroy from one controlling thread (not
- * from a worker: callbacks such as on_stdio_eof run on worker threads, and stop() called
- * there refuses with an error instead of joining its own thread). attach_stdio() and hub()
- * are thread-safe.
+ * from a worker: callbacks such as StdioOptions::on_end run on worker threads, and stop()
+ * called there refuses with an error instead of joining its own thread). attach_stdio(),
+ * detach_stdio() and hub() are thread-safe.
  *
  * Signals: the host must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN), as the mcpfan program
  * does) before start(): a write to a pipe whose reader has gone (an attached stdio client
@@ -114,12 +114,47 @@ struct ServerConfig {
   std::size_t upstream_max_idle = 16;            // pooled keep-alive connections per worker
   std::size_t upstream_max_answer_bytes = 1u << 20;  // an answer mcpfan rewrites (initialize, server/discover) is read whole up to this
   bool upstream_forward_subscribe = false;       // also send 2025 resources/(un)subscribe to the upstream
-  /**
-   * Called on a worker thread when a stdio client attached with exit_on_eof ends: hand the
-   * news to the controlling thread (e.g. uv_async_send); do not call stop() from here.
-   */
-  std::function<void()> on_stdio_eof;
   ShardOptions shard;
+};
+
+/**
+ * Names one stdio client attached by Server::attach_stdio(): a typed value, not a bare
+ * integer, that detach_stdio() and the client's StdioOptions::on_end take. Copyable; it
+ * names that client only on the Server that returned it, and is never reused there (a
+ * handle of a client that has ended names nothing). Default-constructed: names nothing.
+ */
+class StdioClient {
+ public:
+  StdioClient() = default;
+  [[nodiscard]] explicit operator bool() const noexcept { return number_ != 0; }
+  /** A number for the host's logs and maps: unique within the Server, 0 for none. */
+  [[nodiscard]] std::uint64_t number() const noexcept { return number_; }
+  friend bool operator==(const StdioClient&, const StdioClient&) = default;
+
+ private:
+  friend class Server;
+  StdioClient(std::uint64_t server, std::uint64_t number) noexcept : server_(server), number_(number) {}
+  std::uint64_t server_ = 0;  // which Server issued it (a process-wide serial)
+  std::uint64_t number_ = 0;
+};
+
+/** Why a stdio client ended. */
+enum class StdioEnd : std::uint8_t {
+  InputEnded,     // its input reached EOF; every answer and each listen's final result was written
+  Detached,       // Server::detach_stdio(); the same orderly end
+  ServerStopped,  // Server::stop()
+  Refused,        // its fds could not be served (not a pipe, socket or tty; one regular file as both ends)
+  Failed,         // a write failed or stalled past write_timeout_ms, or it fell behind past max_pending_bytes
+};
+
+struct StdioOptions {
+  /**
+   * Called once for the client, on a worker thread, when it has ended and its fds are
+   * closed (or, for Refused, handed back closed). Hand the news to the host's own thread
+   * (e.g. uv_async_send); it may call attach_stdio() or detach_stdio() but not stop(). It
+   * must stay callable until stop() returns. Empty: nobody is told.
+   */
+  std::function<void(StdioClient, StdioEnd)> on_end;
 };
 
 class Server {
@@ -139,15 +174,25 @@ class Server {
 
   /**
    * Serves one stdio-framed client on these fds (equal for a socket), on the next worker
-   * in turn. Thread-safe. On success the server owns the fds; on error (not started yet,
-   * or stopping) they stay the caller's and nothing else happens.
-   * With `exit_on_eof`, config.on_stdio_eof runs when that client ends: after its input
-   * ended and every answer (and each listen's final result) was written, or at once when
-   * the fds cannot be served. Regular files are served (read and written in libuv's
-   * threadpool); one regular file cannot be both ends. libuv closes the fds it was given:
-   * pass duplicates of 0, 1 and 2 (libuv asserts it never closes those).
+   * in turn, and returns its handle. Thread-safe. On success the server owns the fds; on
+   * error (not started yet, or stopping: -32603) they stay the caller's, nothing else
+   * happens and options.on_end is never called. Otherwise options.on_end is called exactly
+   * once, when the client ends (StdioEnd says why): after its input ended and every answer
+   * (and each listen's final result) was written, or at once when the fds cannot be served.
+   * Regular files are served (read and written in libuv's threadpool); one regular file
+   * cannot be both ends. libuv closes the fds it was given: pass duplicates of 0, 1 and 2
+   * (libuv asserts it never closes those).
    */
-  Status attach_stdio(int in_fd, int out_fd, bool exit_on_eof = false);
+  [[nodiscard]] Result<StdioClient> attach_stdio(int in_fd, int out_fd, StdioOptions options = {});
+  /**
+   * Ends a client as if its input had ended: what it sent is answered, each listen gets its
+   * final result, then its fds are closed and its on_end runs (StdioEnd::Detached).
+   * Thread-safe and asynchronous: it returns before the client has ended. A client that has
+   * already ended (or is ending) is left alone: not an error, on_end runs once all the same.
+   * Errors (-32602): a handle that names nothing (default-constructed), or one another
+   * Server issued; (-32603) before start() or after stop().
+   */
+  Status detach_stdio(StdioClient client);
 
   /** The operator listener's bound port after start(), 0 without config.publish_host. */
   [[nodiscard]] std::uint16_t publish_port() const noexcept;
