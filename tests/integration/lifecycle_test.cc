@@ -106,5 +106,15 @@ TEST(Lifecycle, KeepaliveCommentsOnIdleStream) {
   EXPECT_TRUE(IsNotification(*m, "notifications/tools/list_changed", R"("ka")"));
 }
 
+TEST(Lifecycle, AFlagOutOfRangeIsRefusedBeforeServing) {
+  // --workers has no parse-time range of its own: Server::start() checks every field.
+  ChildProcess p;
+  ASSERT_TRUE(p.Spawn({MCPFAN_BIN, "--listen", "127.0.0.1:0", "--workers", "5000"})) << p.error();
+  ASSERT_TRUE(p.WaitExit(Ms(10000)));
+  EXPECT_EQ(p.DescribeStatus(), "exit 1");
+  EXPECT_NE(p.Stderr().find("ServerConfig::workers = 5000 is outside 0..1024 (--workers)"), std::string::npos) << p.Stderr();
+  EXPECT_EQ(p.Stderr().find("listening on"), std::string::npos) << p.Stderr();
+}
+
 }  // namespace
 }  // namespace itest

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "http/session_park.h"
+#include "server/config_check.h"
 #include "server/server_impl.h"
 
 namespace mcpfan {
@@ -139,10 +140,15 @@ Status bind_workers(sockaddr_storage& addr, unsigned n, std::vector<int>& fds) {
 
 namespace detail {
 namespace {
+std::size_t clamped_tenants(const ServerConfig& c) noexcept { return std::clamp<std::size_t>(c.max_tenants, 1, kMaxTenants); }
+
 // The hub is built before the client core that refers to its tenant table.
 TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
   if (config.workers == 0) config.workers = std::max(1u, std::thread::hardware_concurrency());
-  hub = std::make_unique<Hub>(config.workers, config.shard, std::max<std::size_t>(config.max_tenants, 1));
+  // start() refuses sizes out of range (check_config); constructing must not allocate for them first.
+  ShardOptions shard = config.shard;
+  shard.drain_batch = std::clamp<std::size_t>(shard.drain_batch, 1, kMaxDrainBatch);
+  hub = std::make_unique<Hub>(std::min(config.workers, kMaxWorkers), shard, clamped_tenants(config));
   return hub->tenants();
 }
 }  // namespace
@@ -154,7 +160,7 @@ TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept {
 
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
-      limits(tenant_ceilings(config), std::max<std::size_t>(config.max_tenants, 1)),
+      limits(tenant_ceilings(config), clamped_tenants(config)),
       sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
       publishers(auth_counters),
       clients(make_hub(config, hub), limits, client_auth, auth_counters, config.max_uris_per_listen,
@@ -184,6 +190,7 @@ const ServerConfig& Server::config() const noexcept { return impl_->config; }
 Result<std::uint16_t> Server::start() {
   Impl& m = *impl_;
   if (m.started) return Error{rpc_code::kInternalError, "server already started"};
+  if (auto checked = detail::check_config(m.config); !checked) return checked.error();
   sockaddr_storage addr{};
   const std::string& host = m.config.host;
   if (!parse_ip(host, m.config.port, addr)) {
