@@ -47,7 +47,7 @@ Status check_config(const ServerConfig& c) {
       {"request_timeout_ms", "--request-timeout-ms", d(c.request_timeout_ms), 10, kHour},
       {"idle_timeout_ms", "--idle-timeout-ms", d(c.idle_timeout_ms), 10, kDay},
       {"write_timeout_ms", "--write-timeout-ms", d(c.write_timeout_ms), 10, kDay},
-      {"max_requests_per_connection", "--max-requests-per-connection", d(c.max_requests_per_connection), 1,
+      {"max_requests_per_connection", "--max-requests-per-connection", d(c.max_requests_per_connection), 0,
        d(std::numeric_limits<std::uint32_t>::max())},
       {"tcp_keepalive_s", "--tcp-keepalive-s", d(c.tcp_keepalive_s), 0, 86400},
       {"max_connections_per_tenant", "--max-connections-per-tenant", d(c.max_connections_per_tenant), 0, 1e15},

@@ -62,7 +62,7 @@ struct ServerConfig {
   std::uint64_t request_timeout_ms = 10000;  // a request must arrive whole this long after it starts (408)
   std::uint64_t idle_timeout_ms = 60000;     // a keep-alive connection between requests closes after this
   std::uint64_t write_timeout_ms = 30000;    // writes making no progress this long close the connection
-  std::uint32_t max_requests_per_connection = 10000;  // the last one is answered with Connection: close
+  std::uint32_t max_requests_per_connection = 10000;  // the last one is answered with Connection: close (0 = unlimited)
   std::uint32_t tcp_keepalive_s = 60;        // TCP keep-alive probes after this idle time (0 = off)
 
   // ---- tenants (0 = unlimited) ----
