@@ -60,8 +60,11 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
   auto* c = new StdioConn(w, exit_on_eof);
   // A --unix client authenticates with a token, unless the socket itself names the tenant
   // (its file permissions being the access control). An attached fd (--stdio, or an
-  // embedding host's) is trusted: the process that made it chose to.
+  // embedding host's) is trusted: the process that made it chose to; unless that host
+  // installed its own authenticator, which then decides for these clients too (it may grant
+  // them whatever they send: transport_ tells it they were attached).
   const ServerConfig& cfg = w.config();
+  c->transport_ = from_unix_listener ? ClientTransport::Unix : ClientTransport::Stdio;
   if (from_unix_listener && !cfg.unix_tenant.empty()) {
     // A full tenant table leaves the connection unbound: it must authenticate like any other.
     if (auto t = w.hub().tenants().acquire(cfg.unix_tenant)) {
@@ -70,7 +73,7 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool exit_on_eof, b
     } else {
       c->needs_auth_ = true;
     }
-  } else if (from_unix_listener && w.clients().auth_enabled()) {
+  } else if ((from_unix_listener && w.clients().auth_enabled()) || w.clients().host_auth()) {
     c->needs_auth_ = true;
   }
   c->separate_out_ = in_fd != out_fd;
