@@ -4,6 +4,7 @@
 // bound; nothing sleeps.
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <functional>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -136,12 +139,13 @@ Answer host(const ClientCredentials& c) {
 }
 
 struct HostServer {
-  explicit HostServer(mcpfan::ClientAuthenticator auth = host, unsigned workers = 2) {
+  explicit HostServer(mcpfan::ClientAuthenticator auth = host, const std::function<void(mcpfan::ServerConfig&)>& more = {}) {
     // transport/server.h: a host ignores SIGPIPE (a stdio client closed before stop() writes its final result).
     std::signal(SIGPIPE, SIG_IGN);
     mcpfan::ServerConfig config;
     config.port = 0;
-    config.workers = workers;
+    config.workers = 2;
+    if (more) more(config);
     config.authenticate_client = std::move(auth);
     server = std::make_unique<mcpfan::Server>(config);
     auto bound = server->start();
@@ -193,6 +197,40 @@ TEST(HostAuth, ADenialIs401WithTheHostsMessageAndCounted) {
   std::string missing = refused_listen(s.port, "file:///a", "");
   EXPECT_NE(missing.find("HTTP/1.1 401"), std::string::npos) << missing;
   EXPECT_EQ(metric(get_metrics(s.port), auth_failures("rejected")), 2);
+}
+
+TEST(HostAuth, AGrantIntoAFullTenantTableIs503) {
+  HostServer s(host, [](mcpfan::ServerConfig& c) { c.max_tenants = 1; });  // the default tenant fills it
+  std::string got = refused_listen(s.port, "file:///a", "Bearer acme-token");
+  EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
+  EXPECT_NE(got.find("Retry-After: 1"), std::string::npos) << got;
+}
+
+TEST(HostAuth, AUnixClientIsAskedWithTransportUnix) {
+  std::string path = ::testing::TempDir() + "mcpfan-host-auth-" + std::to_string(::getpid()) + ".sock";
+  std::mutex mu;
+  std::vector<ClientTransport> seen;
+  HostServer s(
+      [&](const ClientCredentials& c) {
+        std::lock_guard lock(mu);
+        seen.push_back(c.transport);
+        return host(c);
+      },
+      [&](mcpfan::ServerConfig& c) { c.unix_path = path; });
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof a.sun_path);
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string req = R"({"jsonrpc":"2.0","id":7,"method":"server/discover","params":{)" + meta_2026() + "}}\n";
+  ASSERT_TRUE(send_all(fd, req));
+  std::string got;
+  EXPECT_TRUE(read_until(fd, got, "-32030")) << got;  // denied: no credential
+  ::close(fd);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], ClientTransport::Unix);
 }
 
 TEST(HostAuth, AnInvalidTenantNameIs500) {

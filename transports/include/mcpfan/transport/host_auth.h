@@ -6,9 +6,12 @@
  * jwt_public_key_file (Server::start() refuses, -32602).
  *
  * When it is called: wherever a JWT would be verified without it.
- *   - HTTP: each request to /mcp that needs a caller (every MCP request and 2025 session
- *     stream mcpfan serves itself; not /healthz, /metrics, /status or /v1/publish, which
- *     keep their own rules), with the Authorization header value, "" when there is none.
+ *   - HTTP: each request to /mcp that mcpfan serves itself, with the Authorization header
+ *     value ("" when there is none): every POST once its JSON-RPC body decodes, and the GET
+ *     and DELETE of a 2025 session. With ServerConfig::upstream, requests forwarded to the
+ *     upstream are the upstream's to authenticate (only listens, held sessions and
+ *     initialize are asked). Not /healthz, /metrics, /status or /v1/publish (their own rules;
+ *     /metrics and /status go to loopback peers and "*" publisher keys, as with tokens).
  *   - Stdio (Server::attach_stdio) and Unix (ServerConfig::unix_path) clients: each request
  *     that carries a credential in params._meta["mcpfan/authorization"], and, while the
  *     connection is bound to no tenant yet, its requests without one (with ""). So an
