@@ -196,6 +196,7 @@ TEST(HostAuth, ADenialIs401WithTheHostsMessageAndCounted) {
   // No Authorization header at all: the host is asked with "" and decides.
   std::string missing = refused_listen(s.port, "file:///a", "");
   EXPECT_NE(missing.find("HTTP/1.1 401"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("WWW-Authenticate: Bearer realm=\"mcpfan\"\r\n"), std::string::npos) << missing;  // no error code
   EXPECT_EQ(metric(get_metrics(s.port), auth_failures("rejected")), 2);
 }
 

@@ -54,7 +54,9 @@ std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view cred
   if (auto* denied = std::get_if<ClientDenial>(&answer)) {
     counters_.client[static_cast<std::size_t>(AuthFailure::Rejected)].fetch_add(1, std::memory_order_relaxed);
     std::string message = denied->message.empty() ? "authentication refused" : std::move(denied->message);
-    return Refusal{rpc_code::kUnauthorized, std::move(message), 401, AuthFailure::Rejected, false};
+    // Counted as rejected either way; the challenge carries no error code when nothing was sent (RFC 6750 §3).
+    AuthFailure challenge = credential.empty() ? AuthFailure::Missing : AuthFailure::Rejected;
+    return Refusal{rpc_code::kUnauthorized, std::move(message), 401, challenge, false};
   }
   auto& grant = std::get<ClientGrant>(answer);
   // The name becomes a metrics label and a log field: the token claim's rule holds for hosts too.
