@@ -38,10 +38,10 @@ std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view 
 std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view credential, ClientTransport transport) {
   std::variant<ClientGrant, ClientDenial> answer;
   // The callable is the host's code on a worker loop: whatever it throws stops here, as at
-  // every libuv callback boundary, and is the host's bug (500), not the client's (401).
+  // every libuv callback boundary, and is the host's bug (500), not the client's (401). What
+  // it says goes to the operator's log, not to the client: it may quote the credential.
   try {
     answer = host_(ClientCredentials{credential, transport});
-  // What it says goes to the operator's log, not to the client: it may quote the credential.
   } catch (const std::exception& e) {
     counters_.host_exceptions.fetch_add(1, std::memory_order_relaxed);
     log::line("host_auth_exception", std::string("the host's authenticator threw: ") + e.what());
