@@ -78,6 +78,12 @@ TEST(AuthFailureName, SnakeCaseLabels) {
   EXPECT_EQ(mcpfan::detail::auth_failure_name(AuthFailure::NotYetValid), "not_yet_valid");
   EXPECT_EQ(mcpfan::detail::auth_failure_name(AuthFailure::MissingTenant), "missing_tenant");
   EXPECT_EQ(mcpfan::detail::auth_failure_name(AuthFailure::BadClaims), "bad_claims");
+  EXPECT_EQ(mcpfan::detail::auth_failure_name(AuthFailure::Rejected), "rejected");
+  EXPECT_EQ(mcpfan::detail::auth_failure_name(AuthFailure::HostError), "host_error");
+  // Every reason has a name: /metrics and /status.json iterate them all.
+  for (std::size_t i = 0; i < mcpfan::detail::kAuthFailureCount; ++i) {
+    EXPECT_NE(mcpfan::detail::auth_failure_name(static_cast<AuthFailure>(i)), "unknown") << i;
+  }
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ TEST(ClientCore, RefusalsAreWordedOnceForEveryTransport) {
   TenantTable tenants(4);
   Swappable<ClientAuth> auth;
   AuthCounters counters;
-  ClientCore core(tenants, limits, auth, counters, 16, 256);
+  ClientAuthenticator no_host;
+  ClientCore core(tenants, limits, auth, no_host, counters, 16, 256);
 
   Refusal uris = core.refusal(Limit::UrisPerListen, kDefaultTenant);
   EXPECT_EQ(uris.rpc_code, rpc_code::kInvalidParams);

@@ -48,7 +48,7 @@ std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::str
   Caller caller;
   TenantRef ref;  // none for the default tenant, which is never reclaimed
   if (core.auth_enabled()) {
-    auto verified = core.verify(req.authorization, /*bare_token_ok=*/false);
+    auto verified = core.verify(req.authorization, /*bare_token_ok=*/false, ClientTransport::Http);
     if (auto* refused = std::get_if<Refusal>(&verified)) {
       respond_refusal(c, id, *refused);
       return std::nullopt;

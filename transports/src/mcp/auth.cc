@@ -284,6 +284,8 @@ std::optional<AuthError> check_times(const Claims& c, std::int64_t now, std::int
 
 }  // namespace
 
+bool valid_tenant_name(std::string_view tenant) noexcept { return valid_tenant(tenant); }
+
 std::string_view auth_failure_name(AuthFailure kind) noexcept {
   switch (kind) {
     case AuthFailure::Missing: return "missing";
@@ -294,6 +296,8 @@ std::string_view auth_failure_name(AuthFailure kind) noexcept {
     case AuthFailure::NotYetValid: return "not_yet_valid";
     case AuthFailure::MissingTenant: return "missing_tenant";
     case AuthFailure::BadClaims: return "bad_claims";
+    case AuthFailure::Rejected: return "rejected";
+    case AuthFailure::HostError: return "host_error";
   }
   return "unknown";
 }

@@ -41,10 +41,17 @@ enum class AuthFailure : std::uint8_t {
   NotYetValid,     // `nbf` is in the future
   MissingTenant,   // no `tenant` claim, or an empty one
   BadClaims,       // a claim has the wrong type or shape
+  // The host's own authenticator (ServerConfig::authenticate_client) in place of tokens:
+  Rejected,        // it denied the credentials (ClientDenial)
+  HostError,       // it threw, or granted an invalid tenant name: the host's bug, answered 500
 };
+inline constexpr std::size_t kAuthFailureCount = static_cast<std::size_t>(AuthFailure::HostError) + 1;
 
 /** snake_case name of a failure, for a Prometheus label value ("bad_signature"). */
 [[nodiscard]] std::string_view auth_failure_name(AuthFailure kind) noexcept;
+
+/** The rule of the `tenant` claim (and of a host's grant): 1..64 characters of [A-Za-z0-9._-]. */
+[[nodiscard]] bool valid_tenant_name(std::string_view tenant) noexcept;
 
 /** `message` names the problem for logs and the client; it never contains the token or a key. */
 struct AuthError {

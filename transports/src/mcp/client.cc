@@ -3,25 +3,76 @@
 #include <strings.h>
 
 #include <ctime>
+#include <exception>
+
+#include "server/log.h"
 
 namespace mcpfan::detail {
 
-std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view credential, bool bare_token_ok) {
-  auto now = static_cast<std::int64_t>(std::time(nullptr));
-  bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
-  std::shared_ptr<const ClientAuth> auth = auth_.load();  // this request's keys, whatever a reload does meanwhile
-  AuthResult res = bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
-  if (auto* e = std::get_if<AuthError>(&res)) {
-    counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
-    return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};
+std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view credential, bool bare_token_ok,
+                                                              ClientTransport transport) {
+  ClientIdentity id;
+  if (host_) {
+    auto answer = ask_host(credential, transport);
+    if (auto* refused = std::get_if<Refusal>(&answer)) return std::move(*refused);
+    id = std::move(std::get<ClientIdentity>(answer));
+  } else {
+    auto now = static_cast<std::int64_t>(std::time(nullptr));
+    bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
+    std::shared_ptr<const ClientAuth> auth = auth_.load();  // this request's keys, whatever a reload does meanwhile
+    AuthResult res = bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
+    if (auto* e = std::get_if<AuthError>(&res)) {
+      counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
+      return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};
+    }
+    id = std::move(std::get<ClientIdentity>(res));
   }
-  auto& id = std::get<ClientIdentity>(res);
   std::optional<TenantId> t = tenants_.acquire(id.tenant);
   if (!t) {
     limits_.hit(Limit::Tenants);
     return refusal(Limit::Tenants, Limits::kNoTenant);
   }
   return Verified{std::move(id), *t, TenantRef(tenants_, *t)};
+}
+
+std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view credential, ClientTransport transport) {
+  std::variant<ClientGrant, ClientDenial> answer;
+  // The callable is the host's code on a worker loop: whatever it throws stops here, as at
+  // every libuv callback boundary, and is the host's bug (500), not the client's (401). What
+  // it says goes to the operator's log, not to the client: it may quote the credential.
+  try {
+    answer = host_(ClientCredentials{credential, transport});
+  } catch (const std::exception& e) {
+    counters_.host_exceptions.fetch_add(1, std::memory_order_relaxed);
+    log::line("host_auth_exception", std::string("the host's authenticator threw: ") + e.what());
+    return host_error("the host's authenticator failed (an exception)");
+  } catch (...) {
+    counters_.host_exceptions.fetch_add(1, std::memory_order_relaxed);
+    log::line("host_auth_exception", "the host's authenticator threw a non-standard exception");
+    return host_error("the host's authenticator failed (an exception)");
+  }
+  if (auto* denied = std::get_if<ClientDenial>(&answer)) {
+    counters_.client[static_cast<std::size_t>(AuthFailure::Rejected)].fetch_add(1, std::memory_order_relaxed);
+    std::string message = denied->message.empty() ? "authentication refused" : std::move(denied->message);
+    // Counted as rejected either way; the challenge carries no error code when nothing was sent (RFC 6750 §3).
+    AuthFailure challenge = credential.empty() ? AuthFailure::Missing : AuthFailure::Rejected;
+    return Refusal{rpc_code::kUnauthorized, std::move(message), 401, challenge, false};
+  }
+  auto& grant = std::get<ClientGrant>(answer);
+  // The name becomes a metrics label and a log field: the token claim's rule holds for hosts too.
+  if (!valid_tenant_name(grant.tenant)) {
+    return host_error("the host's authenticator returned an invalid tenant name (1-64 characters of [A-Za-z0-9._-])");
+  }
+  ClientIdentity id;
+  id.tenant = std::move(grant.tenant);
+  id.uris_restricted = grant.uri_prefixes.has_value();
+  if (grant.uri_prefixes) id.uri_prefixes = std::move(*grant.uri_prefixes);
+  return id;
+}
+
+Refusal ClientCore::host_error(std::string message) {
+  counters_.client[static_cast<std::size_t>(AuthFailure::HostError)].fetch_add(1, std::memory_order_relaxed);
+  return Refusal{rpc_code::kInternalError, std::move(message), 500, {}, false};
 }
 
 Refusal ClientCore::credentials_required() {

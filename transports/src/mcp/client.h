@@ -7,7 +7,8 @@
 //
 // Thread-safety: ClientCore is shared by every worker and may be called from any thread;
 // it holds only immutable configuration and thread-safe tables (Limits, TenantTable,
-// AuthCounters, the swappable client keys). Lifetime: owned by the Server's state, outlives every worker.
+// AuthCounters, the swappable client keys, the host's authenticator, itself thread-safe by
+// contract: mcpfan/transport/host_auth.h). Lifetime: owned by the Server's state, outlives every worker.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
+#include "mcpfan/transport/host_auth.h"
 
 namespace mcpfan::detail {
 
@@ -50,13 +52,16 @@ class ClientCore {
  public:
   /** `max_uris_per_listen` and `max_listens_per_connection` word the per-client refusals. */
   /** `auth` is read per verification: a reload (SIGHUP) swaps in new keys without a restart. */
-  ClientCore(TenantTable& tenants, Limits& limits, const Swappable<ClientAuth>& auth, AuthCounters& counters,
-             std::size_t max_uris_per_listen, std::size_t max_listens_per_connection) noexcept
-      : tenants_(tenants), limits_(limits), auth_(auth), counters_(counters),
+  /** `host`, when not empty, replaces `auth` (Server::start refuses both); it is never swapped. */
+  ClientCore(TenantTable& tenants, Limits& limits, const Swappable<ClientAuth>& auth, const ClientAuthenticator& host,
+             AuthCounters& counters, std::size_t max_uris_per_listen, std::size_t max_listens_per_connection) noexcept
+      : tenants_(tenants), limits_(limits), auth_(auth), host_(host), counters_(counters),
         max_uris_(max_uris_per_listen), max_listens_(max_listens_per_connection) {}
 
-  /** Whether client tokens are configured; a reload never changes it (Server::reload refuses that). */
-  [[nodiscard]] bool auth_enabled() const { return auth_.load()->enabled(); }
+  /** Whether clients authenticate (tokens or the host's callback); a reload never changes it (Server::reload refuses that). */
+  [[nodiscard]] bool auth_enabled() const { return host_auth() || auth_.load()->enabled(); }
+  /** Whether the host's own authenticator decides (ServerConfig::authenticate_client). */
+  [[nodiscard]] bool host_auth() const noexcept { return static_cast<bool>(host_); }
   [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
   [[nodiscard]] Limits& limits() noexcept { return limits_; }
   [[nodiscard]] AuthCounters& counters() noexcept { return counters_; }
@@ -68,10 +73,13 @@ class ClientCore {
   };
   /**
    * Verifies a credential: "Bearer <jwt>" (an Authorization header, or a stdio client's
-   * `_meta` value), or a bare token when `bare_token_ok`. Counts a failure by its reason. A
-   * full tenant table refuses a valid token (503, Limit::Tenants).
+   * `_meta` value), or a bare token when `bare_token_ok`; with the host's authenticator, its
+   * answer for (credential, transport) instead. Counts a failure by its reason. A full tenant
+   * table refuses a valid token or grant (503, Limit::Tenants). Never throws what the host's
+   * callable throws: that is a 500 (-32603).
    */
-  [[nodiscard]] std::variant<Verified, Refusal> verify(std::string_view credential, bool bare_token_ok);
+  [[nodiscard]] std::variant<Verified, Refusal> verify(std::string_view credential, bool bare_token_ok,
+                                                       ClientTransport transport);
   /** A stdio client that must authenticate and sent no token (counted as missing). */
   [[nodiscard]] Refusal credentials_required();
   /** A token for another tenant than the one the connection is bound to (counted). */
@@ -95,7 +103,12 @@ class ClientCore {
  private:
   TenantTable& tenants_;
   Limits& limits_;
+  /** The host's answer, as a verified identity or a refusal (host_auth.h: the outcomes). */
+  [[nodiscard]] std::variant<ClientIdentity, Refusal> ask_host(std::string_view credential, ClientTransport transport);
+  [[nodiscard]] Refusal host_error(std::string message);
+
   const Swappable<ClientAuth>& auth_;
+  const ClientAuthenticator& host_;  // ServerState::config's: fixed once the server exists
   AuthCounters& counters_;
   std::size_t max_uris_;
   std::size_t max_listens_;

@@ -111,13 +111,17 @@ namespace mcpfan::detail {
 
 /** Refused credentials, by reason: mcpfan_auth_failures_total{scope, reason}. */
 struct AuthCounters {
-  static constexpr std::size_t kClientReasons = static_cast<std::size_t>(AuthFailure::BadClaims) + 1;
+  static constexpr std::size_t kClientReasons = kAuthFailureCount;
   std::array<std::atomic<std::uint64_t>, kClientReasons> client{};
   std::atomic<std::uint64_t> client_forbidden_uri{0};     // a `uris` claim that does not cover the URI
   std::atomic<std::uint64_t> client_wrong_tenant{0};      // a session used with another tenant's token
   std::atomic<std::uint64_t> publisher_missing{0};        // no or malformed Authorization
   std::atomic<std::uint64_t> publisher_unknown_key{0};
   std::atomic<std::uint64_t> publisher_forbidden_tenant{0};
+  // The host's authenticator threw (also in client[HostError]): summed into
+  // mcpfan_callback_exceptions_total, which otherwise counts per worker, because the client
+  // core that calls it belongs to no worker.
+  std::atomic<std::uint64_t> host_exceptions{0};
 };
 
 }  // namespace mcpfan::detail

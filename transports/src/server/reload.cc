@@ -26,6 +26,15 @@ std::string rate_text(double rate, double burst) {
 }  // namespace
 
 Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, bool starting) {
+  // The host's authenticator replaces client tokens: with both, which one decides would be a
+  // guess. It is fixed at start (config, not `next`): a reload can neither add nor drop it.
+  bool jwt_files = !next.jwt_secret_file.empty() || !next.jwt_public_key_file.empty();
+  if (config.authenticate_client && jwt_files) {
+    return Error{rpc_code::kInvalidParams,
+                 std::string(starting ? "" : "reload: ") +
+                     "authenticate_client (the host's authenticator) and client tokens (jwt_secret_file, "
+                     "jwt_public_key_file) cannot both be configured: the host's authenticator replaces tokens"};
+  }
   // Everything is loaded before anything is installed: a file that does not load leaves the
   // running configuration whole.
   auto auth = detail::ClientAuth::load(next.jwt_secret_file, next.jwt_public_key_file);
@@ -49,7 +58,9 @@ Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, b
   }
   policy->rate.configure(next.publish_rate, next.publish_burst, policy->keys.size());
   detail::TenantCeilings ceilings = detail::tenant_ceilings(next);
-  std::string summary = "client token algorithms: " + auth.value().accepted_algorithms() +
+  std::string client_auth = config.authenticate_client ? "client authentication: the host's authenticator"
+                                                        : "client token algorithms: " + auth.value().accepted_algorithms();
+  std::string summary = client_auth +
                         "; publisher keys: " + std::to_string(policy->keys.size()) +
                         "; publish rate: " + rate_text(next.publish_rate, policy->rate.burst()) +
                         "; tenant ceilings (0 = unlimited): " + ceilings_text(ceilings);

@@ -163,7 +163,7 @@ ServerState::ServerState(ServerConfig cfg)
       limits(tenant_ceilings(config), clamped_tenants(config)),
       sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
       publishers(auth_counters),
-      clients(make_hub(config, hub), limits, client_auth, auth_counters, config.max_uris_per_listen,
+      clients(make_hub(config, hub), limits, client_auth, config.authenticate_client, auth_counters, config.max_uris_per_listen,
               config.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));

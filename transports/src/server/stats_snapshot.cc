@@ -62,6 +62,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));
 
   const detail::AuthCounters& a = state.auth_counters;
+  s.callback_exceptions += load(a.host_exceptions);  // the host's authenticator, called by no worker's own code
   for (std::size_t i = 0; i < detail::AuthCounters::kClientReasons; ++i) {
     s.auth_failures.push_back({"client", detail::auth_failure_name(static_cast<detail::AuthFailure>(i)), load(a.client[i])});
   }

@@ -68,8 +68,11 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
   auto* c = new StdioConn(w);
   // A --unix client authenticates with a token, unless the socket itself names the tenant
   // (its file permissions being the access control). An attached fd (--stdio, or an
-  // embedding host's) is trusted: the process that made it chose to.
+  // embedding host's) is trusted: the process that made it chose to; unless that host
+  // installed its own authenticator, which then decides for these clients too (it may grant
+  // them whatever they send: transport_ tells it they were attached).
   const ServerConfig& cfg = w.config();
+  c->transport_ = from_unix_listener ? ClientTransport::Unix : ClientTransport::Stdio;
   if (from_unix_listener && !cfg.unix_tenant.empty()) {
     // A full tenant table leaves the connection unbound: it must authenticate like any other.
     if (auto t = w.hub().tenants().acquire(cfg.unix_tenant)) {
@@ -78,7 +81,7 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
     } else {
       c->needs_auth_ = true;
     }
-  } else if (from_unix_listener && w.clients().auth_enabled()) {
+  } else if ((from_unix_listener && w.clients().auth_enabled()) || w.clients().host_auth()) {
     c->needs_auth_ = true;
   }
   c->separate_out_ = in_fd != out_fd;

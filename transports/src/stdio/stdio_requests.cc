@@ -32,8 +32,11 @@ void StdioConn::reply_refusal(const RpcRequest& r, const Refusal& refusal) {
 
 bool StdioConn::authenticate(RpcRequest& r) {
   ClientCore& core = w_.clients();
-  if (!r.auth_token.empty() && core.auth_enabled()) {
-    auto verified = core.verify(r.auth_token, /*bare_token_ok=*/true);
+  // The host's authenticator also hears a connection that is not bound yet and sent nothing
+  // (""): it, not mcpfan, decides whether such a client may be served.
+  bool ask = !r.auth_token.empty() || (needs_auth_ && core.host_auth());
+  if (ask && core.auth_enabled()) {
+    auto verified = core.verify(r.auth_token, /*bare_token_ok=*/true, transport_);
     if (auto* refused = std::get_if<Refusal>(&verified)) {
       reply_refusal(r, *refused);
       return false;

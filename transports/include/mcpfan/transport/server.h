@@ -27,6 +27,7 @@
 
 #include "mcpfan/hub.h"
 #include "mcpfan/result.h"
+#include "mcpfan/transport/host_auth.h"
 
 namespace mcpfan {
 
@@ -82,6 +83,13 @@ struct ServerConfig {
   std::string jwt_public_key_file;  // RS256/ES256 public key (PEM) for client tokens
   std::string publish_keys_file;    // lines "KEY TENANT" ("*" = any tenant)
   std::string unix_tenant;          // --unix clients belong to this tenant without a token
+  /**
+   * The host's own client authentication in place of JWTs (transport/host_auth.h: when it is
+   * called, on which threads, the outcomes). Empty: not used. Set together with
+   * jwt_secret_file or jwt_public_key_file, start() fails (-32602) and starts nothing.
+   * Fixed at start: reload() keeps it and refuses JWT files while it is set.
+   */
+  ClientAuthenticator authenticate_client;
   double publish_rate = 0;          // notifications per second per publisher key (0 = unlimited)
   double publish_burst = 0;         // bucket size; 0 = one second's worth
   std::string unix_path;                  // non-empty: stdio-framed clients on this Unix socket
