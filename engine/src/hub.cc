@@ -36,16 +36,18 @@ void Hub::detach_key_listener() noexcept {
   for (auto& r : reporters_) r->detach();
 }
 
-void Hub::post_one(const PayloadRef& payload) {
+bool Hub::post_one(const PayloadRef& payload) {
   if (!interest_) {
     for (auto& s : shards_) s->post(payload);
-    return;
+    return true;
   }
   ShardSet where(shards_.size());
   interest_->shards_for(payload->tenant(), payload->kind(), payload->uri(), where);
+  if (where.empty()) return false;
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     if (where.test(i)) shards_[i]->post(payload);
   }
+  return true;
 }
 
 Hub::Hub(std::size_t shards, ShardOptions options, std::size_t max_tenants) : tenants_(max_tenants) {
@@ -154,6 +156,11 @@ void Hub::close() {
 }
 
 std::size_t Hub::fan_out(const std::vector<PayloadRef>& payloads) {
+  if (payloads.size() == 1) {
+    // The common publish (one notification, usually for one stream): a queue push per shard
+    // that may match, and no vector allocated (issue 14: a cost independent of load).
+    return post_one(payloads.front()) ? 0 : 1;
+  }
   std::vector<PayloadRef> copy;
   if (!interest_) {
     for (auto& s : shards_) {

@@ -106,8 +106,8 @@ class Hub {
   std::size_t fan_out(const std::vector<PayloadRef>& payloads);
   /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder. */
   void send_out(std::vector<Notification>& notes);
-  /** Posts to every shard, or with routing only to those that may match. */
-  void post_one(const PayloadRef& payload);
+  /** Posts to every shard, or with routing only to those that may match; false when none may. */
+  bool post_one(const PayloadRef& payload);
   class Reporter;
 
   TenantTable tenants_;

@@ -55,15 +55,29 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
   uv_check_init(&loop_, &flush_check_);
   uv_check_start(&flush_check_, [](uv_check_t* h) {
     Worker* w = self(h);
+    if (w->self_posted_) {
+      // Posted by this loop itself (a publish parsed here for a stream held here): drained
+      // now, in the iteration that parsed it, without an eventfd round trip.
+      w->self_posted_ = false;
+      bool more = true;
+      guarded(w->stats_, [&] { more = w->shard_.drain(); });
+      if (more) w->self_post();
+    }
     guarded(w->stats_, [&] { w->shard_.flush(uv_now(&w->loop_)); });
-    if (!w->shard_.has_dirty()) uv_idle_stop(&w->flush_idle_);
+    if (!w->shard_.has_dirty() && !w->self_posted_) uv_idle_stop(&w->flush_idle_);
   });
   uv_idle_init(&loop_, &flush_idle_);
   uv_timer_init(&loop_, &keepalive_timer_);
   uv_timer_init(&loop_, &grace_timer_);
   uv_timer_init(&loop_, &session_timer_);
   uv_timer_init(&loop_, &sweep_timer_);
-  shard_.set_waker([](void* a) { static_cast<Worker*>(a)->wake(&static_cast<Worker*>(a)->inbox_async_); }, this);
+  shard_.set_waker(
+      [](void* a) {
+        auto* w = static_cast<Worker*>(a);
+        if (w->on_own_thread()) w->self_post();
+        else w->wake(&w->inbox_async_);
+      },
+      this);
   shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
 }
 
@@ -97,6 +111,14 @@ void Worker::refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept {
   if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
   // The host was given a handle: it hears of this client's end like any other's.
   if (msg.on_end) guarded(stats_, [&] { msg.on_end(why); });
+}
+
+void Worker::self_post() noexcept {
+  // The check handle drains it at the end of this iteration; the idle handle keeps the loop
+  // from blocking in between (a post from a timer or the check itself waits one turn).
+  if (handles_closed_) return;  // stopped: nothing drains the inbox any more (as wake() refuses)
+  self_posted_ = true;
+  uv_idle_start(&flush_idle_, [](uv_idle_t*) {});
 }
 
 void Worker::wake(uv_async_t* handle) {

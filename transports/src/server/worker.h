@@ -154,6 +154,8 @@ class Worker {
   void begin_stop();
   void maybe_finish_stop();
   void wake(uv_async_t* handle);
+  /** A post to this worker's shard from its own loop: drained by the check handle, no wake-up. */
+  void self_post() noexcept;
   /** An Adopt the loop will not serve: closes its fds and tells its on_end (`why`). */
   void refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept;
   static void on_connection(uv_stream_t* server, int status);
@@ -202,6 +204,7 @@ class Worker {
   Conn* conns_ = nullptr;   // intrusive list of open connections
   bool stopping_ = false;
   bool handles_closed_ = false;  // guarded by wake_mu_ for cross-thread readers
+  bool self_posted_ = false;     // loop-affine: the shard's inbox has posts of this loop's own
   std::mutex wake_mu_;
 };
 
