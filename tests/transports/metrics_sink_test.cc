@@ -215,14 +215,14 @@ TEST_F(MetricsSink, CollectFromSeveralThreadsWhileServing) {
       }
     });
   }
-  constexpr int kPublishes = 200;
+  constexpr int kPublishes = 2000;
   std::thread publisher([&] {
     for (int i = 0; i < kPublishes; ++i) {
       if (!server.hub().publish(mcpfan::mcp::resource_updated("file:///load/" + std::to_string(i % 10)))) ++failures;
       if (i % 20 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
-  for (int i = 0; i < 10; ++i) {  // clients come and go meanwhile
+  for (int i = 0; i < 30; ++i) {  // clients come and go meanwhile
     std::string stream;
     int listen = open_listen(port.value(), "file:///load/", stream);
     EXPECT_GE(listen, 0);
