@@ -20,8 +20,9 @@
  *
  * Thread affinity: the sink is called synchronously on the thread that called
  * collect_metrics(), never after it returns; calls into one sink never overlap. The views it
- * is given (names, help, labels) are valid only during each call: copy what you keep. A sink
- * must not call back into the Server that is walking it.
+ * is given (names, help, labels) are valid only during each call: copy what you keep. The
+ * numbers are gathered before the walk starts and no mcpfan lock is held while the sink runs:
+ * a slow sink delays only its own thread.
  */
 #include <cstdint>
 #include <span>
