@@ -243,3 +243,43 @@ TEST_F(MetricsSink, CollectFromSeveralThreadsWhileServing) {
 }
 
 }  // namespace
+
+namespace {
+
+// With --nats, stop() destroys the backplane while host threads may be reading its stats:
+// an unreachable NATS URL is enough (the backplane starts and keeps reconnecting in the
+// background), its families are walked until stop() and gone after it.
+TEST_F(MetricsSink, CollectWhileStopDestroysTheBackplane) {
+  mcpfan::ServerConfig config = loopback_config();
+  config.nats = "nats://127.0.0.1:1";  // nothing listens on port 1
+  mcpfan::Server server(config);
+  auto port = server.start();
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  RecordingSink before;
+  ASSERT_TRUE(server.collect_metrics(before).ok());
+  EXPECT_EQ(before.value("mcpfan_backplane_connected"), 0);
+  EXPECT_EQ(before.value("mcpfan_backplane_lag_seconds"), 0);
+
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> collectors;
+  for (int t = 0; t < 2; ++t) {
+    collectors.emplace_back([&] {
+      while (!done.load()) {
+        RecordingSink sink;
+        if (!server.collect_metrics(sink).ok()) ++failures;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(server.stop().ok());
+  done = true;
+  for (auto& c : collectors) c.join();
+  EXPECT_EQ(failures.load(), 0);
+  RecordingSink after;
+  ASSERT_TRUE(server.collect_metrics(after).ok());
+  EXPECT_EQ(after.value("mcpfan_backplane_connected"), -1) << "the backplane's families end with it";
+  EXPECT_EQ(after.value("mcpfan_workers"), 2);
+}
+
+}  // namespace
