@@ -19,10 +19,10 @@
  * clients left, as in /metrics).
  *
  * Thread affinity: the sink is called synchronously on the thread that called
- * collect_metrics(), never after it returns; calls into one sink never overlap. The views it
- * is given (names, help, labels) are valid only during each call: copy what you keep. The
- * numbers are gathered before the walk starts and no mcpfan lock is held while the sink runs:
- * a slow sink delays only its own thread.
+ * collect_metrics(), never after it returns (a sink shared by concurrent collect_metrics()
+ * calls must be thread-safe itself). The views it is given (names, help, labels) are valid
+ * only during each call: copy what you keep. The numbers are gathered before the walk starts
+ * and no mcpfan lock is held while the sink runs: a slow sink delays only its own thread.
  */
 #include <cstdint>
 #include <span>
