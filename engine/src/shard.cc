@@ -45,6 +45,8 @@ static_assert(sizeof(detail::ShardInbox) <= detail::kShardInboxBytes, "kShardInb
 static_assert(alignof(detail::ShardInbox) <= alignof(std::max_align_t), "ShardInbox needs a stricter alignment");
 using InboxItem = detail::ShardInbox::Item;
 
+detail::ShardInbox& Shard::inbox() noexcept { return *std::launder(reinterpret_cast<detail::ShardInbox*>(inbox_storage_)); }
+
 using detail::Chunk;
 
 namespace {

@@ -1,7 +1,8 @@
 // A host that embeds mcpfan's Server: it starts the server on an ephemeral loopback port,
 // opens one `subscriptions/listen` over a plain socket (as an MCP client would), publishes
 // from two threads of its own through server.hub(), and checks that both notifications
-// arrive on the listen's SSE stream. Clients are authenticated by the host's own callback
+// arrive on the listen's SSE stream, and that its own metrics sink counts them
+// (Server::collect_metrics). Clients are authenticated by the host's own callback
 // (ServerConfig::authenticate_client, mcpfan/transport/host_auth.h): "Bearer acme-token" is
 // tenant "acme", anything else is denied (401). Exits 0 on success, 1 with a message otherwise.
 //
@@ -18,7 +19,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -116,6 +119,22 @@ mcpfan::PayloadRef resource_updated(const std::string& uri, std::string_view rev
   return mcpfan::encode_notification(parts);
 }
 
+/**
+ * The host's own metrics sink (mcpfan/transport/metrics.h): keeps the one number this host
+ * checks. A real host would copy every family into its registry; the views die with each call.
+ */
+class PublishedTotal final : public mcpfan::MetricsSink {
+ public:
+  double value = -1;
+  void family(std::string_view name, mcpfan::MetricType, std::string_view) override { current_ = name == "mcpfan_published_total"; }
+  void sample(std::span<const mcpfan::MetricLabel>, double v) override {
+    if (current_) value = v;
+  }
+
+ private:
+  bool current_ = false;
+};
+
 }  // namespace
 
 int main() {
@@ -179,11 +198,15 @@ int main() {
     return fail("the published notifications did not arrive");
   }
 
+  // The host's metrics system pulls mcpfan's numbers itself (any thread; here, this one).
+  PublishedTotal published;
+  if (!server.collect_metrics(published) || published.value != 2) return fail("collect_metrics() did not count the 2 publishes");
+
   // stop() closes the hub (a publish now returns false), ends the listen with its final result.
   if (!server.stop()) return fail("stop() failed");
   if (server.hub().publish(resource_updated("file:///project/late", "9", *acme))) return fail("publish after stop() accepted");
   if (!read_until(fd, got, {R"("resultType":"complete")"})) return fail("no final result for the listen");
   ::close(fd);
-  std::puts("embed_server: ok (unknown credentials 401, acme's listen acknowledged, 2 publishes from host threads delivered, final result on stop)");
+  std::puts("embed_server: ok (unknown credentials 401, acme's listen acknowledged, 2 publishes from host threads delivered and counted by its metrics sink, final result on stop)");
   return 0;
 }

@@ -290,7 +290,7 @@ class Shard {
    * lives in place, in storage sized here, so that post() follows no pointer and its types
    * stay private to shard.cc (which checks at compile time that it fits).
    */
-  [[nodiscard]] detail::ShardInbox& inbox() noexcept { return *std::launder(reinterpret_cast<detail::ShardInbox*>(inbox_storage_)); }
+  [[nodiscard]] detail::ShardInbox& inbox() noexcept;  // shard.cc: std::launder needs the complete type
 
   ShardOptions options_;
   ShardStats stats_;

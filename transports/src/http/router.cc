@@ -6,6 +6,7 @@
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
 #include "nats/backplane.h"
+#include "server/metrics.h"
 #include "server/worker.h"
 #include "status/status.h"
 

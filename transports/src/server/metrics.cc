@@ -1,176 +1,145 @@
-#include <cstdio>
+#include "server/metrics.h"
 
-#include "server/stats_snapshot.h"
-
-// GET /metrics: the Prometheus text of a StatsSnapshot (stats_snapshot.cc collects it).
+// The families of GET /metrics and Server::collect_metrics(), walked over a StatsSnapshot
+// (stats_snapshot.cc collects it). Adding a metric here adds it to both.
 namespace mcpfan::detail {
 
 namespace {
 
-void metric_header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
+constexpr MetricType kCounter = MetricType::Counter;
+constexpr MetricType kGauge = MetricType::Gauge;
 
-void metric(std::string& out, const char* name, const char* type, const char* help, long long value) {
-  metric_header(out, name, type, help);
-  out += name;
-  out += ' ';
-  out += std::to_string(value);
-  out += '\n';
-}
+// Values cross the public interface as doubles: exact for integers below 2^53 (centuries of
+// deliveries at a million a second).
+double num(long long v) { return static_cast<double>(v); }
+double num(std::uint64_t v) { return static_cast<double>(v); }
 
-void metric_seconds(std::string& out, const char* name, const char* help, double seconds) {
-  metric_header(out, name, "gauge", help);
-  char v[32];
-  std::snprintf(v, sizeof v, "%.3f", seconds);
-  out += name;
-  out += ' ';
-  out += v;
-  out += '\n';
-}
+class Walk {
+ public:
+  explicit Walk(MetricsSink& sink) : sink_(sink) {}
+
+  /** A family of one unlabelled sample. */
+  void one(std::string_view name, MetricType type, std::string_view help, double value) {
+    sink_.family(name, type, help);
+    sink_.sample({}, value);
+  }
+  void family(std::string_view name, MetricType type, std::string_view help) { sink_.family(name, type, help); }
+  void sample(std::string_view label, std::string_view label_value, double value) {
+    const MetricLabel l{label, label_value};
+    sink_.sample({&l, 1}, value);
+  }
+  void sample(std::initializer_list<MetricLabel> labels, double value) { sink_.sample({labels.begin(), labels.size()}, value); }
+
+ private:
+  MetricsSink& sink_;
+};
 
 // Per-tenant gauges: the snapshot's rows (bounded by --metrics-tenants), then "_other".
-void tenant_metrics(std::string& out, const StatsSnapshot& s) {
+void tenant_families(Walk& w, const StatsSnapshot& s) {
   using Row = StatsSnapshot::TenantRow;
   struct Family {
-    const char* name;
-    const char* type;
-    const char* help;
+    std::string_view name;
+    MetricType type;
+    std::string_view help;
     long long Row::*value;
   };
   const Family families[] = {
-      {"mcpfan_tenant_connections", "gauge", "Connections bound to the tenant.", &Row::connections},
-      {"mcpfan_tenant_streams", "gauge", "Listens and 2025-era sessions of the tenant.", &Row::streams},
-      {"mcpfan_tenant_subscriptions", "gauge", "Resource URIs the tenant's clients subscribe to.", &Row::subscriptions},
-      {"mcpfan_tenant_limit_hits_total", "counter", "Limits hit by the tenant's clients and publishers since it last had no clients.",
-       &Row::limit_hits},
-  };
-  auto line = [&out](const char* family, const Row& row, long long v) {
-    out += family;
-    out += "{tenant=\"";
-    for (char ch : row.name) {  // token tenants are [A-Za-z0-9._-]; escape anyway
-      if (ch == '\\' || ch == '"') out += '\\';
-      if (ch == '\n') out += "\\n";
-      else out += ch;
-    }
-    out += "\"} ";
-    out += std::to_string(v);
-    out += '\n';
+      {"mcpfan_tenant_connections", kGauge, "Connections bound to the tenant.", &Row::connections},
+      {"mcpfan_tenant_streams", kGauge, "Listens and 2025-era sessions of the tenant.", &Row::streams},
+      {"mcpfan_tenant_subscriptions", kGauge, "Resource URIs the tenant's clients subscribe to.", &Row::subscriptions},
+      {"mcpfan_tenant_limit_hits_total", kCounter,
+       "Limits hit by the tenant's clients and publishers since it last had no clients.", &Row::limit_hits},
   };
   for (const Family& f : families) {
-    metric_header(out, f.name, f.type, f.help);
-    for (const Row& row : s.tenants) line(f.name, row, row.*f.value);
-    if (s.tenants_other) line(f.name, *s.tenants_other, (*s.tenants_other).*f.value);
+    w.family(f.name, f.type, f.help);
+    for (const Row& row : s.tenants) w.sample("tenant", row.name, num(row.*f.value));
+    if (s.tenants_other) w.sample("tenant", s.tenants_other->name, num((*s.tenants_other).*f.value));
   }
-  metric(out, "mcpfan_tenants", "gauge", "Tenants with clients (the default tenant included).", s.tenant_count);
+  w.one("mcpfan_tenants", kGauge, "Tenants with clients (the default tenant included).", num(s.tenant_count));
+}
+
+void backplane_families(Walk& w, const nats::Backplane::Stats& b) {
+  w.one("mcpfan_backplane_connected", kGauge, "1 while connected to a NATS server.", b.connected ? 1 : 0);
+  w.one("mcpfan_backplane_subjects", kGauge, "NATS subjects this node subscribes to (incl. lingering ones).",
+        num(std::uint64_t{b.subjects}));
+  w.one("mcpfan_backplane_compacted_tenants", kGauge,
+        "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.",
+        num(std::uint64_t{b.compacted_tenants}));
+  w.one("mcpfan_backplane_compactions_total", kCounter, "Times a tenant's subjects were folded into one.", num(b.compactions));
+  w.one("mcpfan_backplane_sub_ops_total", kCounter, "SUB and UNSUB operations sent to NATS.", num(b.sub_ops + b.unsub_ops));
+  w.one("mcpfan_backplane_sent_total", kCounter, "Notifications sent to other nodes.", num(b.sent));
+  w.one("mcpfan_backplane_received_total", kCounter, "Notifications received from other nodes.", num(b.received));
+  w.one("mcpfan_backplane_unmatched_total", kCounter,
+        "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber just gone).",
+        num(b.unmatched));
+  w.one("mcpfan_backplane_queued", kGauge,
+        "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
+        num(std::uint64_t{b.queued}));
+  // Fractional: the one family whose values are not whole (its name ends in _seconds).
+  w.one("mcpfan_backplane_lag_seconds", kGauge,
+        "How long the oldest notification for other nodes has waited (0 when none waits).", b.lag_seconds);
+  w.one("mcpfan_backplane_refused_total", kCounter,
+        "Publishes refused (503) while NATS was unreachable and the outage buffer full.", num(b.refused));
+  w.one("mcpfan_backplane_dropped_total", kCounter,
+        "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the bound.",
+        num(b.dropped));
 }
 
 }  // namespace
 
-std::string render_prometheus(const StatsSnapshot& s) {
-  std::string out;
-  metric(out, "mcpfan_connections_open", "gauge", "Open TCP connections.", s.connections);
-  metric(out, "mcpfan_listen_streams_open", "gauge", "Open subscriptions/listen streams.", s.streams);
-  metric(out, "mcpfan_subscriptions_active", "gauge", "Active listen subscriptions.", s.subscriptions);
-  metric(out, "mcpfan_published_total", "counter", "Notifications accepted for publishing.", s.published);
-  metric(out, "mcpfan_published_no_audience_total", "counter",
-         "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out.", s.published_no_audience);
-  metric(out, "mcpfan_deliveries_total", "counter", "Notifications queued to streams.", s.deliveries);
-  metric(out, "mcpfan_coalesced_total", "counter", "Unwritten notifications replaced by a newer one for the same (method, uri).", s.coalesced);
-  metric(out, "mcpfan_slow_consumer_closes_total", "counter", "Streams closed for exceeding the pending-bytes bound.", s.slow_closes);
-  metric(out, "mcpfan_stream_writes_total", "counter", "Batched writes handed to streams.", s.stream_writes);
-  metric(out, "mcpfan_http_requests_total", "counter", "HTTP requests parsed.", s.http_requests);
-  metric(out, "mcpfan_http_errors_total", "counter", "HTTP answers with a 4xx/5xx status.", s.http_errors);
-  metric(out, "mcpfan_sessions_active", "gauge", "2025-era MCP sessions (initialize .. DELETE or expiry).", s.sessions);
-  metric(out, "mcpfan_sessions_idle", "gauge", "2025-era sessions without an open GET stream (bounded by --max-idle-sessions).",
-         s.sessions_idle);
-  metric(out, "mcpfan_sessions_parked", "gauge",
-         "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume.", s.sessions_parked);
-  metric(out, "mcpfan_session_replayed_total", "counter", "Journaled notifications replayed to resuming GET streams.",
-         s.session_replayed);
-  metric(out, "mcpfan_session_rereads_total", "counter",
-         "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.", s.session_rereads);
-  metric(out, "mcpfan_session_journaled_total", "counter",
-         "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over).",
-         s.session_journaled);
-  metric(out, "mcpfan_session_journal_evictions_total", "counter",
-         "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints).",
-         s.session_journal_evictions);
-  metric(out, "mcpfan_debounce_suppressed_total", "counter",
-         "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.", s.debounce_suppressed);
-  metric(out, "mcpfan_debounce_trailing_total", "counter", "Held updates fanned out when their interval passed.", s.debounce_trailing);
-  metric(out, "mcpfan_workers", "gauge", "Worker loops.", s.workers);
-  metric(out, "mcpfan_log_lines_dropped_total", "counter",
-         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.", s.log_lines_dropped);
-  metric(out, "mcpfan_read_pauses_total", "counter",
-         "Times a client's connection stopped being read until its unread answers drained.", s.read_pauses);
+void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
+  Walk w(sink);
+  w.one("mcpfan_connections_open", kGauge, "Open TCP connections.", num(s.connections));
+  w.one("mcpfan_listen_streams_open", kGauge, "Open subscriptions/listen streams.", num(s.streams));
+  w.one("mcpfan_subscriptions_active", kGauge, "Active listen subscriptions.", num(s.subscriptions));
+  w.one("mcpfan_published_total", kCounter, "Notifications accepted for publishing.", num(s.published));
+  w.one("mcpfan_published_no_audience_total", kCounter,
+        "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out.", num(s.published_no_audience));
+  w.one("mcpfan_deliveries_total", kCounter, "Notifications queued to streams.", num(s.deliveries));
+  w.one("mcpfan_coalesced_total", kCounter, "Unwritten notifications replaced by a newer one for the same (method, uri).",
+        num(s.coalesced));
+  w.one("mcpfan_slow_consumer_closes_total", kCounter, "Streams closed for exceeding the pending-bytes bound.", num(s.slow_closes));
+  w.one("mcpfan_stream_writes_total", kCounter, "Batched writes handed to streams.", num(s.stream_writes));
+  w.one("mcpfan_http_requests_total", kCounter, "HTTP requests parsed.", num(s.http_requests));
+  w.one("mcpfan_http_errors_total", kCounter, "HTTP answers with a 4xx/5xx status.", num(s.http_errors));
+  w.one("mcpfan_sessions_active", kGauge, "2025-era MCP sessions (initialize .. DELETE or expiry).", num(s.sessions));
+  w.one("mcpfan_sessions_idle", kGauge, "2025-era sessions without an open GET stream (bounded by --max-idle-sessions).",
+        num(s.sessions_idle));
+  w.one("mcpfan_sessions_parked", kGauge,
+        "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume.", num(s.sessions_parked));
+  w.one("mcpfan_session_replayed_total", kCounter, "Journaled notifications replayed to resuming GET streams.",
+        num(s.session_replayed));
+  w.one("mcpfan_session_rereads_total", kCounter,
+        "Last-Event-IDs that could not be resumed exactly, answered with re-read hints.", num(s.session_rereads));
+  w.one("mcpfan_session_journaled_total", kCounter,
+        "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over).",
+        num(s.session_journaled));
+  w.one("mcpfan_session_journal_evictions_total", kCounter,
+        "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints).",
+        num(s.session_journal_evictions));
+  w.one("mcpfan_debounce_suppressed_total", kCounter,
+        "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.", num(s.debounce_suppressed));
+  w.one("mcpfan_debounce_trailing_total", kCounter, "Held updates fanned out when their interval passed.", num(s.debounce_trailing));
+  w.one("mcpfan_workers", kGauge, "Worker loops.", num(s.workers));
+  w.one("mcpfan_log_lines_dropped_total", kCounter,
+        "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.", num(s.log_lines_dropped));
+  w.one("mcpfan_read_pauses_total", kCounter,
+        "Times a client's connection stopped being read until its unread answers drained.", num(s.read_pauses));
   if (s.upstream) {
-    metric(out, "mcpfan_upstream_requests_total", "counter", "Requests forwarded to the --upstream MCP server.", s.upstream->requests);
-    metric(out, "mcpfan_upstream_failures_total", "counter",
-           "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
-           s.upstream->failures);
+    w.one("mcpfan_upstream_requests_total", kCounter, "Requests forwarded to the --upstream MCP server.", num(s.upstream->requests));
+    w.one("mcpfan_upstream_failures_total", kCounter,
+          "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
+          num(s.upstream->failures));
   }
-  metric(out, "mcpfan_callback_exceptions_total", "counter",
-         "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
-         s.callback_exceptions);
-  metric_header(out, "mcpfan_limit_hits_total", "counter",
-                "Requests, connections and streams refused or closed by a configured limit.");
-  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) {
-    out += "mcpfan_limit_hits_total{limit=\"";
-    out += limit_name(static_cast<Limit>(i));
-    out += "\"} ";
-    out += std::to_string(s.limit_hits[i]);
-    out += '\n';
-  }
-  metric_header(out, "mcpfan_auth_failures_total", "counter", "Refused credentials, by who presented them and why.");
-  for (const StatsSnapshot::AuthFailure& f : s.auth_failures) {
-    out += "mcpfan_auth_failures_total{scope=\"";
-    out += f.scope;
-    out += "\",reason=\"";
-    out += f.reason;
-    out += "\"} ";
-    out += std::to_string(f.count);
-    out += '\n';
-  }
-  tenant_metrics(out, s);
-  if (s.backplane) {
-    const nats::Backplane::Stats& b = *s.backplane;
-    metric(out, "mcpfan_backplane_connected", "gauge", "1 while connected to a NATS server.", b.connected ? 1 : 0);
-    metric(out, "mcpfan_backplane_subjects", "gauge", "NATS subjects this node subscribes to (incl. lingering ones).",
-           static_cast<long long>(b.subjects));
-    metric(out, "mcpfan_backplane_compacted_tenants", "gauge",
-           "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.",
-           static_cast<long long>(b.compacted_tenants));
-    metric(out, "mcpfan_backplane_compactions_total", "counter", "Times a tenant's subjects were folded into one.",
-           static_cast<long long>(b.compactions));
-    metric(out, "mcpfan_backplane_sub_ops_total", "counter", "SUB and UNSUB operations sent to NATS.",
-           static_cast<long long>(b.sub_ops + b.unsub_ops));
-    metric(out, "mcpfan_backplane_sent_total", "counter", "Notifications sent to other nodes.", static_cast<long long>(b.sent));
-    metric(out, "mcpfan_backplane_received_total", "counter", "Notifications received from other nodes.",
-           static_cast<long long>(b.received));
-    metric(out, "mcpfan_backplane_unmatched_total", "counter",
-           "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber just gone).",
-           static_cast<long long>(b.unmatched));
-    metric(out, "mcpfan_backplane_queued", "gauge",
-           "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
-           static_cast<long long>(b.queued));
-    metric_seconds(out, "mcpfan_backplane_lag_seconds",
-                   "How long the oldest notification for other nodes has waited (0 when none waits).", b.lag_seconds);
-    metric(out, "mcpfan_backplane_refused_total", "counter",
-           "Publishes refused (503) while NATS was unreachable and the outage buffer full.", static_cast<long long>(b.refused));
-    metric(out, "mcpfan_backplane_dropped_total", "counter",
-           "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the bound.",
-           static_cast<long long>(b.dropped));
-  }
-  return out;
+  w.one("mcpfan_callback_exceptions_total", kCounter,
+        "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
+        num(s.callback_exceptions));
+  w.family("mcpfan_limit_hits_total", kCounter, "Requests, connections and streams refused or closed by a configured limit.");
+  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) w.sample("limit", limit_name(static_cast<Limit>(i)), num(s.limit_hits[i]));
+  w.family("mcpfan_auth_failures_total", kCounter, "Refused credentials, by who presented them and why.");
+  for (const StatsSnapshot::AuthFailure& f : s.auth_failures) w.sample({{"scope", f.scope}, {"reason", f.reason}}, num(f.count));
+  tenant_families(w, s);
+  if (s.backplane) backplane_families(w, *s.backplane);
 }
 
 }  // namespace mcpfan::detail

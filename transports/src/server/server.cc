@@ -300,7 +300,12 @@ Status Server::stop() {
   // After the workers: no route forwards through it; and shards destroyed later with streams
   // still open must not report to it.
   m.hub->detach_key_listener();
-  m.state.backplane.reset();
+  std::unique_ptr<detail::nats::Backplane> backplane;
+  {
+    std::lock_guard lock(m.backplane_mutex);  // a host's collect_metrics() may be reading its stats
+    backplane = std::move(m.state.backplane);
+  }
+  backplane.reset();
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
   return {};
 }

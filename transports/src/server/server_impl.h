@@ -3,6 +3,7 @@
 // attach) and stats_snapshot.cc (the numbers of /metrics and /status.json). Owned by Server; workers run on it.
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,13 @@ struct Server::Impl {
   std::atomic<std::uint64_t> next_worker{0};  // attach_stdio's: client n (from 1) is on worker (n - 1) % W
   const std::uint64_t serial;                 // this Server among the process's: StdioClient handles name it
   std::uint16_t publish_port = 0;  // the operator listener's, once bound
+  // snapshot() on a host's thread (collect_metrics) may run while stop() destroys the backplane.
+  std::mutex backplane_mutex;
 
   /** Loads what reload() may change and installs it (start() and reload(); reload.cc). */
   [[nodiscard]] Result<std::string> install_reloadable(const ServerConfig& next, bool starting);
 
-  /** The numbers of /metrics and /status.json (stats_snapshot.cc). Any thread. */
+  /** The numbers of /metrics, /status.json and collect_metrics() (stats_snapshot.cc). Any thread, after start(). */
   detail::StatsSnapshot snapshot();
 };
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server_impl.h"
 
-// The one place the server's numbers are computed (GET /metrics and GET /status.json render them).
+// The one place the server's numbers are computed (GET /metrics, GET /status.json and
+// Server::collect_metrics() render them).
 namespace mcpfan {
 
 namespace {
@@ -91,8 +93,20 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     s.tenants_other->subscriptions += row.subscriptions;
     s.tenants_other->limit_hits += row.limit_hits;
   });
-  if (state.backplane) s.backplane = state.backplane->stats();
+  {
+    std::lock_guard lock(backplane_mutex);  // stop() destroys it, maybe while a host collects
+    if (state.backplane) s.backplane = state.backplane->stats();
+  }
   return s;
+}
+
+Status Server::collect_metrics(MetricsSink& sink) const {
+  // started is stored (release) after the workers and the backplane exist: they are read below.
+  if (!impl_->started.load(std::memory_order_acquire)) {
+    return Error{rpc_code::kInternalError, "collect_metrics() before start(): nothing is served yet"};
+  }
+  detail::walk_metrics(impl_->snapshot(), sink);
+  return {};
 }
 
 }  // namespace mcpfan

@@ -1,9 +1,10 @@
 #pragma once
 // The server's numbers at one instant: every worker's and shard's counters summed, the limits,
 // the auth counters, the per-tenant rows (bounded by --metrics-tenants) and the backplane.
-// Collected in one place (stats_snapshot.cc) and rendered twice: as Prometheus text for
-// GET /metrics (metrics.cc) and as JSON for GET /status.json (status/status_json.cc), so the
-// two cannot disagree. A plain value: made on any thread, owned by whoever asked.
+// Collected in one place (stats_snapshot.cc) and rendered twice: walked as metric families
+// (metrics.cc: GET /metrics and a host's Server::collect_metrics) and as JSON for
+// GET /status.json (status/status_json.cc), so they cannot disagree.
+// A plain value: made on any thread, owned by whoever asked.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -80,8 +81,5 @@ struct StatsSnapshot {
   /** With --nats. */
   std::optional<nats::Backplane::Stats> backplane;
 };
-
-/** Prometheus text format (version 0.0.4) of `s`: the body of GET /metrics. */
-[[nodiscard]] std::string render_prometheus(const StatsSnapshot& s);
 
 }  // namespace mcpfan::detail

@@ -7,7 +7,7 @@
  * Thread affinity: construct, start(), stop() and destroy from one controlling thread (not
  * from a worker: callbacks such as StdioOptions::on_end run on worker threads, and stop()
  * called there refuses with an error instead of joining its own thread). attach_stdio(),
- * detach_stdio() and hub() are thread-safe.
+ * detach_stdio(), hub() and collect_metrics() are thread-safe.
  *
  * Signals: the host must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN), as the mcpfan program
  * does) before start(): a write to a pipe whose reader has gone (an attached stdio client
@@ -28,6 +28,7 @@
 #include "mcpfan/hub.h"
 #include "mcpfan/result.h"
 #include "mcpfan/transport/host_auth.h"
+#include "mcpfan/transport/metrics.h"
 
 namespace mcpfan {
 
@@ -217,6 +218,20 @@ class Server {
    * finishes with the keys it started with.
    */
   [[nodiscard]] Result<std::string> reload(const ServerConfig& next);
+
+  /**
+   * Walks every family of GET /metrics, with its values at this instant, into the host's
+   * `sink` (mcpfan/transport/metrics.h): the same walk /metrics renders as text, so the two
+   * cannot disagree. Call it from the host's own scrape or timer.
+   * Thread-safe: any thread, concurrently with serving, publishing, reload(), stop() and other
+   * collect_metrics() calls; the sink is called synchronously on the calling thread and not
+   * after this returns. Cost: one pass over the workers', shards' and tenants' counters, as
+   * one GET /metrics (no lock held while the sink runs).
+   * Before start() returns: an error, and the sink is not called. After stop(): the final
+   * totals (the backplane's families are gone with the backplane). Not concurrently with the
+   * destructor.
+   */
+  Status collect_metrics(MetricsSink& sink) const;
 
   [[nodiscard]] Hub& hub() noexcept;
   [[nodiscard]] const ServerConfig& config() const noexcept;  // as started: reload() does not change it
