@@ -20,9 +20,11 @@ root="$work/root"
 server_pid=""
 listen_pid=""
 
+installed=0  # 1 while this run's packages are installed on the machine (step 7)
 cleanup() {
   if [ -n "$listen_pid" ]; then kill "$listen_pid" 2>/dev/null || true; fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  if [ "$installed" = 1 ]; then dpkg --purge mcpfan-dev mcpfan >/dev/null 2>&1 || true; fi
   rm -rf "$root"
 }
 trap cleanup EXIT
@@ -124,6 +126,46 @@ cmake -S "$src/tests/package/example" -B "$work/example" -G Ninja -DCMAKE_PREFIX
 grep -q "mcpfan_DIR:PATH=$root/usr/lib/.*/cmake/mcpfan" "$work/example/CMakeCache.txt" || fail "found another mcpfan: $(grep mcpfan_DIR "$work/example/CMakeCache.txt")"
 cmake --build "$work/example" -j "$jobs" >/dev/null
 "$work/example/embed_example"
+
+# dpkg -x runs no maintainer script. Where installing is harmless (root, no systemd running
+# that would start the service, no mcpfan installed already: CI's fresh machine) the packages
+# are installed for real and purged, so postinst, prerm and postrm run too.
+step "dpkg -i and dpkg --purge on this machine (maintainer scripts)"
+if [ "$(id -u)" = 0 ] && [ ! -d /run/systemd/system ] && ! dpkg -s mcpfan >/dev/null 2>&1 && ! dpkg -s mcpfan-dev >/dev/null 2>&1; then
+  installed=1
+  dpkg -i "$deb" "$dev" >"$work/dpkg.log" 2>&1 || fail "dpkg -i: $(cat "$work/dpkg.log")"
+  getent passwd mcpfan >/dev/null || fail "postinst made no mcpfan user"
+  for f in /usr/bin/mcpfan /etc/mcpfan/mcpfan.toml /lib/systemd/system/mcpfan.service /usr/include/mcpfan/hub.h; do
+    [ -e "$f" ] || fail "$f not installed"
+  done
+  # deb-systemd-helper answers only inside a maintainer script unless told which package asks.
+  DPKG_MAINTSCRIPT_PACKAGE=mcpfan deb-systemd-helper --quiet was-enabled mcpfan.service || fail "postinst did not enable the unit"
+  [ -n "$(find /etc/systemd/system -name mcpfan.service -type l 2>/dev/null)" ] || fail "no wants/ link for the unit"
+  # As the unit runs it: the mcpfan user, the installed config (the listen moved to an ephemeral
+  # port). setpriv execs, so the PID is the server's own (runuser would stand in between).
+  log="$work/installed.log"
+  setpriv --reuid mcpfan --regid mcpfan --init-groups -- /usr/bin/mcpfan --config /etc/mcpfan/mcpfan.toml --listen 127.0.0.1:0 --workers 1 2>"$log" &
+  server_pid=$!
+  for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
+  port=$(sed -n 's/^mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+  [ -n "$port" ] || fail "the installed server did not start as user mcpfan: $(cat "$log")"
+  [ "$(curl -fsS "http://127.0.0.1:$port/healthz")" = "ok" ] || fail "/healthz of the installed server"
+  kill -TERM "$server_pid"
+  wait "$server_pid" || fail "installed server exit status $?"
+  server_pid=""
+  dpkg --purge mcpfan-dev mcpfan >>"$work/dpkg.log" 2>&1 || fail "dpkg --purge: $(cat "$work/dpkg.log")"
+  installed=0
+  for f in /usr/bin/mcpfan /etc/mcpfan/mcpfan.toml /lib/systemd/system/mcpfan.service /usr/include/mcpfan; do
+    [ ! -e "$f" ] || fail "$f left after purge"
+  done
+  # (was-enabled cannot say: without the unit file it answers yes.) The enablement is the
+  # wants/ symlink and deb-systemd-helper's state file; postrm purge removes both.
+  [ -z "$(find /etc/systemd/system -name mcpfan.service 2>/dev/null)" ] || fail "an enablement link left after purge"
+  [ ! -e /var/lib/systemd/deb-systemd-helper-enabled/mcpfan.service.dsh-also ] || fail "enablement state left after purge"
+  echo "installed, served as user mcpfan, purged"
+else
+  echo "skipped: needs root, no running systemd and no mcpfan installed (a fresh CI machine has all three)"
+fi
 
 step "remove the scratch root"
 rm -rf "$root"
