@@ -38,7 +38,10 @@ class DeliveryTally {
   void StreamDropped() { ++dropped_; }
 
   uint64_t received() const { return received_; }
+  uint64_t duplicates() const { return dups_; }
+  uint64_t misdelivered() const { return misdelivered_; }
   uint64_t violations() const { return dups_ + misdelivered_; }
+  const Histogram& latency() const { return hist_; }  // receive time - ts_ns, this phase
   // The phase as one JSON object: counts, latency quantiles (ms), the histogram's non-empty
   // buckets as [[upper_bound_ns, count], ...], and the per-seq table when kept:
   // "seqs": [[seq, deliveries, first_ns, last_ns, ts_ns], ...] sorted by seq.
