@@ -508,8 +508,9 @@ def summarise(d):
     note = ("Ratios are plain quotients of the medians (↓ lower is better, ↑ higher is better): "
             "for a ↓ metric, nchan ÷ mcpfan = 3 means mcpfan needs a third of nchan's. "
             "'ceiling' is the raw-socket figure at the same N (one core, writev, nothing else).")
-    lines.append(note)
-    lines.append("")
+    if cases:  # the broadcast tables' ratios (the targeted tables state their own)
+        lines.append(note)
+        lines.append("")
     t_lines, t_summary = targeted.tables(runs, servers, _fmt, meta)
     if t_summary:
         summary["targeted"] = t_summary
