@@ -1518,8 +1518,10 @@ bool Loadgen::RunTargeted() {
   const auto& r = multi_->run_stats();
   uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
   if (r.errors) SetFatal("targeted: " + std::to_string(r.errors) + " publishes refused, first: " + r.first_error);
-  // Publishes/s: answered publishes over the time from the start of the run to the last answer.
-  double span_s = r.last_ack_ns > t0 ? double(r.last_ack_ns - t0) / kSec : 0;
+  // Publishes/s: answered publishes over the time from the start of the run to the last answer,
+  // at least --duration (a fixed rate's last publish is due 1/rate before the end: without
+  // that floor a run that kept up would report slightly more than its rate).
+  double span_s = std::max(o_.duration, r.last_ack_ns > t0 ? double(r.last_ack_ns - t0) / kSec : 0.0);
   tgt_.pps = span_s > 0 ? double(r.acked) / span_s : 0;
   tgt_.cpu_us_per_publish = cpu_measured_ && r.published ? TicksToMicros(cpu_ticks_) / double(r.published) : NAN;
   tgt_.subscriptions = uint64_t(n_) * SubscriptionsPerStream();
