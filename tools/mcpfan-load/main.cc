@@ -1536,7 +1536,8 @@ bool Loadgen::RunTargeted() {
                    Num(o_.duration) + ",\"publishers\":" + std::to_string(pub_eps_.size()) + ",\"window\":" +
                    std::to_string(o_.pub_window) + ",\"extra_uris\":" + std::to_string(o_.extra_uris) +
                    ",\"subscriptions\":" + std::to_string(tgt_.subscriptions) + ",\"published\":" + std::to_string(r.published) +
-                   ",\"acked\":" + std::to_string(r.acked) + ",\"publish_errors\":" + std::to_string(r.errors) +
+                   ",\"acked\":" + std::to_string(r.acked) + ",\"unsent\":" + std::to_string(r.unsent) +
+                   ",\"publish_errors\":" + std::to_string(r.errors) +
                    ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
                    ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
                    ",\"duplicates\":" + std::to_string(tally_->duplicates()) + ",\"misdelivered\":" +
@@ -1662,7 +1663,8 @@ void Loadgen::Report(bool ok) {
       const auto& r = multi_->run_stats();
       const Histogram& lat = tally_->latency();
       h << "    " << r.published << " publishes at " << (o_.rate_max ? std::string("max") : Num(o_.rate, 0) + "/s") << " over "
-        << pub_eps_.size() << " connection(s), window " << o_.pub_window << ": " << Num(tgt_.pps, 0) << " publishes/s answered; lost "
+        << pub_eps_.size() << " connection(s), window " << o_.pub_window << ": " << Num(tgt_.pps, 0) << " publishes/s answered"
+        << (r.unsent ? " (" + std::to_string(r.unsent) + " due but never sent: every window stayed full)" : std::string()) << "; lost "
         << tgt_.lost << ", duplicates " << tally_->duplicates() << ", misdelivered " << tally_->misdelivered() << "\n    latency ms: p50 "
         << Num(double(lat.Quantile(0.5)) / kMs) << ", p99 " << Num(double(lat.Quantile(0.99)) / kMs) << ", max "
         << Num(double(lat.max()) / kMs) << "; " << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream()

@@ -25,6 +25,7 @@ std::string Body(const std::string& uri, uint64_t seq, uint64_t ts, int pad) {
 MultiPublisher::MultiPublisher(uv_loop_t* loop, std::vector<Endpoint> endpoints, int pad_bytes, int depth)
     : loop_(loop), eps_(std::move(endpoints)), pad_bytes_(pad_bytes), depth_(depth > 0 ? depth : 1) {
   for (const Endpoint& e : eps_) pools_.push_back(std::make_unique<HttpPool>(loop_, e.addr, 1, depth_));
+  inflight_.assign(eps_.size(), 0);
   timeval tv{};
   gettimeofday(&tv, nullptr);
   seq_offset_ = (uint64_t(tv.tv_sec) * 1000 + uint64_t(tv.tv_usec) / 1000) * 1000;  // unique per run, < 2^53
@@ -65,6 +66,7 @@ void MultiPublisher::StartRun(RunSpec spec, std::function<void()> on_done) {
   spec_ = std::move(spec);
   stats_ = RunStats{};
   stats_.per_endpoint.assign(eps_.size(), 0);
+  inflight_.assign(eps_.size(), 0);
   rng_.seed(spec_.seed);
   done_ = 0;
   rotate_ = 0;
@@ -103,6 +105,7 @@ void MultiPublisher::IssueOne(size_t via, bool last) {
   }
   ++stats_.per_endpoint[via];
   ++stats_.published;
+  ++inflight_[via];
   ++done_;
   uint64_t seq = Submit(via, std::move(uri), std::move(path),
                         [this, via, last](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, sq, ts, r); });
@@ -110,18 +113,36 @@ void MultiPublisher::IssueOne(size_t via, bool last) {
   stats_.last_seq = seq;
 }
 
+uint64_t MultiPublisher::DueNow() const {
+  uint64_t el = NowNs() - run_start_ns_;
+  return std::min<uint64_t>(spec_.count, uint64_t(double(el) / kSec * spec_.rate) + 1);
+}
+
+int MultiPublisher::PickVia() {
+  const RunSpec& s = spec_;
+  size_t k = eps_.size();
+  if (s.via >= 0) return inflight_[size_t(s.via)] < depth_ ? s.via : -1;
+  size_t first = s.via == kViaRotate ? size_t(rotate_++ % k) : size_t(rng_() % k);
+  for (size_t i = 0; i < k; ++i) {  // the chosen connection, else the next one with room
+    size_t via = (first + i) % k;
+    if (inflight_[via] < depth_) return int(via);
+  }
+  return -1;
+}
+
 void MultiPublisher::OnTick(uv_timer_t* t) {
   auto* self = static_cast<MultiPublisher*>(t->data);
   const RunSpec& s = self->spec_;
-  uint64_t el = NowNs() - self->run_start_ns_;
-  uint64_t due = std::min<uint64_t>(s.count, uint64_t(double(el) / kSec * s.rate) + 1);
+  uint64_t due = self->DueNow();
   while (self->done_ < due) {
-    size_t via = s.via >= 0 ? size_t(s.via)
-                 : s.via == kViaRotate ? size_t(self->rotate_++ % self->eps_.size())
-                                       : size_t(self->rng_() % self->eps_.size());
-    self->IssueOne(via, self->done_ + 1 == s.count);
+    int via = self->PickVia();
+    if (via < 0) break;  // every window is full: the answers issue the backlog (OnRunAnswer)
+    self->IssueOne(size_t(via), self->done_ + 1 == s.count);
   }
-  if (self->done_ >= s.count) {
+  // The schedule is over when all are sent, or 100 ms after its end with some still waiting.
+  uint64_t end_ns = uint64_t(double(s.count) / s.rate * kSec) + 100 * 1000000ull;
+  if (self->done_ < s.count && NowNs() - self->run_start_ns_ >= end_ns) self->stats_.unsent = s.count - self->done_;
+  if (self->done_ >= s.count || self->stats_.unsent) {
     self->issuing_ = false;
     uv_timer_stop(t);
     self->MaybeFinish();  // in case every answer is already in (a refused connection fails jobs at once)
@@ -131,6 +152,7 @@ void MultiPublisher::OnTick(uv_timer_t* t) {
 void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t ts, const Reply& r) {
   if (!run_active_) return;
   uint64_t now = NowNs();
+  --inflight_[via];
   ++stats_.acked;
   stats_.last_ack_ns = now;
   if (ts && (!stats_.first_ts_ns || ts < stats_.first_ts_ns)) stats_.first_ts_ns = ts;
@@ -151,6 +173,8 @@ void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t t
     } else {
       issuing_ = false;
     }
+  } else if (issuing_ && done_ < DueNow()) {
+    IssueOne(via, done_ + 1 == spec_.count);  // a backlog waits for a window: this one has room now
   }
   MaybeFinish();
 }

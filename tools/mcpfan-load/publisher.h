@@ -4,8 +4,10 @@
 //
 // A run has a fixed rate (publishes issued on a 1 ms timer) or the maximum rate (rate <= 0:
 // every connection keeps `depth` publishes in flight and sends the next one when an answer
-// arrives, for `duration_ns`). `depth` is the window per connection: at a fixed rate a server
-// that answers slowly makes publishes wait in the client and shows as publish_lag_ms.
+// arrives, for `duration_ns`). `depth` is the window per connection: at a fixed rate a due
+// publish goes out through a connection with room (the chosen one, else the next), and when
+// every window is full it waits in the client; what is still waiting 100 ms after the
+// schedule's end is never sent (`unsent`: the server did not keep up with the rate).
 //
 // Every body carries "bench/seq" (unique per process: wall-clock ms x 1000 + a counter,
 // below 2^53) and "bench/ts_ns" (CLOCK_MONOTONIC when the request was first written), so a
@@ -61,6 +63,7 @@ class MultiPublisher {
     uint64_t first_seq = 0, last_seq = 0;
     uint64_t first_ts_ns = 0, last_ts_ns = 0;
     double publish_lag_ms = 0;  // how late the last publish was written against its schedule
+    uint64_t unsent = 0;        // fixed rate: due but never written (every window full until the end)
     uint64_t last_ack_ns = 0;   // when the last answer arrived
     std::vector<uint64_t> per_endpoint;
     std::string first_error;
@@ -95,6 +98,9 @@ class MultiPublisher {
   static void OnTick(uv_timer_t* t);
   // Issues the run's next publish through `via` (a run's choice of URI, path and accounting).
   void IssueOne(size_t via, bool last);
+  // A connection for the next publish with room in its window, -1 when all are full.
+  int PickVia();
+  uint64_t DueNow() const;  // fixed rate: publishes due by now
   void OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t ts, const Reply& r);
   bool max_rate() const { return spec_.rate <= 0; }
   void MaybeFinish();
@@ -102,6 +108,7 @@ class MultiPublisher {
   uv_loop_t* loop_;
   std::vector<Endpoint> eps_;
   std::vector<std::unique_ptr<HttpPool>> pools_;
+  std::vector<int> inflight_;  // per connection: this run's publishes not yet answered
   int pad_bytes_;
   int depth_;
   uint64_t seq_offset_ = 0;
