@@ -15,6 +15,8 @@ METRICS = [
     ("p99", "latency p99 (ms)", "targeted.latency_ms.p99", "low"),
     ("max", "latency max (ms)", "targeted.latency_ms.max", "low"),
     ("rss", "server RSS per subscription (B)", "targeted.rss_bytes_per_subscription", "low"),
+    # fixed rates: due but never written, every window full to the end (the server fell behind)
+    ("unsent", "publishes due but never sent", "targeted.unsent", "low"),
 ]
 
 
