@@ -434,7 +434,8 @@ run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA [KIND]
     for ((i = 0; i + 1 < ${#extra_a[@]}; i++)); do [[ "${extra_a[i]}" == --duration ]] && d="${extra_a[i+1]}"; done
     tmo=$(( ${d%.*} + 120 ))
   fi
-  [[ "$scen" == targeted ]] && tmo=$(( ${targeted_duration%.*} + 150 ))   # 10k SDK-hub listens take ~15 s
+  # targeted: connect (10k SDK-hub listens: ~10 s) + warm-up (<= 120 s; the hub ~30 s) + the run + drain
+  [[ "$scen" == targeted ]] && tmo=$(( ${targeted_duration%.*} + 240 ))
   [[ -n "$tmo_override" ]] && tmo="$tmo_override"
   local -a argv=("$loadgen" "${kindargs[@]}" --streams "$n" --scenario "$scen" "${extra_a[@]}"
                  --server-pid "$(server_pid_for_loadgen)" --timeout-s "$tmo")

@@ -82,7 +82,7 @@ void MultiPublisher::StartRun(RunSpec spec, std::function<void()> on_done) {
       return MaybeFinish();
     }
     for (size_t via = 0; via < eps_.size(); ++via) {
-      for (int k = 0; k < depth_; ++k) IssueOne(via, false);
+      for (int k = 0; k < depth_ && (spec_.count == 0 || done_ < spec_.count); ++k) IssueOne(via, false);
     }
     return;
   }
@@ -96,8 +96,9 @@ void MultiPublisher::StartRun(RunSpec spec, std::function<void()> on_done) {
 void MultiPublisher::IssueOne(size_t via, bool last) {
   const RunSpec& s = spec_;
   std::string uri, path = eps_[via].path;
+  uint64_t index = 0;
   if (s.own) {
-    uint64_t index = s.own_first + rng_() % s.own_n;
+    index = s.indices.empty() ? s.own_first + rng_() % s.own_n : s.indices[done_ % s.indices.size()];
     uri = s.own_base + std::to_string(index);
     if (s.path_per_target) path += std::to_string(index);
   } else {
@@ -108,7 +109,7 @@ void MultiPublisher::IssueOne(size_t via, bool last) {
   ++inflight_[via];
   ++done_;
   uint64_t seq = Submit(via, std::move(uri), std::move(path),
-                        [this, via, last](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, sq, ts, r); });
+                        [this, via, last, index](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, index, sq, ts, r); });
   if (!stats_.first_seq) stats_.first_seq = seq;
   stats_.last_seq = seq;
 }
@@ -149,7 +150,7 @@ void MultiPublisher::OnTick(uv_timer_t* t) {
   }
 }
 
-void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t ts, const Reply& r) {
+void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t index, uint64_t seq, uint64_t ts, const Reply& r) {
   if (!run_active_) return;
   uint64_t now = NowNs();
   --inflight_[via];
@@ -161,6 +162,7 @@ void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t t
     double planned = double(run_start_ns_) + double(spec_.count - 1) / spec_.rate * kSec;
     stats_.publish_lag_ms = (double(ts) - planned) / 1e6;
   }
+  if (r.status / 100 == 2 && spec_.keep_sent) stats_.sent.push_back({seq, index, ts});
   if (r.status / 100 != 2) {
     ++stats_.errors;
     if (stats_.first_error.empty()) {
@@ -168,7 +170,7 @@ void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t t
     }
   }
   if (max_rate() && issuing_) {
-    if (now - run_start_ns_ < spec_.duration_ns) {
+    if (now - run_start_ns_ < spec_.duration_ns && (spec_.count == 0 || done_ < spec_.count)) {
       IssueOne(via, false);  // the freed slot of this connection's window
     } else {
       issuing_ = false;

@@ -44,7 +44,7 @@ class MultiPublisher {
 
   struct RunSpec {
     double rate = 100;        // publishes per second, on a 1 ms timer; <= 0: the maximum rate
-    uint64_t count = 0;       // publishes in all (fixed rate)
+    uint64_t count = 0;       // publishes in all (fixed rate; maximum rate: at most, 0 = no bound)
     uint64_t duration_ns = 0; // maximum rate: no new publish after this long
     int via = kViaRandom;     // an endpoint index, kViaRandom or kViaRotate
     bool own = false;         // true: each publish to own_base + a random index
@@ -53,9 +53,15 @@ class MultiPublisher {
     std::string uri;
     std::string own_base;
     uint64_t own_first = 0, own_n = 0;
+    // own only: when not empty, publish i goes to own_base + indices[i % size] instead of a
+    // random index (a warm-up that reaches every stream once)
+    std::vector<uint64_t> indices;
     // own only: the endpoint's path gets the chosen index appended (nchan: one publisher
     // location per channel, /pub/s/<index>)
     bool path_per_target = false;
+    // own only: keep every answered publish's (seq, index, ts) in RunStats::sent, so a receiver
+    // can say which ones it never got (and when they were published)
+    bool keep_sent = false;
     uint64_t seed = 1;        // for the random choices (reproducible)
   };
   struct RunStats {
@@ -67,6 +73,10 @@ class MultiPublisher {
     uint64_t last_ack_ns = 0;   // when the last answer arrived
     std::vector<uint64_t> per_endpoint;
     std::string first_error;
+    struct Sent {
+      uint64_t seq, index, ts_ns;
+    };
+    std::vector<Sent> sent;  // with keep_sent: answered (2xx) publishes
   };
 
   static constexpr int kUnbounded = 1 << 20;  // written when due, never held back waiting for answers
@@ -79,6 +89,7 @@ class MultiPublisher {
 
   size_t endpoints() const { return eps_.size(); }
   uint64_t seq_base() const { return seq_offset_; }
+  uint64_t next_seq() const { return seq_offset_ + next_; }  // the seq of the next publish
 
   // One publish of `uri` through endpoint `via`; done(seq, ts_ns, http_status, error) when answered.
   using OneDone = std::function<void(uint64_t, uint64_t, int, const std::string&)>;
@@ -101,7 +112,7 @@ class MultiPublisher {
   // A connection for the next publish with room in its window, -1 when all are full.
   int PickVia();
   uint64_t DueNow() const;  // fixed rate: publishes due by now
-  void OnRunAnswer(size_t via, bool last, uint64_t seq, uint64_t ts, const Reply& r);
+  void OnRunAnswer(size_t via, bool last, uint64_t index, uint64_t seq, uint64_t ts, const Reply& r);
   bool max_rate() const { return spec_.rate <= 0; }
   void MaybeFinish();
 
