@@ -500,4 +500,4 @@ fi
 
 # --- 5. table, JSON, charts ---------------------------------------------------------------------
 cpy summarise "$out"
-log "wrote ${out#$root/}/{table.md,summary.json,runs.jsonl,ceiling.json,*.png}"
+log "wrote ${out#$root/}/{table.md,summary.json,runs.jsonl,*.png}$([[ $broadcast -eq 1 ]] && echo " and ceiling.json")"
