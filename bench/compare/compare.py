@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import targeted  # the targeted scenario's tables, targets and charts (issue 14)
+
 SERVERS = ["mcpfan", "nchan", "sdkhub"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -420,7 +422,8 @@ def summarise(d):
         pass
     ceiling, cby_n = _load_ceiling(d)
     servers = [s for s in SERVERS if any(r["server"] == s for r in runs)]
-    cases = sorted({r["case"] for r in runs}, key=_case_order)
+    # the targeted cases have their own tables (targeted.py): rate and worker sweeps
+    cases = sorted({r["case"] for r in runs if not targeted.is_targeted(r["case"])}, key=_case_order)
 
     summary = {"meta": meta, "ceiling": ceiling, "cases": {}}
     lines = []
@@ -505,8 +508,14 @@ def summarise(d):
     note = ("Ratios are plain quotients of the medians (↓ lower is better, ↑ higher is better): "
             "for a ↓ metric, nchan ÷ mcpfan = 3 means mcpfan needs a third of nchan's. "
             "'ceiling' is the raw-socket figure at the same N (one core, writev, nothing else).")
-    lines.append(note)
-    table = "\n".join(head + headline(summary, servers) + targets(summary) + lines) + "\n"
+    if cases:  # the broadcast tables' ratios (the targeted tables state their own)
+        lines.append(note)
+        lines.append("")
+    t_lines, t_summary = targeted.tables(runs, servers, _fmt, meta)
+    if t_summary:
+        summary["targeted"] = t_summary
+    lines += t_lines
+    table = "\n".join(head + headline(summary, servers) + targets(summary) + targeted.targets(t_summary, _fmt) + lines) + "\n"
     with open(os.path.join(d, "table.md"), "w") as f:
         f.write(table)
     with open(os.path.join(d, "summary.json"), "w") as f:
@@ -725,6 +734,8 @@ set title 'server RSS per open stream (KiB)'
 plot {rss_plot}
 unset multiplot
 """))
+
+    scripts += targeted.chart_scripts(chart_dir, runs, servers, COLORS)
 
     for name, text in scripts:
         path = os.path.join(chart_dir, f"{name}.gp")

@@ -9,6 +9,9 @@
 #                             [--slow-streams 200] [--slow-rate 500] [--slow-duration 15]
 #                             [--slow-fraction 0.2] [--slow-bps 4096] [--slow-pad 2048]
 #                             [--capacity] [--capacity-n 19000]
+#                             [--targeted-streams 10000] [--targeted-extra 10]
+#                             [--targeted-rates 1000,4000,8000,max] [--targeted-workers 1,2,4,8]
+#                             [--targeted-duration 10] [--publishers 4] [--window 16]
 #                             [--sdkhub-max-n 10000] [--out DIR] [--loadgen PATH]
 #                             [--build-dir DIR] [--no-install] [--no-build]
 #
@@ -21,6 +24,11 @@
 #    --capacity (off by default): after the reps, mcpfan alone holds
 #    --capacity-n (19,000) listen streams, then as many stdio streams on its --unix socket,
 #    each receiving a 3-round burst exactly once (one run each);
+#    targeted (issue 14; not in the default --scenarios, it is slow): N streams with 1+K URIs
+#    each (nchan: one channel per stream plus K extra channels, one multiplexed subscriber),
+#    publishes addressed to one random stream each over P keep-alive connections with a
+#    window, at each --targeted-rates rate and at max, on every server; then mcpfan alone at
+#    each --targeted-workers count (at 8000/s and at max), interleaved with the others;
 # 5. prints the table (medians over reps, ratios) and writes runs.jsonl, summary.json, table.md
 #    and gnuplot charts to bench/results/<date>/.
 # Every wait is bounded; every process is stopped by its PID (also on exit: trap). Loopback only.
@@ -49,6 +57,15 @@ slow_bps=4096
 slow_pad=2048
 capacity=0
 capacity_n=19000
+# targeted (issue 14): N streams x (1 + K) URIs, publishes to one random stream each
+targeted_streams=10000
+targeted_extra=10
+targeted_rates="1000,4000,8000,max"
+targeted_workers="1,2,4,8"     # mcpfan only: the worker sweep, at targeted_sweep_rate and at max
+targeted_sweep_rate=8000
+targeted_duration=10
+publishers=4                   # P keep-alive publisher connections
+window=16                      # publishes in flight per publisher connection
 sdkhub_max_n=10000
 out=""
 loadgen=""
@@ -57,7 +74,7 @@ build=1
 build_dir="$root/build-compare"
 cmdline="bash bench/compare/run.sh $*"
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -77,6 +94,13 @@ while [[ $# -gt 0 ]]; do
     --slow-pad) slow_pad="$2"; shift 2 ;;
     --capacity) capacity=1; shift ;;
     --capacity-n) capacity_n="$2"; shift 2 ;;
+    --targeted-streams) targeted_streams="$2"; shift 2 ;;
+    --targeted-extra) targeted_extra="$2"; shift 2 ;;
+    --targeted-rates) targeted_rates="$2"; shift 2 ;;
+    --targeted-workers) targeted_workers="$2"; shift 2 ;;
+    --targeted-duration) targeted_duration="$2"; shift 2 ;;
+    --publishers) publishers="$2"; shift 2 ;;
+    --window) window="$2"; shift 2 ;;
     --sdkhub-max-n) sdkhub_max_n="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --loadgen) loadgen="$2"; shift 2 ;;
@@ -96,7 +120,19 @@ IFS=, read -r -a SERVERS <<<"$servers"
 IFS=, read -r -a SCENARIOS <<<"$scenarios"
 for n in "${NS[@]}"; do [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le 19000 ]] || die "--n: $n is not in 1..19000"; done
 for s in "${SERVERS[@]}"; do [[ "$s" =~ ^(mcpfan|nchan|sdkhub)$ ]] || die "--servers: unknown server $s"; done
-for s in "${SCENARIOS[@]}"; do [[ "$s" =~ ^(burst|sustained|overload|slow|storm)$ ]] || die "--scenarios: unknown scenario $s"; done
+for s in "${SCENARIOS[@]}"; do [[ "$s" =~ ^(burst|sustained|overload|slow|storm|targeted)$ ]] || die "--scenarios: unknown scenario $s"; done
+IFS=, read -r -a TRATES <<<"$targeted_rates"
+IFS=, read -r -a TWORKERS <<<"$targeted_workers"
+for r in "${TRATES[@]}"; do [[ "$r" == max || "$r" =~ ^[0-9]+$ ]] || die "--targeted-rates: $r is not a number or max"; done
+for w in "${TWORKERS[@]}"; do [[ "$w" =~ ^[0-9]+$ && "$w" -ge 1 && "$w" -le 64 ]] || die "--targeted-workers: $w is not in 1..64"; done
+[[ "$targeted_streams" =~ ^[0-9]+$ && "$targeted_streams" -ge 1 && "$targeted_streams" -le 19000 ]] || die "--targeted-streams: not in 1..19000"
+[[ "$targeted_extra" =~ ^[0-9]+$ && "$targeted_extra" -le 254 ]] || die "--targeted-extra: not in 0..254 (nchan multiplexes up to 255 channels)"
+[[ "$publishers" =~ ^[0-9]+$ && "$publishers" -ge 1 && "$publishers" -le 64 ]] || die "--publishers: not in 1..64"
+[[ "$window" =~ ^[0-9]+$ && "$window" -ge 1 ]] || die "--window must be >= 1"
+[[ "$targeted_duration" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--targeted-duration: not a number of seconds"
+# the raw-socket ceiling is a broadcast figure: targeted alone neither builds nor measures it
+broadcast=0
+for s in "${SCENARIOS[@]}"; do [[ "$s" != targeted ]] && broadcast=1; done
 [[ "$capacity_n" =~ ^[0-9]+$ && "$capacity_n" -ge 1 && "$capacity_n" -le 19000 ]] || die "--capacity-n: $capacity_n is not in 1..19000"
 [[ "$reps" =~ ^[0-9]+$ && "$reps" -ge 1 ]] || die "--reps must be >= 1"
 has_server() { [[ ",$servers," == *",$1,"* ]]; }
@@ -181,7 +217,8 @@ if [[ $build -eq 1 ]]; then
   log "building mcpfan, mcpfan-load, mcpfan_ceiling (Release) in ${build_dir#$root/}"
   timeout 300 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DMCPFAN_BUILD_TESTS=OFF -DMCPFAN_BUILD_BENCH=ON >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; die "cmake configure failed"; }
-  targets=(mcpfan mcpfan_ceiling)
+  targets=(mcpfan)
+  [[ $broadcast -eq 1 ]] && targets+=(mcpfan_ceiling)
   [[ -z "$loadgen" ]] && targets+=(mcpfan-load)
   timeout 1800 cmake --build "$build_dir" -j2 --target "${targets[@]}" >"$work/build.log" 2>&1 \
     || { tail -40 "$work/build.log" >&2; die "build failed"; }
@@ -192,7 +229,7 @@ if [[ -z "$loadgen" ]]; then
   loadgen="$(find "$build_dir/tools" -maxdepth 3 -type f -name mcpfan-load -perm -u+x 2>/dev/null | head -1)"
 fi
 [[ -x "$mcpfan_bin" ]] || die "no mcpfan binary at $mcpfan_bin"
-[[ -x "$ceiling_bin" ]] || die "no mcpfan_ceiling binary at $ceiling_bin"
+[[ $broadcast -eq 0 || -x "$ceiling_bin" ]] || die "no mcpfan_ceiling binary at $ceiling_bin"
 [[ -n "$loadgen" && -x "$loadgen" ]] || die "no mcpfan-load binary (tools/mcpfan-load; or pass --loadgen PATH)"
 
 # --- results folder ---------------------------------------------------------------------------
@@ -228,6 +265,10 @@ json.dump({"date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "command": """$cmdline""", 
            "slow": {"streams": $slow_streams, "rate": $slow_rate, "duration_s": $slow_duration, "fraction": $slow_fraction,
                     "read_bytes_per_s": $slow_bps, "pad_bytes": $slow_pad},
            "capacity": {"on": bool($capacity), "streams": $capacity_n},
+           "targeted": {"streams": $targeted_streams, "extra_uris": $targeted_extra, "rates": "$targeted_rates",
+                        "workers": "$targeted_workers", "sweep_rate": $targeted_sweep_rate,
+                        "duration_s": $targeted_duration, "publishers": $publishers, "window": $window,
+                        "nchan_worker_processes": 2, "mcpfan_workers": 2},
            "versions": {"mcpfan": "$mcpfan_v", "nginx": "$nginx_v", "nchan": "$nchan_v",
                         "sdk_server": "$sdk_v", "node": "$node_v"}}, open(sys.argv[1], "w"), indent=1)
 EOF
@@ -235,12 +276,15 @@ EOF
 # --- 3. the raw-socket ceiling ------------------------------------------------------------------
 cn="$nlist"
 [[ ",$scenarios," == *",overload,"* && ",$nlist," != *",$overload_streams,"* ]] && cn="$cn,$overload_streams"
-log "raw-socket ceiling (N=$cn)"
-timeout 120 "$ceiling_bin" --n "$cn" --rounds 20 --json "$out/ceiling.json" | tee "$out/logs/ceiling.txt" >&2 \
-  || log "ceiling run failed (see logs/ceiling.txt)"
+if [[ $broadcast -eq 1 ]]; then
+  log "raw-socket ceiling (N=$cn)"
+  timeout 120 "$ceiling_bin" --n "$cn" --rounds 20 --json "$out/ceiling.json" | tee "$out/logs/ceiling.txt" >&2 \
+    || log "ceiling run failed (see logs/ceiling.txt)"
+fi
 
 # --- servers -----------------------------------------------------------------------------------
 SRV_PID=""; SRV_PORT=""; SRV_KIDS=(); SRV_TAG=""
+SRV_WORKERS=2                # mcpfan --workers (the targeted worker sweep changes it per case)
 wait_for_line() {            # wait_for_line FILE REGEX SECONDS -> prints the first match group
   local f="$1" re="$2" t="$3" i
   for ((i = 0; i < t * 20; i++)); do
@@ -259,7 +303,7 @@ start_server() {             # start_server NAME TAG: sets SRV_PID, SRV_PORT, SR
   SRV_KIDS=(); SRV_TAG="$tag"
   case "$name" in
     mcpfan)
-      "$mcpfan_bin" --listen 127.0.0.1:0 --workers 2 --unix "$work/$tag.sock" 2>"$slog" &
+      "$mcpfan_bin" --listen 127.0.0.1:0 --workers "$SRV_WORKERS" --unix "$work/$tag.sock" 2>"$slog" &
       SRV_PID=$!; LIVE+=("$SRV_PID")
       SRV_PORT="$(wait_for_line "$slog" '^mcpfan: listening on 127\.0\.0\.1:([0-9]+).*' 10)" || return 1
       ;;
@@ -327,6 +371,18 @@ for sc in "${SCENARIOS[@]}"; do
     overload) CASES+=("overload-$overload_streams|sustained|$overload_streams|--rate $overload_rate --duration $duration") ;;
     slow) CASES+=("slow-$slow_streams|sustained|$slow_streams|--rate $slow_rate --duration $slow_duration --slow-readers $slow_fraction --slow-read-bytes-per-s $slow_bps --pad-bytes $slow_pad") ;;
     storm) for n in "${NS[@]}"; do CASES+=("storm-$n|storm|$n|"); done ;;
+    targeted)
+      # every server at each rate; then mcpfan alone at each worker count (8000/s and max).
+      # The 5th field restricts the servers, the 6th is mcpfan's --workers.
+      targs="--stream-uris own --extra-uris $targeted_extra --duration $targeted_duration --window $window"
+      for r in "${TRATES[@]}"; do
+        CASES+=("targeted-$r|targeted|$targeted_streams|--rate $r $targs||")
+      done
+      for w in "${TWORKERS[@]}"; do
+        for r in "$targeted_sweep_rate" max; do
+          CASES+=("targeted_w$w-$r|targeted|$targeted_streams|--rate $r $targs|mcpfan|$w")
+        done
+      done ;;
   esac
 done
 
@@ -357,6 +413,18 @@ run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA [KIND]
     nchan) kindargs=(--kind nchan --target "$target" --sub-path /sub/bench --publish-url "$target/pub/bench") ;;
     sdkhub) kindargs=(--kind sdkhub --target "$target" --publish-url "$target/publish") ;;
   esac
+  if [[ "$scen" == targeted ]]; then
+    # P keep-alive publisher connections: the same URL P times. nchan: one channel per stream,
+    # so the URL is a prefix the load generator appends the stream's channel to, and the
+    # streams subscribe through the multiplexed location (/sub/multi/<own>,<extras>).
+    local path p urls=""
+    case "$srv" in mcpfan) path=/v1/publish ;; nchan) path=/pub/s/ ;; sdkhub) path=/publish ;; esac
+    for ((p = 0; p < publishers; p++)); do urls+="${urls:+,}$target$path"; done
+    case "$srv" in
+      nchan) kindargs=(--kind nchan --target "$target" --sub-path /sub/multi/ --publish-url "$urls") ;;
+      *) kindargs=(--kind "${kindargs[1]}" --target "$target" --publish-url "$urls") ;;
+    esac
+  fi
   # bound: connect + the scenario itself + margin
   local tmo=120
   local -a extra_a=()
@@ -366,6 +434,8 @@ run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA [KIND]
     for ((i = 0; i + 1 < ${#extra_a[@]}; i++)); do [[ "${extra_a[i]}" == --duration ]] && d="${extra_a[i+1]}"; done
     tmo=$(( ${d%.*} + 120 ))
   fi
+  # targeted: connect (10k SDK-hub listens: ~10 s) + warm-up (<= 120 s; the hub ~30 s) + the run + drain
+  [[ "$scen" == targeted ]] && tmo=$(( ${targeted_duration%.*} + 240 ))
   [[ -n "$tmo_override" ]] && tmo="$tmo_override"
   local -a argv=("$loadgen" "${kindargs[@]}" --streams "$n" --scenario "$scen" "${extra_a[@]}"
                  --server-pid "$(server_pid_for_loadgen)" --timeout-s "$tmo")
@@ -394,9 +464,12 @@ run_case() {                  # run_case REP SERVER CASE SCENARIO N EXTRA [KIND]
 log "results in ${out#$root/}; ${#CASES[@]} cases x ${#SERVERS[@]} servers x $reps reps"
 for ((rep = 1; rep <= reps; rep++)); do
   for c in "${CASES[@]}"; do
-    IFS='|' read -r case scen n extra <<<"$c"
+    IFS='|' read -r case scen n extra only workers <<<"$c"
     for srv in "${SERVERS[@]}"; do
+      [[ -n "$only" && "$srv" != "$only" ]] && continue
+      SRV_WORKERS="${workers:-2}"
       run_case "$rep" "$srv" "$case" "$scen" "$n" "$extra"
+      SRV_WORKERS=2
     done
   done
 done
@@ -419,10 +492,12 @@ fi
 
 # the ceiling once more at the end: the summary takes, per N, the better of the two measurements
 # (the limit is what the machine can do when nothing else disturbs it)
-log "raw-socket ceiling again (N=$cn)"
-timeout 120 "$ceiling_bin" --n "$cn" --rounds 20 --json "$out/ceiling.json" | tee -a "$out/logs/ceiling.txt" >&2 \
-  || log "ceiling run failed (see logs/ceiling.txt)"
+if [[ $broadcast -eq 1 ]]; then
+  log "raw-socket ceiling again (N=$cn)"
+  timeout 120 "$ceiling_bin" --n "$cn" --rounds 20 --json "$out/ceiling.json" | tee -a "$out/logs/ceiling.txt" >&2 \
+    || log "ceiling run failed (see logs/ceiling.txt)"
+fi
 
 # --- 5. table, JSON, charts ---------------------------------------------------------------------
 cpy summarise "$out"
-log "wrote ${out#$root/}/{table.md,summary.json,runs.jsonl,ceiling.json,*.png}"
+log "wrote ${out#$root/}/{table.md,summary.json,runs.jsonl,*.png}$([[ $broadcast -eq 1 ]] && echo " and ceiling.json")"

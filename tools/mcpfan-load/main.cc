@@ -26,7 +26,10 @@
 // "bench/ts_ns", duplicates, misdeliveries by URI), --scenario publish opens no stream and
 // publishes over several --publish-url's; both are driven over stdin/stdout (control.h).
 // --stream-uris own|both gives stream i its own URI <--own-uri-base><--index-base + i>, and
-// --scenario targeted addresses each publish to one random stream's URI in one process.
+// --scenario targeted addresses each publish to one random stream's URI in one process
+// (issue 14), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
+// location together with --extra-uris K never-published channels) and the SDK hub, at a fixed
+// --rate or at --rate max over P publisher connections with a --window each.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -85,6 +88,11 @@ struct Options {
   int streams = 0;
   int rounds = 10;
   double rate = 100;
+  std::string rate_s;             // --rate as given: a number, or "max" (targeted)
+  bool rate_max = false;          // --rate max: as fast as the server answers, --window per connection
+  int pub_window = 16;            // --window: targeted publishes in flight per publisher connection
+  int extra_uris = 0;             // --extra-uris K: never-published URIs per stream (subscriptions cost)
+  bool sub_path_set = false;      // --sub-path given (else nchan's own-URI streams use /sub/multi/)
   double duration = 5;
   int sources = 0;
   int server_pid = 0;
@@ -291,6 +299,7 @@ class Loadgen {
   bool RunPublish();
   void OnPublishCommand(const std::string& line);
   bool RunTargeted();
+  bool WarmUpTargeted();
   bool Tallying() const { return tally_ != nullptr; }
   // A delivery's URI is one this stream subscribed to: the shared --uri (or, when that ends
   // in '/', a URI directly below it: the server matches sub-resources), or its own URI.
@@ -301,6 +310,21 @@ class Loadgen {
     return m.uri_hash == shared_hash_ || (shared_is_dir_ && m.uri_dir_hash == shared_hash_);
   }
   std::string OwnUri(uint32_t idx) const { return o_.own_uri_base + std::to_string(o_.index_base + idx); }
+  // --extra-uris: stream i also subscribes to <own URI>/x1 .. /xK, which nobody publishes: they
+  // cost the server subscriptions (index entries, memory) without traffic.
+  std::string ExtraUri(uint32_t idx, int k) const { return OwnUri(idx) + "/x" + std::to_string(k); }
+  // nchan: stream i's channels, for its multiplexed subscriber location (split on ','):
+  // <g>, then <g>x1 .. <g>xK, where g = --index-base + i. A publish to stream i goes to the
+  // publisher location + <g>, and carries <own URI> in its body like every other kind.
+  std::string NchanChannels(uint32_t idx) const {
+    std::string g = std::to_string(o_.index_base + idx), c = g;
+    for (int k = 1; k <= o_.extra_uris; ++k) c += "," + g + "x" + std::to_string(k);
+    return c;
+  }
+  // Subscriptions the server holds per stream (for RSS per subscription).
+  uint64_t SubscriptionsPerStream() const {
+    return (o_.stream_uris == StreamUris::Both ? 2u : 1u) + uint64_t(o_.stream_uris == StreamUris::Shared ? 0 : o_.extra_uris);
+  }
   ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
   void Report(bool ok);
   // Contract violations seen on the streams: any makes the run fail. (MCP listen streams must
@@ -401,6 +425,12 @@ class Loadgen {
     double reconnect_s = -1, confirm_s = -1;
     bool all_received = false;
   } storm_;
+  struct {
+    double pps = 0, cpu_us_per_publish = NAN, rss_bytes_per_sub = NAN;
+    uint64_t subscriptions = 0, lost = 0;
+    double warmup_s = 0;
+    uint64_t warmup_resent = 0;
+  } tgt_;  // targeted: the figures issue 14 asks for
   ProcSample rss0_, rss1_;
   uint64_t cpu_ticks_ = 0, phase_deliveries_ = 0, self_cpu_us_ = 0;
   bool cpu_measured_ = false;
@@ -428,9 +458,12 @@ bool Loadgen::Setup(std::string* err) {
   mcp_path_ = target_.path.empty() || target_.path == "/" ? "/mcp" : target_.path;
   std::string base = "http://" + target_.hostport;
   std::string pubs = o_.publish_url;
+  bool own_uris = o_.stream_uris != StreamUris::Shared;
   if (pubs.empty()) {
-    pubs = base + (o_.kind == Kind::Nchan ? "/pub/bench" : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
+    // nchan with own URIs: one channel per stream, so the URL is a prefix (the index is appended)
+    pubs = base + (o_.kind == Kind::Nchan ? (own_uris ? "/pub/s/" : "/pub/bench") : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
   }
+  if (o_.kind == Kind::Nchan && own_uris && !o_.sub_path_set) o_.sub_path = "/sub/multi/";
   // --publish-url may name several URLs (comma-separated): the publish and targeted
   // scenarios spread their publishes over them; the classic ones use the first.
   for (size_t at = 0; at <= pubs.size();) {
@@ -448,17 +481,28 @@ bool Loadgen::Setup(std::string* err) {
     *err = "--streams 0 is only for --scenario publish";
     return false;
   }
-  if (o_.stream_uris != StreamUris::Shared && o_.kind != Kind::Listen && o_.kind != Kind::Stdio) {
-    *err = "--stream-uris own|both needs --kind listen or stdio (one listen with several URIs)";
+  if (own_uris && o_.kind == Kind::Session) {
+    *err = "--stream-uris own|both needs --kind listen, stdio, sdkhub (one listen with several URIs) or nchan";
+    return false;
+  }
+  if (o_.kind == Kind::Nchan && o_.stream_uris == StreamUris::Both) {
+    *err = "--kind nchan takes --stream-uris own (one multiplexed subscriber per stream), not both";
+    return false;
+  }
+  if (o_.extra_uris > 0 && !own_uris) {
+    *err = "--extra-uris needs --stream-uris own or both (the extras are per stream)";
+    return false;
+  }
+  if (o_.rate_max && o_.scenario != Scenario::Targeted) {
+    *err = "--rate max is for --scenario targeted";
     return false;
   }
   if (o_.scenario == Scenario::Targeted && o_.stream_uris == StreamUris::Shared) {
     *err = "--scenario targeted needs --stream-uris own or both";
     return false;
   }
-  if ((o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) && o_.kind != Kind::Listen && o_.kind != Kind::Stdio &&
-      o_.kind != Kind::Session) {
-    *err = "--scenario receive|targeted is for the mcpfan kinds (listen, session, stdio)";
+  if (o_.scenario == Scenario::Receive && o_.kind != Kind::Listen && o_.kind != Kind::Stdio && o_.kind != Kind::Session) {
+    *err = "--scenario receive is for the mcpfan kinds (listen, session, stdio)";
     return false;
   }
   // Receivers hash a delivery's URI as the raw bytes between its quotes: keep URIs free of
@@ -547,7 +591,10 @@ bool Loadgen::Setup(std::string* err) {
   shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
   if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) tally_ = std::make_unique<DeliveryTally>(n_);
   if (o_.scenario == Scenario::Publish || o_.scenario == Scenario::Targeted) {
-    multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes);
+    // targeted: a window per connection (issue 14's P connections x W in flight); the publish
+    // scenario (bench/cluster) writes every publish when due.
+    multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes,
+                                              o_.scenario == Scenario::Targeted ? o_.pub_window : MultiPublisher::kUnbounded);
   }
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
   if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
@@ -646,7 +693,10 @@ void Loadgen::ConnectPipe(Stream* st) {
 std::string Loadgen::ListenRequest(uint32_t idx) const {
   std::string uris;  // --stream-uris: the shared URI, this stream's own, or both
   if (o_.stream_uris != StreamUris::Own) uris = "\"" + JsonEscape(o_.uri) + "\"";
-  if (o_.stream_uris != StreamUris::Shared) uris += (uris.empty() ? "\"" : ",\"") + JsonEscape(OwnUri(idx)) + "\"";
+  if (o_.stream_uris != StreamUris::Shared) {
+    uris += (uris.empty() ? "\"" : ",\"") + JsonEscape(OwnUri(idx)) + "\"";
+    for (int k = 1; k <= o_.extra_uris; ++k) uris += ",\"" + JsonEscape(ExtraUri(idx, k)) + "\"";
+  }
   std::string body = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
                      R"(","method":"subscriptions/listen","params":{"_meta":)" + std::string(kEnvelope2026) +
                      R"(,"notifications":{"resourceSubscriptions":[)" + uris + R"(]}}})";
@@ -724,7 +774,8 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
                 "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + st->sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n";
       break;
     case Kind::Nchan:
-      request = "GET " + self->o_.sub_path + " HTTP/1.1\r\nHost: " + self->target_.hostport +
+      request = "GET " + self->o_.sub_path + (self->o_.stream_uris == StreamUris::Own ? self->NchanChannels(st->idx) : std::string()) +
+                " HTTP/1.1\r\nHost: " + self->target_.hostport +
                 "\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
       break;
   }
@@ -1425,21 +1476,84 @@ void Loadgen::OnPublishCommand(const std::string& line) {
   }
 }
 
-// Targeted, in one process (issue 14's mode): N streams, each with its own URI; --rate
-// publishes/s for --duration s, each addressed to one random stream's URI, spread over the
-// --publish-url's. Nothing may be lost, duplicated or misdelivered.
+// Targeted, in one process (issue 14's mode): N streams, each with its own URI (and
+// --extra-uris never-published ones); publishes each addressed to one random stream's URI,
+// spread over the --publish-url's (P connections, at most --window in flight on each): --rate
+// publishes/s for --duration s, or --rate max: as fast as the server answers, for --duration s.
+// Nothing may be lost, duplicated or misdelivered.
+// Before the measured phase: one publish to every stream, at the maximum rate over the same
+// connections, re-sent to the streams that have not received theirs after a pause, until every
+// stream got one (bounded: 120 s; the SDK hub at 10,000 streams takes ~30 s). A server may confirm a stream before its subscriptions are in
+// place everywhere: nginx+nchan answers a multiplexed subscriber's headers while the channels
+// owned by the other worker are still being subscribed over IPC, and publishes in the first
+// milliseconds can miss them (seen at 10,000 streams x 11 channels: 3 of 48,000 publishes lost,
+// all written within 2.5 ms of the start). The warm-up proves every stream is reachable, so the
+// measured phase counts losses, not start-up. The re-sends are reported (warmup_resent).
+bool Loadgen::WarmUpTargeted() {
+  tally_->BeginPhase("warmup", false);
+  uint64_t t0 = NowNs(), deadline = t0 + 120 * kSec;
+  std::vector<uint64_t> todo(n_);
+  for (uint32_t i = 0; i < n_; ++i) todo[i] = o_.index_base + i;
+  for (int pass = 0; !todo.empty(); ++pass) {
+    if (pass > 0) tgt_.warmup_resent += todo.size();
+    MultiPublisher::RunSpec spec;
+    spec.rate = 0;  // as fast as the server answers
+    spec.count = todo.size();
+    spec.duration_ns = 120 * kSec;
+    spec.via = MultiPublisher::kViaRandom;
+    spec.own = true;
+    spec.own_base = o_.own_uri_base;
+    spec.own_first = o_.index_base;
+    spec.own_n = n_;
+    spec.indices = todo;
+    spec.path_per_target = o_.kind == Kind::Nchan;
+    spec.seed = multi_->seq_base() + uint64_t(pass);
+    bool done = false;
+    multi_->StartRun(spec, [&done] { done = true; });
+    if (!RunUntil([&] { return done; }, deadline, "targeted warm-up")) return false;
+    if (multi_->run_stats().errors) {
+      SetFatal("targeted warm-up: " + std::to_string(multi_->run_stats().errors) + " publishes refused, first: " +
+               multi_->run_stats().first_error);
+      return false;
+    }
+    auto missing = [&] {
+      std::vector<uint64_t> m;
+      for (uint64_t g : todo) {
+        if (!tally_->ReceivedAny(uint32_t(g - o_.index_base))) m.push_back(g);
+      }
+      return m;
+    };
+    // Wait for the deliveries (up to 1 s), then re-send to the streams still without one.
+    // (received() < N means some stream still has none: the O(N) scan only runs after that)
+    RunUntil([&] { return tally_->received() >= n_ && missing().empty(); }, std::min(deadline, NowNs() + kSec), "targeted warm-up deliveries",
+             /*fatal_on_timeout=*/false);
+    todo = missing();
+    if (!todo.empty() && NowNs() >= deadline) {
+      SetFatal("targeted warm-up: " + std::to_string(todo.size()) + " streams got no publish within 120 s");
+      return false;
+    }
+  }
+  tgt_.warmup_s = double(NowNs() - t0) / kSec;
+  return !fatal_;
+}
+
 bool Loadgen::RunTargeted() {
-  tally_->BeginPhase("targeted", false);
+  if (!WarmUpTargeted()) return false;
+  // A warm-up delivery that arrives late (a re-sent stream got both) is stale, not received.
+  tally_->BeginPhase("targeted", false, multi_->next_seq());
   ProcSample c0 = Sample();
   uint64_t self0 = SelfCpuUs();
   MultiPublisher::RunSpec spec;
-  spec.rate = o_.rate;
-  spec.count = std::max<uint64_t>(1, uint64_t(std::llround(o_.rate * o_.duration)));
+  spec.rate = o_.rate_max ? 0 : o_.rate;
+  spec.count = o_.rate_max ? 0 : std::max<uint64_t>(1, uint64_t(std::llround(o_.rate * o_.duration)));
+  spec.duration_ns = uint64_t(o_.duration * kSec);
   spec.via = MultiPublisher::kViaRandom;
   spec.own = true;
   spec.own_base = o_.own_uri_base;
   spec.own_first = o_.index_base;
   spec.own_n = n_;
+  spec.path_per_target = o_.kind == Kind::Nchan;  // one publisher location per channel
+  spec.keep_sent = true;                          // to name the lost ones, if any
   spec.seed = multi_->seq_base();
   bool done = false;
   uint64_t t0 = NowNs();
@@ -1466,10 +1580,48 @@ bool Loadgen::RunTargeted() {
   const auto& r = multi_->run_stats();
   uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
   if (r.errors) SetFatal("targeted: " + std::to_string(r.errors) + " publishes refused, first: " + r.first_error);
-  std::string t = tally_->ToJson();
-  final_section_ = "\"targeted\":{\"rate\":" + Num(o_.rate) + ",\"duration_s\":" + Num(o_.duration) + ",\"published\":" +
-                   std::to_string(r.published) + ",\"publish_errors\":" + std::to_string(r.errors) + ",\"lost\":" +
-                   std::to_string(lost) + ",\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"tally\":" + t + "}";
+  // Publishes/s: answered publishes over the time from the start of the run to the last answer,
+  // at least --duration (a fixed rate's last publish is due 1/rate before the end: without
+  // that floor a run that kept up would report slightly more than its rate).
+  double span_s = std::max(o_.duration, r.last_ack_ns > t0 ? double(r.last_ack_ns - t0) / kSec : 0.0);
+  tgt_.pps = span_s > 0 ? double(r.acked) / span_s : 0;
+  tgt_.cpu_us_per_publish = cpu_measured_ && r.published ? TicksToMicros(cpu_ticks_) / double(r.published) : NAN;
+  tgt_.subscriptions = uint64_t(n_) * SubscriptionsPerStream();
+  tgt_.rss_bytes_per_sub = rss0_.ok && rss1_.ok && tgt_.subscriptions
+                               ? (double(rss1_.rss_kib) - double(rss0_.rss_kib)) * 1024 / double(tgt_.subscriptions)
+                               : NAN;
+  tgt_.lost = lost;
+  // The first lost publishes (by seq): when they were written, relative to the first publish,
+  // and to which stream. A loss only at the start points at subscriptions not yet in place
+  // when the server confirmed the stream; a loss anywhere is a loss.
+  std::string lost_list;
+  if (lost) {
+    int shown = 0;
+    for (const auto& p : r.sent) {
+      uint32_t stream = uint32_t(p.index - o_.index_base);
+      if (tally_->Received(stream, p.seq)) continue;
+      if (shown++ == 10) break;
+      lost_list += std::string(lost_list.empty() ? "" : ",") + "[" + std::to_string(p.seq) + "," +
+                   Num(double(p.ts_ns > t0 ? p.ts_ns - t0 : 0) / kMs, 1) + "," + std::to_string(stream) + "]";
+    }
+  }
+  const Histogram& h = tally_->latency();
+  std::string per;
+  for (size_t k = 0; k < r.per_endpoint.size(); ++k) per += (k ? "," : "") + std::to_string(r.per_endpoint[k]);
+  final_section_ = "\"targeted\":{\"rate\":" + (o_.rate_max ? std::string("\"max\"") : Num(o_.rate)) + ",\"duration_s\":" +
+                   Num(o_.duration) + ",\"publishers\":" + std::to_string(pub_eps_.size()) + ",\"window\":" +
+                   std::to_string(o_.pub_window) + ",\"extra_uris\":" + std::to_string(o_.extra_uris) +
+                   ",\"subscriptions\":" + std::to_string(tgt_.subscriptions) + ",\"published\":" + std::to_string(r.published) +
+                   ",\"acked\":" + std::to_string(r.acked) + ",\"unsent\":" + std::to_string(r.unsent) +
+                   ",\"publish_errors\":" + std::to_string(r.errors) +
+                   ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
+                   ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
+                   ",\"duplicates\":" + std::to_string(tally_->duplicates()) + ",\"misdelivered\":" +
+                   std::to_string(tally_->misdelivered()) + ",\"latency_ms\":{\"p50\":" + Num(double(h.Quantile(0.50)) / kMs) +
+                   ",\"p99\":" + Num(double(h.Quantile(0.99)) / kMs) + ",\"p999\":" + Num(double(h.Quantile(0.999)) / kMs) +
+                   ",\"max\":" + Num(double(h.max()) / kMs) + "},\"publish_lag_ms\":" + Num(r.publish_lag_ms) +
+                   ",\"per_url\":[" + per + "],\"lost_first\":[" + lost_list + "],\"warmup_s\":" + Num(tgt_.warmup_s) +
+                   ",\"warmup_resent\":" + std::to_string(tgt_.warmup_resent) + ",\"tally\":" + tally_->ToJson() + "}";
   return ok && !fatal_ && lost == 0 && tally_->violations() == 0;
 }
 
@@ -1586,8 +1738,15 @@ void Loadgen::Report(bool ok) {
     }
     if (o_.scenario == Scenario::Targeted) {
       const auto& r = multi_->run_stats();
-      h << "    " << r.published << " publishes at " << Num(o_.rate, 0) << "/s over " << pub_eps_.size() << " URL(s), "
-        << (r.published > tally_->received() ? r.published - tally_->received() : 0) << " lost\n";
+      const Histogram& lat = tally_->latency();
+      h << "    " << r.published << " publishes at " << (o_.rate_max ? std::string("max") : Num(o_.rate, 0) + "/s") << " over "
+        << pub_eps_.size() << " connection(s), window " << o_.pub_window << ": " << Num(tgt_.pps, 0) << " publishes/s answered"
+        << (r.unsent ? " (" + std::to_string(r.unsent) + " due but never sent: every window stayed full)" : std::string()) << "; lost "
+        << tgt_.lost << ", duplicates " << tally_->duplicates() << ", misdelivered " << tally_->misdelivered() << "\n    latency ms: p50 "
+        << Num(double(lat.Quantile(0.5)) / kMs) << ", p99 " << Num(double(lat.Quantile(0.99)) / kMs) << ", max "
+        << Num(double(lat.max()) / kMs) << "; " << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream()
+        << " per stream); server CPU " << Num(tgt_.cpu_us_per_publish, 2) << " us/publish, RSS " << Num(tgt_.rss_bytes_per_sub, 0)
+        << " B/subscription\n";
     }
   }
   std::string server;
@@ -1710,7 +1869,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"listen", "session", "stdio", "nchan", "sdkhub"}));
   app.add_option("--target", o.target, "server base URL, http://127.0.0.1:PORT")->required();
   app.add_option("--unix", o.unix_path, "stdio kind: the server's --unix socket");
-  app.add_option("--sub-path", o.sub_path, "nchan kind: subscriber location")->capture_default_str();
+  auto* sub_path = app.add_option("--sub-path", o.sub_path,
+                                  "nchan kind: subscriber location (with --stream-uris own: the prefix of a multiplexed one, default /sub/multi/)")
+                       ->capture_default_str();
   app.add_option("--publish-url", o.publish_url, "default <target>/v1/publish (nchan: <target>/pub/bench, sdkhub: <target>/publish)");
   app.add_option("--streams", o.streams, "subscriber streams to open (0: --scenario publish only)")->required()->check(CLI::Range(0, 1000000));
   app.add_option("--scenario", o.scenario_s, "burst|sustained|storm|receive|publish|targeted")
@@ -1722,7 +1883,17 @@ int main(int argc, char** argv) {
   app.add_option("--index-base", o.index_base, "global index of this process's first stream (own URIs across processes)")
       ->capture_default_str();
   app.add_option("--rounds", o.rounds, "burst: publishes, one at a time")->capture_default_str()->check(CLI::Range(1, 1000000));
-  app.add_option("--rate", o.rate, "sustained: publishes per second")->capture_default_str()->check(CLI::Range(0.1, 1e6));
+  app.add_option("--rate", o.rate_s, "sustained, targeted: publishes per second (default 100); targeted: or max")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "max") return {};
+        char* end = nullptr;
+        double r = std::strtod(v.c_str(), &end);
+        return end && !*end && r >= 0.1 && r <= 1e6 ? std::string() : "a rate in 0.1..1000000, or max";
+      });
+  app.add_option("--window", o.pub_window, "targeted: publishes in flight per publisher connection (one per --publish-url)")
+      ->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--extra-uris", o.extra_uris, "own URIs: K more never-published URIs per stream (nchan: channels)")
+      ->capture_default_str()->check(CLI::Range(0, 254));
   app.add_option("--duration", o.duration, "sustained: seconds")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   app.add_option("--uri", o.uri, "resource URI subscribed to and published")->capture_default_str();
   app.add_option("--sources", o.sources, "loopback source addresses 127.0.0.2.. (default: max(2, N/5000))")->check(CLI::Range(1, 250));
@@ -1741,6 +1912,12 @@ int main(int argc, char** argv) {
   app.add_option("--pad-bytes", o.pad_bytes, "add a \"bench/pad\" string of this many bytes to every publish's _meta")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
+  o.sub_path_set = sub_path->count() > 0;
+  if (o.rate_s == "max") {
+    o.rate_max = true;
+  } else if (!o.rate_s.empty()) {
+    o.rate = std::strtod(o.rate_s.c_str(), nullptr);
+  }
   const char* kinds[] = {"listen", "session", "stdio", "nchan", "sdkhub"};
   for (int k = 0; k < 5; ++k) {
     if (o.kind_s == kinds[k]) o.kind = Kind(k);

@@ -3,7 +3,8 @@
 #   1. burst: 200 listen streams, 3 rounds
 #   2. sustained: 200 listen streams, 50 publishes/s for 2 s
 #   3. the same with 10 % slow readers (fast/slow split, mcpfan's /metrics read)
-#   4. targeted: 200 streams with their own URIs, 500 publishes/s each to one stream
+#   4. targeted: 200 streams with their own URIs, 500 publishes/s each to one stream; then
+#      at the maximum rate over 2 publisher connections, with 2 extra URIs per stream
 #   5. receive + publish driven over stdin (bench/cluster's protocol)
 # and checks each exits 0 with a last-line JSON object showing every delivery received.
 # The server is stopped by its PID (TERM, then KILL after 3 s), also on failure.
@@ -109,6 +110,22 @@ run targeted --streams 200 --stream-uris own --scenario targeted --rate 500 --du
 [[ "$(json_get "$tmp/targeted.json" '.targeted.lost')" == "0" ]] || fail "targeted: lost"
 [[ "$(json_get "$tmp/targeted.json" '.targeted.tally.received')" == "1000" ]] || fail "targeted: want 1000 received"
 [[ "$(json_get "$tmp/targeted.json" '.targeted.tally.misdelivered')" == "0" ]] || fail "targeted: misdelivered"
+
+# Targeted at the maximum rate over 2 publisher connections (window 4), with 2 extra
+# never-published URIs per stream: the issue 14 figures are reported, nothing goes astray.
+pub="http://127.0.0.1:$port/v1/publish"
+run targeted_max --streams 200 --stream-uris own --extra-uris 2 --scenario targeted --rate max --duration 1 --window 4 \
+  --publish-url "$pub,$pub"
+for k in lost duplicates misdelivered publish_errors; do
+  [[ "$(json_get "$tmp/targeted_max.json" ".targeted.$k")" == "0" ]] || fail "targeted_max: $k is not 0"
+done
+[[ "$(json_get "$tmp/targeted_max.json" '.targeted.rate')" == "max" ]] || fail "targeted_max: rate is not max"
+[[ "$(json_get "$tmp/targeted_max.json" '.targeted.publishers')" == "2" ]] || fail "targeted_max: want 2 publishers"
+[[ "$(json_get "$tmp/targeted_max.json" '.targeted.subscriptions')" == "600" ]] || fail "targeted_max: want 600 subscriptions"
+has "$tmp/targeted_max.json" '.targeted.cpu_us_per_publish' || fail "targeted_max: no CPU per publish"
+has "$tmp/targeted_max.json" '.targeted.rss_bytes_per_subscription' || fail "targeted_max: no RSS per subscription"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["targeted"]; sys.exit(0 if t["publishes_per_s"] > 0 and t["acked"] == t["published"] > 0 else 1)' \
+  "$tmp/targeted_max.json" || fail "targeted_max: no publishes answered"
 
 # Receive + publish over stdin (the cluster benchmark's protocol): 50 streams with both URIs,
 # one broadcast (all 50 get it once) and one publish addressed to stream 7 (only it gets it).

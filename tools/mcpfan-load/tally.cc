@@ -5,9 +5,11 @@
 
 namespace mcpload {
 
-void DeliveryTally::BeginPhase(std::string name, bool per_seq) {
+void DeliveryTally::BeginPhase(std::string name, bool per_seq, uint64_t min_seq) {
   phase_ = std::move(name);
   per_seq_ = per_seq;
+  min_seq_floor_ = min_seq;
+  stale_ = 0;
   for (auto& v : seen_) {
     v.clear();
     if (v.capacity() > 64) v.shrink_to_fit();  // a long phase's set is not kept for the next
@@ -32,7 +34,17 @@ bool DeliveryTally::SeenBefore(uint32_t stream, uint64_t seq) {
   return false;
 }
 
+bool DeliveryTally::Received(uint32_t stream, uint64_t seq) const {
+  if (stream >= seen_.size()) return false;
+  const auto& v = seen_[stream];
+  return std::binary_search(v.begin(), v.end(), seq);
+}
+
 void DeliveryTally::Record(uint32_t stream, uint64_t seq, uint64_t ts_ns, uint64_t now, bool uri_ok) {
+  if (seq < min_seq_floor_) {
+    ++stale_;
+    return;
+  }
   if (!uri_ok) {
     ++misdelivered_;
     return;
@@ -72,7 +84,7 @@ std::string DeliveryTally::ToJson() const {
   };
   std::string j = "{\"phase\":\"" + phase_ + "\",\"received\":" + std::to_string(received_) +
                   ",\"duplicates\":" + std::to_string(dups_) + ",\"misdelivered\":" + std::to_string(misdelivered_) +
-                  ",\"no_ts\":" + std::to_string(no_ts_) + ",\"untracked_seqs\":" + std::to_string(untracked_) +
+                  ",\"no_ts\":" + std::to_string(no_ts_) + ",\"stale\":" + std::to_string(stale_) + ",\"untracked_seqs\":" + std::to_string(untracked_) +
                   ",\"dropped_streams\":" + std::to_string(dropped_) + ",\"first_ns\":" + std::to_string(first_ns_) +
                   ",\"last_ns\":" + std::to_string(last_ns_) +
                   ",\"min_seq\":" + (received_ ? std::to_string(min_seq_) : "null") +

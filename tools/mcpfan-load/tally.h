@@ -29,8 +29,9 @@ class DeliveryTally {
   explicit DeliveryTally(uint32_t streams) : seen_(streams) {}
 
   // Starts a phase: every count, the histogram, the per-seq table and the per-stream sets
-  // are reset. per_seq: keep the per-seq table in this phase.
-  void BeginPhase(std::string name, bool per_seq);
+  // are reset. per_seq: keep the per-seq table in this phase. min_seq: a delivery of an older
+  // seq (a late one from an earlier phase) is counted as stale only.
+  void BeginPhase(std::string name, bool per_seq, uint64_t min_seq = 0);
   // A delivery of `seq` to stream `stream` at `now`; uri_ok: its URI is one the stream
   // subscribed to.
   void Record(uint32_t stream, uint64_t seq, uint64_t ts_ns, uint64_t now, bool uri_ok);
@@ -38,7 +39,14 @@ class DeliveryTally {
   void StreamDropped() { ++dropped_; }
 
   uint64_t received() const { return received_; }
+  // Whether `stream` received `seq` in this phase.
+  bool Received(uint32_t stream, uint64_t seq) const;
+  // Whether `stream` received anything (not a duplicate, not misdelivered) in this phase.
+  bool ReceivedAny(uint32_t stream) const { return stream < seen_.size() && !seen_[stream].empty(); }
+  uint64_t duplicates() const { return dups_; }
+  uint64_t misdelivered() const { return misdelivered_; }
   uint64_t violations() const { return dups_ + misdelivered_; }
+  const Histogram& latency() const { return hist_; }  // receive time - ts_ns, this phase
   // The phase as one JSON object: counts, latency quantiles (ms), the histogram's non-empty
   // buckets as [[upper_bound_ns, count], ...], and the per-seq table when kept:
   // "seqs": [[seq, deliveries, first_ns, last_ns, ts_ns], ...] sorted by seq.
@@ -54,6 +62,7 @@ class DeliveryTally {
   bool per_seq_ = false;
   // Per stream, the seqs received in this phase, sorted (appends are the common case).
   std::vector<std::vector<uint64_t>> seen_;
+  uint64_t min_seq_floor_ = 0, stale_ = 0;
   uint64_t received_ = 0, dups_ = 0, misdelivered_ = 0, no_ts_ = 0, untracked_ = 0, dropped_ = 0;
   uint64_t first_ns_ = 0, last_ns_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
   Histogram hist_;
