@@ -6,6 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libuv1-dev libsimdjson-dev li
       libjwt-dev libssl-dev openssl liburing-dev
       libnats-dev nats-server  # the optional NATS backplane, and the real server its tests start
       nginx                    # the gateway routing test (tools/gateway) runs Debian's nginx
+      libnginx-mod-nchan       # loadgen_peers_targeted: mcpfan-load's targeted scenario against nginx+nchan
       chromium                 # the status page's browser test (tests/interop/status_page)
       clang libclang-rt-14-dev)  # clang + its runtime: the libFuzzer targets
 missing=()

@@ -8,7 +8,7 @@
 # connections; exit 0 and nothing lost, duplicated or misdelivered.
 #
 # A peer that is not installed is skipped (nchan: Debian's libnginx-mod-nchan, which
-# tools/setup.sh does not install; the hub: `npm ci` in bench/compare/sdkhub, which
+# tools/setup.sh installs, so CI runs it; the hub: `npm ci` in bench/compare/sdkhub, which
 # bench/compare/run.sh does). Exit 77 (ctest SKIP_RETURN_CODE) when neither is there.
 #
 #   peers_targeted.sh PATH/TO/mcpfan-load REPO_ROOT
