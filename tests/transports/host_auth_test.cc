@@ -36,30 +36,8 @@ using Answer = std::variant<ClientGrant, ClientDenial>;
 
 constexpr auto kWait = std::chrono::seconds(5);
 
-bool send_all(int fd, const std::string& s) {
-  for (std::size_t off = 0; off < s.size();) {
-    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-/** Reads into `got` until `needle` appears (true), or EOF, or 5 s (false). Empty needle: until EOF. */
-bool read_until(int fd, std::string& got, std::string_view needle) {
-  auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (needle.empty() || got.find(needle) == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return needle.empty();
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  return true;
-}
+using mcpfan::testing::read_until;
+using mcpfan::testing::send_all;
 
 std::string meta_2026() {
   return R"("_meta":{"io.modelcontextprotocol/protocolVersion":")" + std::string(mcpfan::mcp::kRev2026) +

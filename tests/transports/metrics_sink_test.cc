@@ -26,30 +26,8 @@ namespace {
 
 using mcpfan::testing::RecordingSink;
 
-bool send_all(int fd, const std::string& s) {
-  for (std::size_t off = 0; off < s.size();) {
-    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-/** Reads into `got` until `needle` appears (true) or 5 s pass or the peer closes (false). */
-bool read_until(int fd, std::string& got, std::string_view needle) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (got.find(needle) == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return false;
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  return true;
-}
+using mcpfan::testing::read_until;
+using mcpfan::testing::send_all;
 
 /** A 2026 subscriptions/listen on `prefix`, acknowledged; the socket (close it), or -1. */
 int open_listen(std::uint16_t port, const std::string& prefix, std::string& got) {
