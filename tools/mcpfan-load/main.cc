@@ -91,6 +91,7 @@ struct Options {
   std::string rate_s;             // --rate as given: a number, or "max" (targeted)
   bool rate_max = false;          // --rate max: as fast as the server answers, --window per connection
   int pub_window = 16;            // --window: targeted publishes in flight per publisher connection
+  int batch = 1;                  // --batch: targeted at --rate max, notifications per POST (a JSON array)
   int extra_uris = 0;             // --extra-uris K: never-published URIs per stream (subscriptions cost)
   bool sub_path_set = false;      // --sub-path given (else nchan's own-URI streams use /sub/multi/)
   double duration = 5;
@@ -491,6 +492,11 @@ bool Loadgen::Setup(std::string* err) {
   }
   if (o_.extra_uris > 0 && !own_uris) {
     *err = "--extra-uris needs --stream-uris own or both (the extras are per stream)";
+    return false;
+  }
+  if (o_.batch > 1 && (o_.scenario != Scenario::Targeted || !o_.rate_max ||
+                      (o_.kind != Kind::Listen && o_.kind != Kind::Session && o_.kind != Kind::Stdio))) {
+    *err = "--batch is for --scenario targeted --rate max against mcpfan (nchan and the hub take one message per POST)";
     return false;
   }
   if (o_.rate_max && o_.scenario != Scenario::Targeted) {
@@ -1553,6 +1559,7 @@ bool Loadgen::RunTargeted() {
   spec.own_first = o_.index_base;
   spec.own_n = n_;
   spec.path_per_target = o_.kind == Kind::Nchan;  // one publisher location per channel
+  spec.batch = o_.batch;
   spec.keep_sent = true;                          // to name the lost ones, if any
   spec.seed = multi_->seq_base();
   bool done = false;
@@ -1610,7 +1617,8 @@ bool Loadgen::RunTargeted() {
   for (size_t k = 0; k < r.per_endpoint.size(); ++k) per += (k ? "," : "") + std::to_string(r.per_endpoint[k]);
   final_section_ = "\"targeted\":{\"rate\":" + (o_.rate_max ? std::string("\"max\"") : Num(o_.rate)) + ",\"duration_s\":" +
                    Num(o_.duration) + ",\"publishers\":" + std::to_string(pub_eps_.size()) + ",\"window\":" +
-                   std::to_string(o_.pub_window) + ",\"extra_uris\":" + std::to_string(o_.extra_uris) +
+                   std::to_string(o_.pub_window) + ",\"batch\":" + std::to_string(o_.batch) +
+                   ",\"extra_uris\":" + std::to_string(o_.extra_uris) +
                    ",\"subscriptions\":" + std::to_string(tgt_.subscriptions) + ",\"published\":" + std::to_string(r.published) +
                    ",\"acked\":" + std::to_string(r.acked) + ",\"unsent\":" + std::to_string(r.unsent) +
                    ",\"publish_errors\":" + std::to_string(r.errors) +
@@ -1890,6 +1898,8 @@ int main(int argc, char** argv) {
         double r = std::strtod(v.c_str(), &end);
         return end && !*end && r >= 0.1 && r <= 1e6 ? std::string() : "a rate in 0.1..1000000, or max";
       });
+  app.add_option("--batch", o.batch, "targeted at --rate max (mcpfan kinds): notifications per POST, one JSON array")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--window", o.pub_window, "targeted: publishes in flight per publisher connection (one per --publish-url)")
       ->capture_default_str()->check(CLI::Range(1, 65536));
   app.add_option("--extra-uris", o.extra_uris, "own URIs: K more never-published URIs per stream (nchan: channels)")

@@ -82,7 +82,10 @@ void MultiPublisher::StartRun(RunSpec spec, std::function<void()> on_done) {
       return MaybeFinish();
     }
     for (size_t via = 0; via < eps_.size(); ++via) {
-      for (int k = 0; k < depth_ && (spec_.count == 0 || done_ < spec_.count); ++k) IssueOne(via, false);
+      for (int k = 0; k < depth_ && (spec_.count == 0 || done_ < spec_.count); ++k) {
+        if (spec_.batch > 1) IssueBatch(via);
+        else IssueOne(via, false);
+      }
     }
     return;
   }
@@ -112,6 +115,64 @@ void MultiPublisher::IssueOne(size_t via, bool last) {
                         [this, via, last, index](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, index, sq, ts, r); });
   if (!stats_.first_seq) stats_.first_seq = seq;
   stats_.last_seq = seq;
+}
+
+void MultiPublisher::IssueBatch(size_t via) {
+  const RunSpec& s = spec_;
+  const auto k = uint64_t(s.batch);
+  const uint64_t first = seq_offset_ + next_;
+  next_ += k;
+  std::vector<uint64_t> indices(k);
+  for (uint64_t& i : indices) i = s.own_first + rng_() % s.own_n;
+  stats_.per_endpoint[via] += k;
+  stats_.published += k;
+  ++inflight_[via];  // the window counts POSTs
+  done_ += k;
+  if (!stats_.first_seq) stats_.first_seq = first;
+  stats_.last_seq = first + k - 1;
+  auto ts = std::make_shared<uint64_t>(0);
+  Job j;
+  j.build = [this, via, indices, first, ts] {
+    if (*ts == 0) *ts = NowNs();
+    std::string body = "[";
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (i) body += ',';
+      body += Body(spec_.own_base + std::to_string(indices[i]), first + i, *ts, pad_bytes_);
+    }
+    body += ']';
+    const Endpoint& e = eps_[via];
+    return "POST " + e.path + " HTTP/1.1\r\nHost: " + e.hostport +
+           "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  j.done = [this, via, indices, first, ts](Reply& r) { OnBatchAnswer(via, indices, first, *ts, r); };
+  pools_[via]->Submit(std::move(j));
+}
+
+void MultiPublisher::OnBatchAnswer(size_t via, const std::vector<uint64_t>& indices, uint64_t first_seq, uint64_t ts,
+                                   const Reply& r) {
+  if (!run_active_) return;
+  uint64_t now = NowNs();
+  --inflight_[via];
+  stats_.acked += indices.size();
+  stats_.last_ack_ns = now;
+  if (ts && (!stats_.first_ts_ns || ts < stats_.first_ts_ns)) stats_.first_ts_ns = ts;
+  stats_.last_ts_ns = std::max(stats_.last_ts_ns, ts);
+  if (r.status / 100 == 2 && spec_.keep_sent) {
+    for (size_t i = 0; i < indices.size(); ++i) stats_.sent.push_back({first_seq + i, indices[i], ts});
+  }
+  if (r.status / 100 != 2) {
+    stats_.errors += indices.size();
+    if (stats_.first_error.empty()) {
+      stats_.first_error = "seqs from " + std::to_string(first_seq) + ": " +
+                           (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error);
+    }
+  }
+  if (issuing_) {
+    if (now - run_start_ns_ < spec_.duration_ns && (spec_.count == 0 || done_ < spec_.count)) IssueBatch(via);
+    else issuing_ = false;
+  }
+  MaybeFinish();
 }
 
 uint64_t MultiPublisher::DueNow() const {

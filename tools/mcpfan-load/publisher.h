@@ -63,6 +63,9 @@ class MultiPublisher {
     // can say which ones it never got (and when they were published)
     bool keep_sent = false;
     uint64_t seed = 1;        // for the random choices (reproducible)
+    // maximum rate, own, no path_per_target: notifications per POST, sent as one JSON array
+    // (mcpfan's /v1/publish takes arrays; each has its own seq and random stream). 1: one object.
+    int batch = 1;
   };
   struct RunStats {
     uint64_t published = 0, acked = 0, errors = 0;
@@ -113,6 +116,9 @@ class MultiPublisher {
   int PickVia();
   uint64_t DueNow() const;  // fixed rate: publishes due by now
   void OnRunAnswer(size_t via, bool last, uint64_t index, uint64_t seq, uint64_t ts, const Reply& r);
+  // --batch: one POST of spec_.batch notifications (maximum rate only), answered as one.
+  void IssueBatch(size_t via);
+  void OnBatchAnswer(size_t via, const std::vector<uint64_t>& indices, uint64_t first_seq, uint64_t ts, const Reply& r);
   bool max_rate() const { return spec_.rate <= 0; }
   void MaybeFinish();
 

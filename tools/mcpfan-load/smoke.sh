@@ -127,6 +127,20 @@ has "$tmp/targeted_max.json" '.targeted.rss_bytes_per_subscription' || fail "tar
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["targeted"]; sys.exit(0 if t["publishes_per_s"] > 0 and t["acked"] == t["published"] > 0 else 1)' \
   "$tmp/targeted_max.json" || fail "targeted_max: no publishes answered"
 
+# Array bodies (--batch 16: each POST carries 16 notifications, each to a random stream): every
+# one is delivered once to its stream, and the published count is a multiple of 16.
+run targeted_batch --streams 200 --stream-uris own --scenario targeted --rate max --duration 1 --window 2 --batch 16
+for k in lost duplicates misdelivered publish_errors; do
+  [[ "$(json_get "$tmp/targeted_batch.json" ".targeted.$k")" == "0" ]] || fail "targeted_batch: $k is not 0"
+done
+[[ "$(json_get "$tmp/targeted_batch.json" '.targeted.batch')" == "16" ]] || fail "targeted_batch: batch is not 16"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["targeted"]; sys.exit(0 if t["published"] > 0 and t["published"] % 16 == 0 and t["tally"]["received"] == t["published"] else 1)' \
+  "$tmp/targeted_batch.json" || fail "targeted_batch: published not a multiple of 16, or not all received"
+# --batch with nchan is refused by name (nchan takes one message per POST).
+if "$load_bin" --kind nchan --target "http://127.0.0.1:$port" --streams 1 --stream-uris own --scenario targeted --rate max \
+  --batch 4 >"$tmp/batch_nchan.out" 2>&1; then fail "--batch with nchan was accepted"; fi
+grep -q -- "--batch is for" "$tmp/batch_nchan.out" || fail "--batch with nchan: no clear error: $(cat "$tmp/batch_nchan.out")"
+
 # Receive + publish over stdin (the cluster benchmark's protocol): 50 streams with both URIs,
 # one broadcast (all 50 get it once) and one publish addressed to stream 7 (only it gets it).
 timeout 60 python3 - "$load_bin" "$port" >"$tmp/controlled.out" 2>&1 <<'PY' || fail "receive/publish over stdin"
