@@ -100,22 +100,29 @@ mcpfan::ServerConfig two_workers() {
   return cfg;
 }
 
+/** Attaches `p`'s server end (its ends reported to `ends`), opens a listen on it, waits for its acknowledgement. */
+mcpfan::StdioClient attach_listening(mcpfan::Server& server, Ends& ends, Pair& p) {
+  auto h = server.attach_stdio(p.server, p.server, ends.options());
+  if (!h) {
+    ADD_FAILURE() << "attach_stdio: " << h.error().message;
+    return {};
+  }
+  send_line(p.mine, kListen);
+  EXPECT_NE(read_until(p.mine, "acknowledged").find("acknowledged"), std::string::npos);
+  return h.value();
+}
+
 TEST(StdioAttach, EachClientHasItsOwnHandleAndHearsOfItsEndOnce) {
   mcpfan::Server server(two_workers());
   ASSERT_TRUE(server.start());
   Ends ends;
   Pair a, b;
-  auto ha = server.attach_stdio(a.server, a.server, ends.options());
-  auto hb = server.attach_stdio(b.server, b.server, ends.options());
-  ASSERT_TRUE(ha && hb);
-  EXPECT_TRUE(ha.value() && hb.value());
-  EXPECT_NE(ha.value(), hb.value());
-  EXPECT_NE(ha.value().number(), hb.value().number());
   // Both are served (on different workers: attach deals them out in turn).
-  send_line(a.mine, kListen);
-  send_line(b.mine, kListen);
-  EXPECT_NE(read_until(a.mine, "acknowledged").find("acknowledged"), std::string::npos);
-  EXPECT_NE(read_until(b.mine, "acknowledged").find("acknowledged"), std::string::npos);
+  mcpfan::StdioClient ha = attach_listening(server, ends, a);
+  mcpfan::StdioClient hb = attach_listening(server, ends, b);
+  ASSERT_TRUE(ha && hb);
+  EXPECT_NE(ha, hb);
+  EXPECT_NE(ha.number(), hb.number());
   // a's input ends: a alone ends, after its listen's final result.
   ::shutdown(a.mine, SHUT_WR);
   bool eof = false;
@@ -125,7 +132,7 @@ TEST(StdioAttach, EachClientHasItsOwnHandleAndHearsOfItsEndOnce) {
   ASSERT_EQ(ends.wait_for(1), 1u);
   {
     std::lock_guard lock(ends.mu);
-    EXPECT_EQ(ends.seen[0].first, ha.value());
+    EXPECT_EQ(ends.seen[0].first, ha);
     EXPECT_EQ(ends.seen[0].second, mcpfan::StdioEnd::InputEnded);
   }
   // b still gets what is published.
@@ -133,8 +140,8 @@ TEST(StdioAttach, EachClientHasItsOwnHandleAndHearsOfItsEndOnce) {
   EXPECT_NE(read_until(b.mine, "mem://a\"").find("notifications/resources/updated"), std::string::npos);
   ASSERT_TRUE(server.stop());
   ASSERT_EQ(ends.wait_for(2), 2u);
-  EXPECT_EQ(ends.count(ha.value()), 1u);
-  EXPECT_EQ(ends.count(hb.value()), 1u);
+  EXPECT_EQ(ends.count(ha), 1u);
+  EXPECT_EQ(ends.count(hb), 1u);
   std::lock_guard lock(ends.mu);
   EXPECT_EQ(ends.seen[1].second, mcpfan::StdioEnd::ServerStopped);
 }
@@ -144,15 +151,11 @@ TEST(StdioAttach, DetachEndsOneClientInOrder) {
   ASSERT_TRUE(server.start());
   Ends ends;
   Pair a, b;
-  auto ha = server.attach_stdio(a.server, a.server, ends.options());
-  auto hb = server.attach_stdio(b.server, b.server, ends.options());
+  mcpfan::StdioClient ha = attach_listening(server, ends, a);
+  mcpfan::StdioClient hb = attach_listening(server, ends, b);
   ASSERT_TRUE(ha && hb);
-  send_line(a.mine, kListen);
-  send_line(b.mine, kListen);
-  ASSERT_NE(read_until(a.mine, "acknowledged").find("acknowledged"), std::string::npos);
-  ASSERT_NE(read_until(b.mine, "acknowledged").find("acknowledged"), std::string::npos);
 
-  ASSERT_TRUE(server.detach_stdio(ha.value()));
+  ASSERT_TRUE(server.detach_stdio(ha));
   bool eof = false;
   std::string rest = read_until(a.mine, "", &eof);
   EXPECT_TRUE(eof) << "the detached client's socket is closed";
@@ -160,17 +163,17 @@ TEST(StdioAttach, DetachEndsOneClientInOrder) {
   ASSERT_EQ(ends.wait_for(1), 1u);
   {
     std::lock_guard lock(ends.mu);
-    EXPECT_EQ(ends.seen[0].first, ha.value());
+    EXPECT_EQ(ends.seen[0].first, ha);
     EXPECT_EQ(ends.seen[0].second, mcpfan::StdioEnd::Detached);
   }
   // Detaching it again is no error and tells nobody twice; b is untouched.
-  EXPECT_TRUE(server.detach_stdio(ha.value()));
+  EXPECT_TRUE(server.detach_stdio(ha));
   ASSERT_TRUE(server.hub().publish(mcpfan::mcp::resource_updated("mem://a")));
   EXPECT_NE(read_until(b.mine, "mem://a\"").find("notifications/resources/updated"), std::string::npos);
   ASSERT_TRUE(server.stop());
   ASSERT_EQ(ends.wait_for(2), 2u);
-  EXPECT_EQ(ends.count(ha.value()), 1u);
-  EXPECT_EQ(ends.count(hb.value()), 1u);
+  EXPECT_EQ(ends.count(ha), 1u);
+  EXPECT_EQ(ends.count(hb), 1u);
 }
 
 TEST(StdioAttach, MisusedHandlesAreClearErrors) {
