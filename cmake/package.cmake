@@ -51,6 +51,6 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
     "mcpfan engine and server libraries for embedding\n Headers, static libraries mcpfan::engine and mcpfan::server, and the CMake\n package for find_package(mcpfan CONFIG REQUIRED).")
 # What the static libraries and the public headers need at build time of an embedding host.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libuv1-dev, libssl-dev, libnats-dev, libhttp-parser-dev, libsimdjson-dev, libconcurrentqueue-dev, pkg-config, cmake (>= 3.25)")
+    "libuv1-dev, libssl-dev, libnats-dev, liburing-dev, libhttp-parser-dev, libsimdjson-dev, libconcurrentqueue-dev, pkg-config, cmake (>= 3.25)")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "headers, static libraries and the CMake package")
 include(CPack)

@@ -1,5 +1,7 @@
 // 1,000 concurrent listen streams across 2 workers: one publish reaches every
-// stream exactly once; closing the sockets frees everything.
+// stream exactly once; closing the sockets frees everything. Run with the stream batches sent
+// through io_uring (the default ring, and a ring of 4 entries, which fills up and flushes
+// mid-flush many times) and through libuv writes (--io-uring-entries 0, the fallback).
 #include <memory>
 
 #include "harness.h"
@@ -13,11 +15,29 @@ std::string IdJson(int i) {  // mix string and numeric ids
   return i % 2 ? std::to_string(i) : "\"fan:" + std::to_string(i) + "\"";
 }
 
-TEST(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
+class Fanout : public ::testing::TestWithParam<const char*> {};  // --io-uring-entries, or "" for the default
+
+TEST_P(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
   ASSERT_GE(RaiseFdLimit(4 * kStreams + 256), uint64_t(kStreams + 128))
       << "cannot raise RLIMIT_NOFILE far enough for " << kStreams << " sockets";
-  ServerProcess srv({"--workers", "2"});  // inherits the raised limit
+  const std::string entries = GetParam();
+  std::vector<std::string> args{"--workers", "2"};
+  if (!entries.empty()) args.insert(args.end(), {"--io-uring-entries", entries});
+  ServerProcess srv(args);  // inherits the raised limit
   ASSERT_TRUE(srv.ok()) << srv.error();
+  // With a ring asked for, each loop sets one up as it starts: both have one, or the kernel
+  // refused and the server said so.
+  bool uring = false;
+  if (entries == "0") {
+    EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_io_uring_workers", 0));
+  } else {
+    auto refused = [&] { return srv.Stderr().find("io_uring sends are off") != std::string::npos; };
+    EXPECT_TRUE(PollMetric(srv.port(), "mcpfan_io_uring_workers", [&](double v) { return v == 2 || refused(); }));
+    uring = !refused();
+    if (!uring) {
+      EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_io_uring_workers", 0)) << srv.Stderr();
+    }
+  }
 
   std::vector<std::unique_ptr<SseStream>> owned;
   std::vector<SseStream*> streams;
@@ -51,6 +71,11 @@ TEST(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
   auto took = std::chrono::duration_cast<Ms>(Clock::now() - start).count();
   EXPECT_EQ(got, size_t(kStreams)) << "streams that received both notifications within 30 s";
   RecordProperty("fanout_ms", std::to_string(took));
+  // Every stream's notifications went through the ring (at least one send each), or none did.
+  auto sends = ReadMetric(srv.port(), "mcpfan_io_uring_sends_total");
+  ASSERT_TRUE(sends.has_value());
+  if (uring) EXPECT_GE(*sends, double(kStreams));
+  else EXPECT_EQ(*sends, 0);
 
   int bad = 0;
   for (int i = 0; i < kStreams && bad < 5; ++i) {
@@ -74,6 +99,11 @@ TEST(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
   // Only the scrape itself may still be open.
   EXPECT_TRUE(PollMetric(srv.port(), "mcpfan_connections_open", [](double v) { return v <= 1; }, Ms(15000)));
 }
+
+INSTANTIATE_TEST_SUITE_P(Sends, Fanout, ::testing::Values("", "4", "0"), [](const auto& info) {
+  std::string e = info.param;
+  return e.empty() ? std::string("IoUringDefault") : e == "0" ? std::string("LibuvWrites") : "IoUring" + e;
+});
 
 }  // namespace
 }  // namespace itest

@@ -75,6 +75,9 @@ void add_flags(CLI::App& app, Flags& f) {
                  "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
                  "answers them 404 and serves /mcp and /healthz only");
   app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
+  app.add_option("--io-uring-entries", cfg.io_uring_entries,
+                 "send SSE stream batches through an io_uring of this many entries per worker (0 = libuv writes only)")
+      ->capture_default_str();
   app.add_option("--max-body", cfg.max_body, "largest request body in bytes (413 above)")->capture_default_str();
   app.add_option("--keepalive-ms", cfg.keepalive_ms, "SSE keepalive comment interval")->capture_default_str()->check(CLI::Range(10, 3600000));
   app.add_option("--max-uri-length", cfg.max_uri_length, "longest resource URI accepted")->capture_default_str();

@@ -121,7 +121,10 @@ void HttpConn::linger() {
   linger_until_ms_ = now + kLingerQuietMs;
   linger_end_ms_ = now + kLingerMaxMs;
   shutdown_req_.data = this;
-  // libuv shuts the write side down once every queued write is out.
+  // libuv shuts the write side down once every queued write is out; a send still in the ring
+  // goes out (or into libuv's queue) first.
+  w_.flush_sends();
+  if (mode_ == Mode::Closing) return;  // a completion there closed the connection
   int rc = uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&tcp_), [](uv_shutdown_t* req, int status) {
     auto* c = static_cast<HttpConn*>(req->data);
     if (status == UV_ECANCELED || c->mode_ == Mode::Closing) return;  // closed meanwhile
@@ -138,6 +141,9 @@ void HttpConn::linger() {
 }
 
 void HttpConn::close() {
+  // A send of this socket still in the ring goes out before its fd closes. Its completion
+  // may close the connection itself, so the check comes after.
+  w_.flush_sends();
   if (mode_ == Mode::Closing) return;
   mode_ = Mode::Closing;
   if (proxy_) {  // freed with the connection: close() may be called from the exchange's own callback
@@ -296,6 +302,7 @@ void HttpConn::pause_parser() {
 }
 
 void HttpConn::write_raw(std::string data, bool then_close) {
+  w_.flush_sends();  // a stream batch still in the ring was written before this: it goes first
   auto* wr = new RawWrite{{}, std::move(data), this, then_close};
   wr->req.data = wr;
   uv_buf_t b = uv_buf_init(wr->data.data(), static_cast<unsigned>(wr->data.size()));

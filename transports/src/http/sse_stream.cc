@@ -291,7 +291,8 @@ void HttpConn::write_batch(OutBatch&& batch) {
                                  c->write_progressed();
                                  if (status < 0) return c->close();
                                  if (c->stream_open_) c->stream_written();
-                               });
+                               },
+                               w_.send_ring());
   switch (result) {
     case BatchWrite::Written: return stream_written();
     case BatchWrite::Queued: return write_queued();

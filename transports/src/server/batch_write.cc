@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "server/send_ring.h"
+
 namespace mcpfan::detail {
 
 // Shard batches are iovecs; libuv documents uv_buf_t as iovec-compatible on Unix.
@@ -10,9 +12,20 @@ static_assert(sizeof(uv_buf_t) == sizeof(iovec) && offsetof(uv_buf_t, base) == o
               offsetof(uv_buf_t, len) == offsetof(iovec, iov_len));
 
 BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
-                          uv_write_cb on_written) {
-  char local[sizeof(QueuedBatch::frame)];
+                          uv_write_cb on_written, SendRing* ring) {
   const std::size_t first = frame.empty() ? 1 : 0;
+  if (int fd = ring ? ring->reserve(stream) : -1; fd >= 0) {
+    auto* q = new QueuedBatch{{}, std::move(batch), {}};
+    q->req.data = data;
+    auto* bufs = reinterpret_cast<uv_buf_t*>(q->batch.bufs.data()) + first;
+    if (!frame.empty()) {
+      std::memcpy(q->frame, frame.data(), frame.size());
+      bufs[0] = uv_buf_init(q->frame, static_cast<unsigned>(frame.size()));
+    }
+    ring->queue(fd, stream, q, bufs, static_cast<unsigned>(q->batch.bufs.size() - first), on_written);
+    return BatchWrite::Queued;
+  }
+  char local[sizeof(QueuedBatch::frame)];
   if (!frame.empty()) {
     std::memcpy(local, frame.data(), frame.size());
     batch.bufs[0] = iovec{local, frame.size()};

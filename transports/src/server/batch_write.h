@@ -4,7 +4,11 @@
 // they are written at once with uv_try_write: a completed uv_write costs a request, a
 // deferred callback and an epoll re-arm (measured in a 10k-stream burst), uv_try_write the
 // writev alone. uv_try_write refuses (UV_EAGAIN) while earlier writes are queued, so order
-// is kept. Only what the stream does not take is queued, as one uv_write. Loop-affine.
+// is kept. Only what the stream does not take is queued, as one uv_write. With the worker's
+// SendRing (send_ring.h) the batch is queued there instead, to go out with the others of its
+// flush in one io_uring_enter; the rest of a short send then goes to uv_write the same way.
+// Loop-affine.
+#include <sys/socket.h>
 #include <uv.h>
 
 #include <string_view>
@@ -13,11 +17,19 @@
 
 namespace mcpfan::detail {
 
+class SendRing;
+
 /** The rest of a batch, queued: the uv_write_t is the first member, so a callback casts back. */
 struct QueuedBatch {
   uv_write_t req;
   OutBatch batch;
   char frame[24];  // the framing slot's bytes (bufs[0]), which the caller's stack does not keep
+  // A send queued in a SendRing: what it completes with.
+  msghdr msg{};
+  uv_stream_t* stream = nullptr;
+  uv_write_cb on_written = nullptr;
+  uv_buf_t* bufs = nullptr;
+  unsigned nbufs = 0;
 
   /** In the write callback: the batch whose write completed. Frees it. */
   static void release(uv_write_t* req) noexcept { delete reinterpret_cast<QueuedBatch*>(req); }
@@ -25,15 +37,17 @@ struct QueuedBatch {
 
 enum class BatchWrite : std::uint8_t {
   Written,  // all of it went out now
-  Queued,   // the rest waits in a uv_write whose callback gets `data` in req->data
+  Queued,   // the rest waits in a uv_write (or the ring) whose callback gets `data` in req->data
   Failed,   // the stream is broken: close it
 };
 
 /**
  * Writes `batch` to `stream`. `frame` fills the batch's framing slot (bufs[0]); when empty the
- * slot is skipped (stdio lines need none). At most sizeof(QueuedBatch::frame) bytes.
+ * slot is skipped (stdio lines need none). At most sizeof(QueuedBatch::frame) bytes. With a
+ * `ring` (a socket stream only: it sends with sendmsg) the batch is queued there while the
+ * stream has nothing queued in libuv; the result is then Queued.
  */
 [[nodiscard]] BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
-                                        uv_write_cb on_written);
+                                        uv_write_cb on_written, SendRing* ring = nullptr);
 
 }  // namespace mcpfan::detail

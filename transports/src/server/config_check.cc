@@ -1,5 +1,7 @@
 #include "server/config_check.h"
 
+#include "server/send_ring.h"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -73,6 +75,7 @@ Status check_config(const ServerConfig& c) {
       {"upstream_max_answer_bytes", "--upstream-max-answer-bytes", d(c.upstream_max_answer_bytes), 1024, kGiB},
       {"shard.max_pending_bytes", "--max-pending-bytes", d(c.shard.max_pending_bytes), 1024, 1e12},
       {"shard.drain_batch", "(no flag)", d(c.shard.drain_batch), 1, d(kMaxDrainBatch)},
+      {"io_uring_entries", "--io-uring-entries", d(c.io_uring_entries), 0, SendRing::kMaxEntries},
   };
   for (const Range& r : ranges) {
     // !(a <= b) also catches NaN.

@@ -125,6 +125,14 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.", num(s.log_lines_dropped));
   w.one("mcpfan_read_pauses_total", kCounter,
         "Times a client's connection stopped being read until its unread answers drained.", num(s.read_pauses));
+  w.one("mcpfan_io_uring_workers", kGauge,
+        "Worker loops sending stream batches through io_uring (0: libuv writes, by --io-uring-entries 0 or a kernel that refused).",
+        num(s.uring_workers));
+  w.one("mcpfan_io_uring_sends_total", kCounter, "Stream batches sent through io_uring.", num(s.uring_sends));
+  w.one("mcpfan_io_uring_submits_total", kCounter, "io_uring_enter calls that submitted them.", num(s.uring_submits));
+  w.one("mcpfan_io_uring_short_sends_total", kCounter,
+        "io_uring sends that left part of their batch (a full socket, or more than IOV_MAX pieces), queued as a libuv write.",
+        num(s.uring_short_sends));
   if (s.upstream) {
     w.one("mcpfan_upstream_requests_total", kCounter, "Requests forwarded to the --upstream MCP server.", num(s.upstream->requests));
     w.one("mcpfan_upstream_failures_total", kCounter,

@@ -28,6 +28,10 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     proxied += load(ws.proxied_requests);
     upstream_failures += load(ws.upstream_failures);
     s.read_pauses += load(ws.read_pauses);
+    s.uring_workers += load(ws.sends.rings);
+    s.uring_sends += load(ws.sends.sends);
+    s.uring_submits += load(ws.sends.submits);
+    s.uring_short_sends += load(ws.sends.short_sends);
     s.callback_exceptions += load(ws.callback_exceptions);
     s.connections += load(ws.connections);
     s.http_requests += load(ws.http_requests);

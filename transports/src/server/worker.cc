@@ -64,6 +64,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       if (more) w->self_post();
     }
     guarded(w->stats_, [&] { w->shard_.flush(uv_now(&w->loop_)); });
+    w->flush_sends();  // the batches the shard flush queued in the ring: one submit per 256
     if (!w->shard_.has_dirty() && !w->self_posted_) uv_idle_stop(&w->flush_idle_);
   });
   uv_idle_init(&loop_, &flush_idle_);
@@ -139,6 +140,15 @@ bool Worker::open_listener(uv_tcp_t& listener, int fd, const char* what) {
 }
 
 void Worker::run(int listen_fd, int publish_fd) {
+  if (config_.io_uring_entries > 0) {
+    std::string why;
+    // A send queued outside the check callback (a timer, a close callback) must not wait for
+    // the next event: the idle handle keeps the loop from blocking until the check flushes it.
+    send_ring_ = SendRing::create(
+        config_.io_uring_entries, stats_.sends, [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); },
+        &flush_idle_, &why);
+    if (!send_ring_ && index_ == 0) log::line("io_uring", "io_uring sends are off (" + why + "): stream batches use libuv writes");
+  }
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
     ul.connect_ms = config_.upstream_connect_ms;
@@ -186,6 +196,7 @@ void Worker::run(int listen_fd, int publish_fd) {
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
   uv_run(&loop_, UV_RUN_DEFAULT);
   upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
+  send_ring_.reset();  // on this thread, which set it up
   uv_loop_close(&loop_);
 }
 
@@ -298,6 +309,7 @@ void Worker::begin_stop() {
 
 void Worker::maybe_finish_stop() {
   if (conns_ || handles_closed_) return;
+  flush_sends();  // empty with every connection closed (each flushed first); the idle handle goes now
   {
     std::lock_guard lock(wake_mu_);
     handles_closed_ = true;

@@ -19,6 +19,7 @@
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/transport/server.h"
 #include "proxy/upstream.h"
+#include "server/send_ring.h"
 #include "server/stats_snapshot.h"
 
 namespace mcpfan::detail {
@@ -46,6 +47,7 @@ struct WorkerStats {
   std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
   std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
   std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
+  SendRingStats sends;  // this loop's io_uring sends (send_ring.h)
 };
 
 /**
@@ -134,6 +136,15 @@ class Worker {
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
   [[nodiscard]] WorkerStats& stats() noexcept { return stats_; }
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+  /** This loop's io_uring sends, or null (--io-uring-entries 0, or the kernel refused a ring). */
+  [[nodiscard]] SendRing* send_ring() noexcept { return send_ring_.get(); }
+  /**
+   * Sends what the ring holds. A connection calls it before writing to, shutting down or
+   * closing its socket in any other way, so nothing overtakes or outlives a queued send.
+   */
+  void flush_sends() {
+    if (send_ring_) send_ring_->flush();
+  }
   /** The whole server's numbers now, for /metrics and /status.json. */
   [[nodiscard]] StatsSnapshot stats_snapshot() const { return snapshot_(); }
   /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
@@ -173,6 +184,7 @@ class Worker {
   nats::Backplane* backplane_;
   const std::optional<proxy::UpstreamTarget>& upstream_target_;
   std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
+  std::unique_ptr<SendRing> send_ring_;            // made in run(), on the loop's thread (a single-issuer ring)
   std::function<StatsSnapshot()> snapshot_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

@@ -75,7 +75,7 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
   out.reserve(2048 + 128 * s.tenants.size());
   {  // o closes the object when it goes
     Obj o(out);
-    o.str("server", "mcpfan").str("version", kServerVersion).num("unix_ms", unix_ms).num("mono_ms", mono_ms).num("workers", s.workers);
+    o.str("server", "mcpfan").str("version", kServerVersion).num("unix_ms", unix_ms).num("mono_ms", mono_ms).num("workers", s.workers).num("io_uring_workers", s.uring_workers);
     {
       Obj g(o.key("gauges"));
       g.num("connections", s.connections)
@@ -107,6 +107,8 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
           .num("debounce_trailing", s.debounce_trailing)
           .num("auth_failures", auth_failures)
           .num("read_pauses", s.read_pauses)
+          .num("io_uring_sends", s.uring_sends)
+          .num("io_uring_short_sends", s.uring_short_sends)
           .num("callback_exceptions", s.callback_exceptions)
           .num("log_lines_dropped", s.log_lines_dropped);
     }

@@ -37,6 +37,13 @@ struct ServerConfig {
   std::uint16_t port = 8080;          // 0 = ephemeral; start() returns the bound port
   unsigned workers = 0;               // 0 = one per core
   /**
+   * SSE stream batches are sent through one io_uring per worker, this many submission
+   * entries (the batches of one loop turn go out 256 per system call instead of one writev
+   * each). 0: libuv writes only. Where the kernel refuses io_uring (too old, a seccomp
+   * filter) the server says so once and uses libuv writes; /metrics mcpfan_io_uring_workers.
+   */
+  unsigned io_uring_entries = 256;
+  /**
    * A listening TCP socket of the host's own (bound and listen()ed by it, or inherited, e.g.
    * by socket activation), served instead of binding host:port; -1 (default): bind host:port.
    * start() serves a duplicate per worker and returns its port; the host's fd stays the
