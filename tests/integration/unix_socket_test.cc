@@ -70,6 +70,15 @@ TEST(Unix, ThousandClientsEachReceiveOnePublishExactlyOnce) {
     }
   }
 
+  // Unix-socket clients' lines go through the io_uring send ring like SSE streams (where the
+  // kernel gives the loops a ring): at least the acknowledgement and the publish, each.
+  auto rings = ReadMetric(srv.port(), "mcpfan_io_uring_workers");
+  auto sends = ReadMetric(srv.port(), "mcpfan_io_uring_sends_total");
+  ASSERT_TRUE(rings && sends);
+  if (*rings > 0) {
+    EXPECT_GE(*sends, 2.0 * kClients);
+  }
+
   for (auto& c : clients) c->Close();
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 0, Ms(15000)));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 0, Ms(15000)));

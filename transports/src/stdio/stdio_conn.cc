@@ -1,5 +1,6 @@
 #include "stdio/stdio_conn.h"
 
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -118,6 +119,9 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
     }
   }
   if (rc == 0) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    c->out_is_socket_ = c->out_file_fd_ < 0 && ::getsockopt(out_fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
     c->number_ = number;
     c->on_end_ = std::move(on_end);
     w.register_stdio(number, c);
@@ -155,6 +159,9 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
 }
 
 void StdioConn::close() {
+  // A batch of this client's still in the send ring goes out before its fd closes; its
+  // completion may close the connection itself, so the check comes after.
+  w_.flush_sends();
   if (closing_) return;
   closing_ = true;
   if (stream_open_) {
@@ -286,7 +293,7 @@ void StdioConn::write_batch(OutBatch&& batch) {
     if (!c->stream_open_) return;
     c->w_.shard().write_done(c->stream_);
     c->maybe_finish();
-  });
+  }, out_is_socket_ ? w_.send_ring() : nullptr);  // the ring sends with sendmsg: sockets only
   switch (result) {
     case BatchWrite::Written:
       w_.shard().write_done(stream_);

@@ -110,6 +110,7 @@ class StdioConn final : public Conn, public StreamSink {
   bool file_read_paused_ = false;  // its answers backed up: the next read waits for them to drain
   uv_fs_t file_read_req_{};
   std::string file_buf_;
+  bool out_is_socket_ = false;  // a --unix client or an attached socket: its batches may go through the send ring
   int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
   bool file_write_in_flight_ = false;
   std::uint64_t number_ = 0;          // the host's StdioClient handle, 0 for none
