@@ -427,7 +427,7 @@ class Loadgen {
     bool all_received = false;
   } storm_;
   struct {
-    double pps = 0, cpu_us_per_publish = NAN, rss_bytes_per_sub = NAN;
+    double pps = 0, cpu_us_per_publish = NAN, rss_bytes_per_sub = NAN, ctx_switches_per_publish = NAN;
     uint64_t subscriptions = 0, lost = 0;
     double warmup_s = 0;
     uint64_t warmup_resent = 0;
@@ -1595,6 +1595,7 @@ bool Loadgen::RunTargeted() {
     cpu_measured_ = true;
   }
   const auto& r = multi_->run_stats();
+  if (c0.ok && c1.ok && r.published) tgt_.ctx_switches_per_publish = double(c1.ctx_switches - c0.ctx_switches) / double(r.published);
   uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
   if (r.errors) SetFatal("targeted: " + std::to_string(r.errors) + " publishes refused, first: " + r.first_error);
   // Publishes/s: answered publishes over the time from the start of the run to the last answer,
@@ -1633,6 +1634,7 @@ bool Loadgen::RunTargeted() {
                    ",\"acked\":" + std::to_string(r.acked) + ",\"unsent\":" + std::to_string(r.unsent) +
                    ",\"publish_errors\":" + std::to_string(r.errors) +
                    ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
+                   ",\"ctx_switches_per_publish\":" + Num(tgt_.ctx_switches_per_publish) +
                    ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
                    ",\"duplicates\":" + std::to_string(tally_->duplicates()) + ",\"misdelivered\":" +
                    std::to_string(tally_->misdelivered()) + ",\"latency_ms\":{\"p50\":" + Num(double(h.Quantile(0.50)) / kMs) +
@@ -1763,7 +1765,8 @@ void Loadgen::Report(bool ok) {
         << tgt_.lost << ", duplicates " << tally_->duplicates() << ", misdelivered " << tally_->misdelivered() << "\n    latency ms: p50 "
         << Num(double(lat.Quantile(0.5)) / kMs) << ", p99 " << Num(double(lat.Quantile(0.99)) / kMs) << ", max "
         << Num(double(lat.max()) / kMs) << "; " << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream()
-        << " per stream); server CPU " << Num(tgt_.cpu_us_per_publish, 2) << " us/publish, RSS " << Num(tgt_.rss_bytes_per_sub, 0)
+        << " per stream); server CPU " << Num(tgt_.cpu_us_per_publish, 2) << " us/publish ("
+        << Num(tgt_.ctx_switches_per_publish, 2) << " context switches), RSS " << Num(tgt_.rss_bytes_per_sub, 0)
         << " B/subscription\n";
     }
   }

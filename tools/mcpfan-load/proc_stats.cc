@@ -75,6 +75,14 @@ ProcSample SampleProcessTree(int pid) {
     }
     ++s.processes;
     s.cpu_ticks += ticks;
+    if (DIR* d = opendir((base + "/task").c_str())) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        std::string st = ReadFile(base + "/task/" + e->d_name + "/status");
+        s.ctx_switches += KibField(st, "\nvoluntary_ctxt_switches:") + KibField(st, "\nnonvoluntary_ctxt_switches:");
+      }
+      closedir(d);
+    }
     s.rss_kib += KibField(ReadFile(base + "/status"), "VmRSS:");
     s.pss_kib += KibField(ReadFile(base + "/smaps_rollup"), "\nPss:");
   }

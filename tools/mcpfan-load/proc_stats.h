@@ -13,6 +13,9 @@ struct ProcSample {
   uint64_t rss_kib = 0;   // sum of VmRSS
   uint64_t pss_kib = 0;   // sum of Pss (smaps_rollup), 0 when unreadable
   uint64_t cpu_ticks = 0; // sum of utime + stime, in clock ticks
+  // Sum over every thread of voluntary + involuntary context switches: a loop that sleeps
+  // and is woken again counts one voluntary switch each time.
+  uint64_t ctx_switches = 0;
 };
 
 ProcSample SampleProcessTree(int pid);
