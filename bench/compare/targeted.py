@@ -11,6 +11,8 @@ import statistics
 METRICS = [
     ("pps", "publishes/s answered", "targeted.publishes_per_s", "high"),
     ("cpu", "server CPU per publish (µs)", "targeted.cpu_us_per_publish", "low"),
+    # every server thread's (or process's) context switches: a sleeping loop woken costs one
+    ("ctx", "server context switches per publish", "targeted.ctx_switches_per_publish", "low"),
     ("p50", "latency p50 (ms)", "targeted.latency_ms.p50", "low"),
     ("p99", "latency p99 (ms)", "targeted.latency_ms.p99", "low"),
     ("max", "latency max (ms)", "targeted.latency_ms.max", "low"),
@@ -128,7 +130,8 @@ def tables(runs, servers, fmt, meta):
         workers = sorted({k[0] for k in data["workers"]})
         hdr = ["mcpfan --workers"]
         for rate in rates:
-            hdr += [f"CPU/publish (µs) @{rate}", f"÷ {workers[0]} worker(s)", f"p99 (ms) @{rate}", f"publishes/s @{rate}"]
+            hdr += [f"CPU/publish (µs) @{rate}", f"÷ {workers[0]} worker(s)", f"context switches/publish @{rate}",
+                    f"p99 (ms) @{rate}", f"publishes/s @{rate}"]
         hdr += ["misdelivered + dup + lost", "runs ok"]
         lines += ["### Worker sweep (mcpfan alone)", "", "| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
         for w in workers:
@@ -136,7 +139,8 @@ def tables(runs, servers, fmt, meta):
             for rate in rates:
                 m = data["workers"].get((w, rate), {}).get("mcpfan", {})
                 base = data["workers"].get((workers[0], rate), {}).get("mcpfan", {})
-                cells += [fmt(m.get("cpu")), fmt(_ratio(m.get("cpu"), base.get("cpu"))), fmt(m.get("p99")), fmt(m.get("pps"))]
+                cells += [fmt(m.get("cpu")), fmt(_ratio(m.get("cpu"), base.get("cpu"))), fmt(m.get("ctx")), fmt(m.get("p99")),
+                          fmt(m.get("pps"))]
                 viol += m.get("viol") or 0
                 ok += m.get("ok", 0)
                 total += m.get("total", 0)

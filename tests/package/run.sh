@@ -52,7 +52,7 @@ done
 for s in postinst prerm postrm; do dpkg-deb --ctrl-tarfile "$deb" | tar -tf - "./$s" >/dev/null || fail "no $s"; done
 depends=$(dpkg-deb --field "$deb" Depends)
 echo "mcpfan Depends: $depends"
-for d in libuv1 libssl3 libnats libhttp-parser libc6; do grep -q "$d" <<<"$depends" || fail "Depends lacks $d"; done
+for d in libuv1 libssl3 libnats libhttp-parser liburing libc6; do grep -q "$d" <<<"$depends" || fail "Depends lacks $d"; done
 dev_contents=$(dpkg-deb -c "$dev")
 for f in include/mcpfan/hub.h include/mcpfan/transport/server.h libmcpfan_engine.a libmcpfan_transports.a \
          cmake/mcpfan/mcpfanConfig.cmake cmake/mcpfan/mcpfanTargets.cmake; do
