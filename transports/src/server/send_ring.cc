@@ -119,7 +119,14 @@ void SendRing::flush() {
       io_uring_cq_advance(&ring_->ring, seen);
     }
     stats_.sends.fetch_add(done.size(), std::memory_order_relaxed);
-    for (auto [q, res] : done) complete(q, res);
+    // One callback that throws must not strand the others' batches (nor leave through libuv).
+    for (auto [q, res] : done) {
+      try {
+        complete(q, res);
+      } catch (...) {
+        stats_.exceptions.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
   }
 }
 

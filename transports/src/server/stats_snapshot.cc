@@ -32,6 +32,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     s.uring_sends += load(ws.sends.sends);
     s.uring_submits += load(ws.sends.submits);
     s.uring_short_sends += load(ws.sends.short_sends);
+    s.callback_exceptions += load(ws.sends.exceptions);
     s.callback_exceptions += load(ws.callback_exceptions);
     s.connections += load(ws.connections);
     s.http_requests += load(ws.http_requests);

@@ -64,7 +64,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       if (more) w->self_post();
     }
     guarded(w->stats_, [&] { w->shard_.flush(uv_now(&w->loop_)); });
-    w->flush_sends();  // the batches the shard flush queued in the ring: one submit per 256
+    guarded(w->stats_, [&] { w->flush_sends(); });  // the batches the shard flush queued: one submit per 256
     if (!w->shard_.has_dirty() && !w->self_posted_) uv_idle_stop(&w->flush_idle_);
   });
   uv_idle_init(&loop_, &flush_idle_);
