@@ -15,26 +15,17 @@ load=${LOADGEN:-build-compare/tools/mcpfan-load/mcpfan-load}
 ceiling=${CEILING-build-compare/bench/mcpfan_ceiling}
 n=${N:-10000}
 ulimit -n $((2 * n + 1000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-log=$(mktemp) results=$(mktemp)
-pid=""
-trap 'rm -f "$log" "$results"; [ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
+. "$(dirname "$0")/mcpfan_server.sh"
+results=$(mktemp)
+trap 'stop_mcpfan; rm -f "$results"' EXIT
 run() {  # "command args" label
-  local cmd=($1) port=""
-  "${cmd[@]}" --listen 127.0.0.1:0 --workers 2 2>"$log" &
-  pid=$!
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "ab_burst: $1 did not start: $(cat "$log")" >&2; exit 1; }
-  "$load" --kind listen --target "http://127.0.0.1:$port" --streams "$n" --scenario burst --rounds "$rounds" \
-      --server-pid "$pid" --no-metrics --timeout-s 120 2>/dev/null | tail -1 |
+  local cmd=($1)
+  start_mcpfan "${cmd[@]}" --workers 2
+  "$load" --kind listen --target "http://127.0.0.1:$MCPFAN_PORT" --streams "$n" --scenario burst --rounds "$rounds" \
+      --server-pid "$MCPFAN_PID" --no-metrics --timeout-s 120 2>/dev/null | tail -1 |
     python3 -c "import json,sys; j=json.loads(sys.stdin.read()); s=j['server']; print('$2', s['cpu_us_per_delivery'], s['cpu_us_per_delivery_warm'], j['burst']['last_delivery_ms']['median'])" |
     tee -a "$results"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  pid=""
-  sleep 1
+  stop_mcpfan
 }
 echo "label cpu_us_all_rounds cpu_us_warm last_delivery_ms_median"
 for _ in $(seq "$runs"); do

@@ -11,20 +11,15 @@ build="${1:?usage: ingest_batch.sh BUILD_DIR [REPS] [BATCHES] [WINDOWS]}"
 reps="${2:-2}"; batches="${3:-1 16 256}"; windows="${4:-1 16}"
 bin="$build/tools/mcpfan/mcpfan"; lg="$build/tools/mcpfan-load/mcpfan-load"
 [[ -x "$bin" && -x "$lg" ]] || { echo "no mcpfan or mcpfan-load in $build" >&2; exit 2; }
-pid=""
-trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true' EXIT
+. "$(dirname "$0")/mcpfan_server.sh"
+trap 'stop_mcpfan' EXIT
 one() {  # one BATCH WINDOW
-  local log out port u
-  log=$(mktemp)
-  "$bin" --listen 127.0.0.1:0 --workers 2 2>"$log" &
-  pid=$!
-  for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
-  port=$(sed -n 's/^mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-  [[ -n "$port" ]] || { echo "mcpfan did not start: $(cat "$log")" >&2; exit 1; }
-  u="http://127.0.0.1:$port/v1/publish"
-  out=$("$lg" --kind listen --target "http://127.0.0.1:$port" --publish-url "$u" --streams 1000 --stream-uris own \
-        --scenario targeted --rate max --batch "$1" --window "$2" --duration 8 --server-pid "$pid" --timeout-s 120 2>/dev/null | tail -1)
-  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""; rm -f "$log"
+  local out u
+  start_mcpfan "$bin" --workers 2
+  u="http://127.0.0.1:$MCPFAN_PORT/v1/publish"
+  out=$("$lg" --kind listen --target "http://127.0.0.1:$MCPFAN_PORT" --publish-url "$u" --streams 1000 --stream-uris own \
+        --scenario targeted --rate max --batch "$1" --window "$2" --duration 8 --server-pid "$MCPFAN_PID" --timeout-s 120 2>/dev/null | tail -1)
+  stop_mcpfan
   python3 -c '
 import json, sys
 t = json.loads(sys.argv[1])["targeted"]; y = t["tally"]

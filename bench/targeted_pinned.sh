@@ -12,28 +12,18 @@ set -euo pipefail
 build=${1:-build-compare} reps=${2:-3} workers=${3:-1 2 4 8} rate=${4:-8000}
 server_cpu=${SERVER_CPU:-0} load_cpu=${LOADGEN_CPU:-1}
 ulimit -n 30000 2>/dev/null || true
-log=$(mktemp) results=$(mktemp)
-pid=""
-trap 'rm -f "$log" "$results"; [ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
+. "$(dirname "$0")/mcpfan_server.sh"
+results=$(mktemp)
+trap 'stop_mcpfan; rm -f "$results"' EXIT
 run() {  # workers
-  local port=""
-  taskset -c "$server_cpu" "$build/tools/mcpfan/mcpfan" --listen 127.0.0.1:0 --workers "$1" 2>"$log" &
-  pid=$!
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "targeted_pinned: mcpfan did not start: $(cat "$log")" >&2; exit 1; }
-  local u="http://127.0.0.1:$port/v1/publish"
-  taskset -c "$load_cpu" "$build/tools/mcpfan-load/mcpfan-load" --kind listen --target "http://127.0.0.1:$port" \
+  start_mcpfan taskset -c "$server_cpu" "$build/tools/mcpfan/mcpfan" --workers "$1"
+  local u="http://127.0.0.1:$MCPFAN_PORT/v1/publish"
+  taskset -c "$load_cpu" "$build/tools/mcpfan-load/mcpfan-load" --kind listen --target "http://127.0.0.1:$MCPFAN_PORT" \
       --publish-url "$u,$u,$u,$u" --streams 10000 --stream-uris own --extra-uris 10 --scenario targeted \
-      --rate "$rate" --duration 10 --window 16 --server-pid "$pid" --no-metrics --timeout-s 120 2>/dev/null | tail -1 |
+      --rate "$rate" --duration 10 --window 16 --server-pid "$MCPFAN_PID" --no-metrics --timeout-s 120 2>/dev/null | tail -1 |
     python3 -c "import json,sys; j=json.loads(sys.stdin.read()); t=j['targeted']; print($1, t['cpu_us_per_publish'], t['ctx_switches_per_publish'], j['loadgen']['cpu_us_per_delivery'], t['latency_ms']['p99'], t['publishes_per_s'])" |
     tee -a "$results"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  pid=""
-  sleep 1
+  stop_mcpfan
 }
 echo "workers server_cpu_us_per_publish ctx_switches_per_publish loadgen_cpu_us p99_ms publishes_per_s"
 for _ in $(seq "$reps"); do
