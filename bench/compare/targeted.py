@@ -227,12 +227,11 @@ set grid
 set key top right
 set xlabel 'publishes/s asked (max: as fast as the server answers)'
 set xrange [-0.3:{len(rates) - 0.7}]
-set title 'server CPU per publish (µs)'
-set yrange [0:*]
-plot {cpu}
-set title 'publish → delivery p99 (ms)'
+set title 'server CPU per publish (µs, log scale)'
 set logscale y
 set yrange [*:*]
+plot {cpu}
+set title 'publish → delivery p99 (ms)'
 plot {p99}
 unset multiplot
 """))
@@ -256,6 +255,7 @@ set title 'mcpfan: server CPU per targeted publish against --workers (median ove
 set grid
 set key top left
 set logscale x 2
+set xrange [{workers[0] / 1.25}:{workers[-1] * 1.25}]
 set xtics ({', '.join(f'"{w}" {w}' for w in workers)})
 set xlabel 'worker loops'
 set ylabel 'µs per publish'

@@ -5,8 +5,9 @@ set grid
 set key top right
 set xlabel 'publishes/s asked (max: as fast as the server answers)'
 set xrange [-0.3:3.3]
-set title 'server CPU per publish (µs)'
-set yrange [0:*]
+set title 'server CPU per publish (µs, log scale)'
+set logscale y
+set yrange [*:*]
 plot 'targeted_rate.dat' u 1:3:xtic(2) w linespoints lw 2 pt 7 lc rgb '#1b9e77' t 'mcpfan', 'targeted_rate.dat' u 1:5:xtic(2) w linespoints lw 2 pt 7 lc rgb '#d95f02' t 'nchan', 'targeted_rate.dat' u 1:7:xtic(2) w linespoints lw 2 pt 7 lc rgb '#7570b3' t 'sdkhub'
 set title 'publish → delivery p99 (ms)'
 set logscale y

@@ -4,6 +4,7 @@ set title 'mcpfan: server CPU per targeted publish against --workers (median ove
 set grid
 set key top left
 set logscale x 2
+set xrange [0.8:10.0]
 set xtics ("1" 1, "2" 2, "4" 4, "8" 8)
 set xlabel 'worker loops'
 set ylabel 'µs per publish'
