@@ -147,7 +147,12 @@ void Worker::run(int listen_fd, int publish_fd) {
     send_ring_ = SendRing::create(
         config_.io_uring_entries, stats_.sends, [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); },
         &flush_idle_, &why);
-    if (!send_ring_ && index_ == 0) log::line("io_uring", "io_uring sends are off (" + why + "): stream batches use libuv writes");
+    // Said by each loop that has none (the log's rate limit keeps it short): on old kernels
+    // a later loop's ring can fail where the first one's did not (locked-memory limit).
+    if (!send_ring_) {
+      log::line("io_uring", "worker " + std::to_string(index_) + ": io_uring sends are off (" + why +
+                                "): stream batches use libuv writes");
+    }
   }
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
