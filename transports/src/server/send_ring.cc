@@ -100,9 +100,11 @@ void SendRing::flush() {
     // A short submit leaves the rest in the SQ; they are submitted on the next turn.
     queued_ += want - static_cast<unsigned>(submitted);
 
-    // Collect first and release the CQ, then run callbacks: a callback may queue and flush.
+    // Collect first and release the CQ, then run callbacks: a callback may queue and flush
+    // (a nested flush finds spare_ empty and allocates its own). No allocation per flush.
     std::vector<std::pair<QueuedBatch*, int>> done;
-    done.reserve(static_cast<std::size_t>(submitted));
+    done.swap(spare_);
+    done.clear();
     while (done.size() < static_cast<std::size_t>(submitted)) {
       io_uring_cqe* cqe = nullptr;
       int rc = io_uring_wait_cqe(&ring_->ring, &cqe);
@@ -127,6 +129,7 @@ void SendRing::flush() {
         stats_.exceptions.fetch_add(1, std::memory_order_relaxed);
       }
     }
+    if (done.capacity() > spare_.capacity()) spare_.swap(done);
   }
 }
 

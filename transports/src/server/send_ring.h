@@ -11,7 +11,7 @@
 // batch_write.h does after a short uv_try_write. So libuv's own write queue stays the only
 // queue, and ordering needs one rule only: nothing else may be written to a stream, and no
 // stream closed or shut down, while a send of it sits queued here. Connections keep the rule
-// by calling flush() before their own writes, shutdowns and closes (HttpConn does); the
+// by calling flush() before their own writes, shutdowns and closes (HttpConn, StdioConn); the
 // worker calls it after each shard flush, and queue() starts the worker's idle handle so
 // the loop does not block before that. A stream is only queued here while libuv has nothing
 // queued for it (else it goes behind libuv's queue).
@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mcpfan::detail {
 
@@ -87,6 +89,7 @@ class SendRing {
   void (*on_queued_)(void*);
   void* arg_;
   unsigned queued_ = 0;  // SQEs prepared, not yet submitted
+  std::vector<std::pair<QueuedBatch*, int>> spare_;  // flush()'s completion list, kept between flushes
 };
 
 }  // namespace mcpfan::detail
