@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstring>
 #include <iostream>
 
 #include "harness.h"
@@ -134,6 +135,29 @@ TEST(Shutdown, SigtermIdleServerExitsZero) {
   ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after SIGTERM";
   EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
   EXPECT_TRUE(srv.WaitForStderr("mcpfan: stopped (signal=SIGTERM)", Ms(2000))) << srv.Stderr();
+}
+
+// A SIGTERM, SIGINT or SIGHUP the moment the port is announced is never lost. With
+// uv_signal_t handlers the ThreadSanitizer build lost about 1 SIGTERM in 20 sent at this
+// moment (CI failed twice on it); signals are now read from a signalfd. Twelve starts, so that
+// a return of the old loss is likely to show here rather than as a stray failure elsewhere.
+TEST(Shutdown, SignalAtStartUpIsNeverLost) {
+  for (int i = 0; i < 12; ++i) {
+    SCOPED_TRACE("start " + std::to_string(i));
+    ServerProcess srv;
+    ASSERT_TRUE(srv.ok()) << srv.error();
+    // Every third start: a reload request first, which must be served and must not end the process.
+    if (i % 3 == 2) {
+      ASSERT_TRUE(srv.Signal(SIGHUP));
+      ASSERT_TRUE(srv.WaitForStderr("mcpfan: reloaded", Ms(5000))) << srv.Stderr();
+    }
+    const int sig = i % 2 == 0 ? SIGTERM : SIGINT;
+    ASSERT_TRUE(srv.Signal(sig));
+    ASSERT_TRUE(srv.WaitExit(Ms(5000))) << "mcpfan still running 5 s after " << strsignal(sig);
+    EXPECT_TRUE(WIFEXITED(*srv.wait_status()) && WEXITSTATUS(*srv.wait_status()) == 0) << srv.DescribeStatus();
+    EXPECT_TRUE(srv.WaitForStderr(sig == SIGTERM ? "stopped (signal=SIGTERM)" : "stopped (signal=SIGINT)", Ms(2000)))
+        << srv.Stderr();
+  }
 }
 
 }  // namespace

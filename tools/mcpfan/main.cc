@@ -16,6 +16,7 @@
 #include <map>
 #include <vector>
 
+#include "control_signals.h"
 #include "mcpfan/transport/server.h"
 
 namespace {
@@ -317,43 +318,45 @@ int main(int argc, char** argv) {
   const std::string running_settings = app.config_to_str(true, false);
 
   std::signal(SIGPIPE, SIG_IGN);
-  // Handlers go in before the port is announced: whoever reads the announcement may signal at once.
-  uv_loop_t* loop = uv_default_loop();
-  uv_signal_t sigint, sigterm, sighup;
-  int caught = 0;
-  for (auto [h, signo] : {std::pair{&sigint, SIGINT}, std::pair{&sigterm, SIGTERM}}) {
-    uv_signal_init(loop, h);
-    h->data = &caught;
-    uv_signal_start(
-        h,
-        [](uv_signal_t* s, int signum) {
-          *static_cast<int*>(s->data) = signum;
-          uv_stop(s->loop);
-        },
-        signo);
+  // Before any thread starts (the Server's workers inherit the mask): see control_signals.h.
+  std::string signal_error;
+  if (!mcpfan::tool::ControlSignals::block(signal_error)) {
+    std::fprintf(stderr, "mcpfan: %s\n", signal_error.c_str());
+    return 1;
   }
+  uv_loop_t* loop = uv_default_loop();
   // A stdio client's end stops the server like a signal: MCP hosts expect a stdio server
   // to exit when its stdin closes. The callback runs on a worker thread.
   uv_async_t stdio_done;
   uv_async_init(loop, &stdio_done, [](uv_async_t* a) { uv_stop(a->loop); });
   mcpfan::Server server(cfg);
   // SIGHUP on the controlling thread (this loop): the workers keep serving during a reload.
-  // Installed before the port is announced, like the others (SIGHUP's default would end the process).
-  struct ReloadCtx {
+  struct SignalCtx {
+    uv_loop_t* loop;
+    int caught;
     mcpfan::Server* server;
     int argc;
     char** argv;
     const std::string* settings;
-  } reload_ctx{&server, argc, argv, &running_settings};
-  uv_signal_init(loop, &sighup);
-  sighup.data = &reload_ctx;
-  uv_signal_start(
-      &sighup,
-      [](uv_signal_t* s, int) {
-        auto* r = static_cast<ReloadCtx*>(s->data);
-        reload(*r->server, r->argc, r->argv, *r->settings);
-      },
-      SIGHUP);
+  } signal_ctx{loop, 0, &server, argc, argv, &running_settings};
+  // Watched before the port is announced: whoever reads the announcement may signal at once
+  // (and one sent earlier waits, blocked, until the loop reads it).
+  mcpfan::tool::ControlSignals signals;
+  if (!signals.start(
+          loop,
+          [](int signo, void* arg) {
+            auto* c = static_cast<SignalCtx*>(arg);
+            if (signo == SIGHUP) {
+              reload(*c->server, c->argc, c->argv, *c->settings);
+            } else if (c->caught == 0) {
+              c->caught = signo;
+              uv_stop(c->loop);
+            }
+          },
+          &signal_ctx, signal_error)) {
+    std::fprintf(stderr, "mcpfan: %s\n", signal_error.c_str());
+    return 1;
+  }
   auto started = server.start();
   if (!started) {
     std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
@@ -386,11 +389,10 @@ int main(int argc, char** argv) {
 
   uv_run(loop, UV_RUN_DEFAULT);
   if (auto stopped = server.stop(); !stopped) std::fprintf(stderr, "mcpfan: %s\n", stopped.error().message.c_str());
+  const int caught = signal_ctx.caught;
   const char* why = caught == SIGINT ? "signal=SIGINT" : caught == SIGTERM ? "signal=SIGTERM" : "stdin closed";
   std::fprintf(stderr, "mcpfan: stopped (%s)\n", why);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&sighup), nullptr);
+  signals.close();
   uv_close(reinterpret_cast<uv_handle_t*>(&stdio_done), nullptr);
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);
