@@ -37,7 +37,8 @@ bool ParseStat(const std::string& stat, int* ppid, uint64_t* ticks) {
   return true;
 }
 
-uint64_t KibField(const std::string& text, const char* name) {
+// The number after `name` in a /proc text (KiB for the Vm and Pss fields, a count for the others), 0 when absent.
+uint64_t NumberAfter(const std::string& text, const char* name) {
   size_t at = text.find(name);
   if (at == std::string::npos) return 0;
   return std::strtoull(text.c_str() + at + std::strlen(name), nullptr, 10);
@@ -79,12 +80,12 @@ ProcSample SampleProcessTree(int pid) {
       while (dirent* e = readdir(d)) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         std::string st = ReadFile(base + "/task/" + e->d_name + "/status");
-        s.ctx_switches += KibField(st, "\nvoluntary_ctxt_switches:") + KibField(st, "\nnonvoluntary_ctxt_switches:");
+        s.ctx_switches += NumberAfter(st, "\nvoluntary_ctxt_switches:") + NumberAfter(st, "\nnonvoluntary_ctxt_switches:");
       }
       closedir(d);
     }
-    s.rss_kib += KibField(ReadFile(base + "/status"), "VmRSS:");
-    s.pss_kib += KibField(ReadFile(base + "/smaps_rollup"), "\nPss:");
+    s.rss_kib += NumberAfter(ReadFile(base + "/status"), "VmRSS:");
+    s.pss_kib += NumberAfter(ReadFile(base + "/smaps_rollup"), "\nPss:");
   }
   s.ok = true;
   return s;

@@ -2,11 +2,11 @@
 //
 // Why not uv_signal_t: its handler runs asynchronously on whichever thread the kernel picks.
 // Under ThreadSanitizer, which defers such handlers to the thread's next intercepted call, a
-// SIGTERM sent right after start-up was sometimes never handed to libuv at all (5 of 100 in a
-// loop; the signal was no longer pending, libuv's pipe empty, every thread idle in
-// epoll_wait), and CI failed twice on it. The optimised build lost none of 1,000, but a
-// handler that may be skipped is no design to keep: with a signalfd there is no handler at
-// all, and a signal stays pending in the kernel until the loop reads it.
+// SIGTERM sent right after start-up was now and then never handed to libuv at all (the signal
+// no longer pending, libuv's pipe empty, every thread idle in epoll_wait), and CI failed twice
+// on it; Shutdown.SignalAtStartUpIsNeverLost reproduced it against that handler. With a
+// signalfd there is no handler at all: a signal stays pending in the kernel until the loop
+// reads it.
 //
 // Thread affinity: block() on the main thread before any other thread starts (threads inherit
 // the mask; one that did not block these signals would take them with their default action).

@@ -17,7 +17,10 @@ namespace mcpfan::detail {
 
 struct SendRing::Ring {
   io_uring ring{};
-  ~Ring() { io_uring_queue_exit(&ring); }
+  bool set_up = false;  // io_uring_queue_init succeeded: there is a ring to exit
+  ~Ring() {
+    if (set_up) io_uring_queue_exit(&ring);
+  }
 };
 
 std::unique_ptr<SendRing> SendRing::create(unsigned entries, SendRingStats& stats, void (*on_queued)(void*), void* arg,
@@ -39,9 +42,9 @@ std::unique_ptr<SendRing> SendRing::create(unsigned entries, SendRingStats& stat
   }
   if (rc < 0) {
     if (why) *why = std::string("io_uring_setup failed: ") + std::strerror(-rc);
-    ring.release();  // nothing to exit: the ring was never set up
     return nullptr;
   }
+  ring->set_up = true;
   stats.rings.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<SendRing>(new SendRing(std::move(ring), stats, on_queued, arg));
 }
