@@ -36,18 +36,38 @@ void Hub::detach_key_listener() noexcept {
   for (auto& r : reporters_) r->detach();
 }
 
-bool Hub::post_one(const PayloadRef& payload) {
-  if (!interest_) {
-    for (auto& s : shards_) s->post(payload);
-    return true;
+void Hub::targets(const PayloadRef& payload, ShardSet& where) {
+  if (interest_) {
+    interest_->shards_for(payload->tenant(), payload->kind(), payload->uri(), where);
+  } else {
+    for (std::size_t i = 0; i < shards_.size(); ++i) where.set(i);
   }
+}
+
+Hub::Fanout Hub::post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold) {
   ShardSet where(shards_.size());
-  interest_->shards_for(payload->tenant(), payload->kind(), payload->uri(), where);
-  if (where.empty()) return false;
+  targets(payload, where);
+  if (where.empty()) return Fanout::Unmatched;
+  // Room first, in every inbox it goes to: refused whole, or (past the point of refusing)
+  // missed only by the full ones, each counting it.
   for (std::size_t i = 0; i < shards_.size(); ++i) {
-    if (where.test(i)) shards_[i]->post(payload);
+    if (!where.test(i) || shards_[i]->reserve(1)) continue;
+    if (!refuse) {
+      where.reset(i);
+      continue;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (where.test(j)) shards_[j]->unreserve(1);
+    }
+    return Fanout::Full;
   }
-  return true;
+  bool any = false;
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (!where.test(i)) continue;
+    shards_[i]->post_reserved(payload, hold);
+    any = true;
+  }
+  return any ? Fanout::Posted : Fanout::Full;
 }
 
 Hub::Hub(std::size_t shards, ShardOptions options, std::size_t max_tenants) : tenants_(max_tenants) {
@@ -67,7 +87,8 @@ void Hub::set_debounce(std::chrono::milliseconds interval) {
     debouncer_.reset();
     return;
   }
-  debouncer_ = std::make_unique<Debouncer>(interval, [this](std::vector<Notification>& n) { send_out(n); });
+  // Its fan-outs were decided when the publish was accepted: a full inbox drops (counted).
+  debouncer_ = std::make_unique<Debouncer>(interval, [this](std::vector<Notification>& n) { (void)send_out(n, false); });
 }
 
 namespace {
@@ -99,7 +120,10 @@ bool Hub::publish(const PayloadRef& payload) {
     debouncer_->publish(std::vector<PayloadRef>{payload});
     return true;
   }
-  post_one(payload);
+  if (post_one(payload, true) == Fanout::Full) {
+    refused_full_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   published_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -108,9 +132,13 @@ bool Hub::publish(const std::vector<PayloadRef>& payloads) {
   PublishGate gate(publishing_, closed_);
   if (!gate.open()) return false;
   if (payloads.empty()) return true;
+  if (debouncer_) {
+    debouncer_->publish(payloads);
+  } else if (fan_out(payloads, true) == Fanout::Full) {
+    refused_full_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   published_.fetch_add(payloads.size(), std::memory_order_relaxed);
-  if (debouncer_) debouncer_->publish(payloads);
-  else fan_out(payloads);
   return true;
 }
 
@@ -120,23 +148,31 @@ bool Hub::publish(std::vector<Notification> notes) {
   if (notes.empty()) return true;
   std::uint64_t local = 0;  // as publish(payloads) counts: what has an audience here
   for (const Notification& n : notes) local += n.local ? 1u : 0u;
+  if (debouncer_) {
+    debouncer_->publish(std::move(notes));
+  } else if (!send_out(notes, true)) {
+    refused_full_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   published_.fetch_add(local, std::memory_order_relaxed);
-  if (debouncer_) debouncer_->publish(std::move(notes));
-  else send_out(notes);
   return true;
 }
 
-bool Hub::deliver_forwarded(const std::vector<PayloadRef>& payloads, std::size_t* matched_nowhere) {
+Hub::Delivery Hub::deliver_forwarded(PayloadRef payload, std::shared_ptr<void> hold) {
   PublishGate gate(publishing_, closed_);
-  if (!gate.open()) return false;
-  if (payloads.empty()) return true;
-  published_.fetch_add(payloads.size(), std::memory_order_relaxed);
-  std::size_t nowhere = fan_out(payloads);
-  if (matched_nowhere) *matched_nowhere = nowhere;
-  return true;
+  if (!gate.open()) return Delivery::Closed;
+  // A message from another node cannot be refused to anyone: it is posted whole or not at all.
+  switch (post_one(payload, true, hold)) {
+    case Fanout::Posted:
+      published_.fetch_add(1, std::memory_order_relaxed);
+      return Delivery::Posted;
+    case Fanout::Unmatched: return Delivery::Unmatched;
+    case Fanout::Full: break;
+  }
+  return Delivery::InboxFull;
 }
 
-void Hub::send_out(std::vector<Notification>& notes) {
+bool Hub::send_out(std::vector<Notification>& notes, bool refuse) {
   std::vector<PayloadRef> local;
   local.reserve(notes.size());
   bool forward = false;
@@ -144,8 +180,10 @@ void Hub::send_out(std::vector<Notification>& notes) {
     if (n.local) local.push_back(std::move(n.local));  // moved: the forwarder needs only the copy for other nodes
     forward = forward || n.forwarded();
   }
-  if (!local.empty()) fan_out(local);
+  // Refused: nothing went anywhere, and the notes (with their outage reservations) are dropped.
+  if (!local.empty() && fan_out(local, refuse) == Fanout::Full && refuse) return false;
   if (forward && forwarder_) forwarder_(notes);
+  return true;
 }
 
 void Hub::close() {
@@ -155,35 +193,48 @@ void Hub::close() {
   if (debouncer_) debouncer_->close();
 }
 
-std::size_t Hub::fan_out(const std::vector<PayloadRef>& payloads) {
+Hub::Fanout Hub::fan_out(const std::vector<PayloadRef>& payloads, bool refuse, std::size_t* nowhere) {
   if (payloads.size() == 1) {
     // The common publish (one notification, usually for one stream): a queue push per shard
     // that may match, and no vector allocated (issue 14: a cost independent of load).
-    return post_one(payloads.front()) ? 0 : 1;
-  }
-  std::vector<PayloadRef> copy;
-  if (!interest_) {
-    for (auto& s : shards_) {
-      copy.assign(payloads.begin(), payloads.end());
-      s->post_bulk(copy.data(), copy.size());
-    }
-    return 0;
+    Fanout r = post_one(payloads.front(), refuse);
+    if (nowhere) *nowhere = r == Fanout::Unmatched ? 1 : 0;
+    return r == Fanout::Unmatched ? Fanout::Posted : r;
   }
   // Each shard gets, in order, the payloads it may match, with one wake-up.
   std::vector<ShardSet> where(payloads.size(), ShardSet(shards_.size()));
-  std::size_t nowhere = 0;
+  std::size_t none = 0;
   for (std::size_t p = 0; p < payloads.size(); ++p) {
-    interest_->shards_for(payloads[p]->tenant(), payloads[p]->kind(), payloads[p]->uri(), where[p]);
-    nowhere += where[p].empty() ? 1u : 0u;
+    targets(payloads[p], where[p]);
+    none += where[p].empty() ? 1u : 0u;
   }
+  if (nowhere) *nowhere = none;
+  std::vector<std::size_t> count(shards_.size(), 0);
   for (std::size_t i = 0; i < shards_.size(); ++i) {
+    for (std::size_t p = 0; p < payloads.size(); ++p) count[i] += where[p].test(i) ? 1u : 0u;
+  }
+  // Room first (as post_one): all of it, or with !refuse a full shard misses its share.
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (count[i] == 0 || shards_[i]->reserve(count[i])) continue;
+    if (!refuse) {
+      count[i] = 0;
+      continue;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (count[j]) shards_[j]->unreserve(count[j]);
+    }
+    return Fanout::Full;
+  }
+  std::vector<PayloadRef> copy;
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (count[i] == 0) continue;
     copy.clear();
     for (std::size_t p = 0; p < payloads.size(); ++p) {
       if (where[p].test(i)) copy.push_back(payloads[p]);
     }
-    if (!copy.empty()) shards_[i]->post_bulk(copy.data(), copy.size());
+    shards_[i]->post_bulk_reserved(copy.data(), copy.size());
   }
-  return nowhere;
+  return Fanout::Posted;
 }
 
 }  // namespace mcpfan

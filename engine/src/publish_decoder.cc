@@ -163,7 +163,7 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     ++accepted;
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
-      notes.push_back(Notification{PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name)});
+      notes.push_back(Notification{PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name), {}});
     }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
     std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);

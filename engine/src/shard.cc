@@ -4,6 +4,7 @@
 
 #include <concurrentqueue/concurrentqueue.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
@@ -30,6 +31,7 @@ struct ShardInbox {
     std::uint64_t seq = 0;
     PayloadRef payload;
     std::unique_ptr<std::function<void()>> task;  // set instead of payload for post_task()
+    std::shared_ptr<void> hold;  // released once matched: a received message's receive-budget bytes
   };
   struct LaterSeq {
     bool operator()(const Item& a, const Item& b) const noexcept { return a.seq > b.seq; }
@@ -115,24 +117,50 @@ Shard::~Shard() {
   inbox().~ShardInbox();
 }
 
-void Shard::post(PayloadRef payload) {
+bool Shard::reserve(std::size_t n) noexcept {
+  std::size_t used = inbox_used_.load(std::memory_order_relaxed);
+  do {
+    if (n > options_.max_inbox - std::min(used, options_.max_inbox)) {
+      stats_.inbox_full.fetch_add(n, std::memory_order_relaxed);
+      return false;
+    }
+  } while (!inbox_used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
+void Shard::unreserve(std::size_t n) noexcept { inbox_used_.fetch_sub(n, std::memory_order_relaxed); }
+
+void Shard::post_reserved(PayloadRef payload, std::shared_ptr<void> hold) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, std::move(payload), nullptr}));
+  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, std::move(payload), nullptr, std::move(hold)}));
   if (wake_) wake_(wake_arg_);
 }
 
-void Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
+void Shard::post_bulk_reserved(PayloadRef* payloads, std::size_t n) {
   if (n == 0) return;
   std::uint64_t seq = post_seq_.fetch_add(n, std::memory_order_relaxed);
   std::vector<InboxItem> items(n);
-  for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i]), nullptr};
+  for (std::size_t i = 0; i < n; ++i) items[i] = InboxItem{seq + i, std::move(payloads[i]), nullptr, {}};
   enqueued_or_die(inbox().queue.enqueue_bulk(std::make_move_iterator(items.begin()), n));
   if (wake_) wake_(wake_arg_);
 }
 
+bool Shard::post(PayloadRef payload) {
+  if (!reserve(1)) return false;
+  post_reserved(std::move(payload));
+  return true;
+}
+
+bool Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
+  if (n == 0) return true;
+  if (!reserve(n)) return false;
+  post_bulk_reserved(payloads, n);
+  return true;
+}
+
 void Shard::post_task(std::function<void()> task) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task))}));
+  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task)), {}}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -350,6 +378,7 @@ void Shard::run(Item& item) noexcept {
   }
   item.task.reset();
   item.payload.reset();
+  item.hold.reset();  // the last shard to match a received message gives its budget back
 }
 
 bool Shard::drain(std::size_t max_batches) {
@@ -358,6 +387,11 @@ bool Shard::drain(std::size_t max_batches) {
     std::size_t n = in.queue.try_dequeue_bulk(in.drain_buf.begin(), in.drain_buf.size());
     if (n == 0) return false;
     stats_.payloads.fetch_add(n, std::memory_order_relaxed);
+    // Room in the inbox is given back as payloads leave the queue (those parked in `early`
+    // wait only for a post that is being enqueued, so at most one per posting thread).
+    std::size_t taken = 0;
+    for (std::size_t i = 0; i < n; ++i) taken += in.drain_buf[i].payload ? 1u : 0u;
+    if (taken) inbox_used_.fetch_sub(taken, std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) {
       InboxItem& item = in.drain_buf[i];
       if (item.seq != next_seq_) {  // a post that came earlier is still being enqueued

@@ -189,4 +189,16 @@ int UnusedPort() {
   return ntohs(a.sin_port);
 }
 
+std::string IdOf(const UpstreamRequest& r) {
+  Json j(r.body);
+  auto id = j.Get({"id"});
+  return id ? Dump(*id) : "null";
+}
+
+std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities) {
+  return FakeUpstream::Answer(200, "Content-Type: application/json\r\nMcp-Session-Id: " + std::string(sid) + "\r\n",
+                              R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":{"protocolVersion":"2025-11-25","capabilities":)" +
+                                  std::string(capabilities) + R"(,"serverInfo":{"name":"up","version":"1"}}})");
+}
+
 }  // namespace itest

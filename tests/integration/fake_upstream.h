@@ -85,6 +85,11 @@ class FakeUpstream {
   std::vector<std::thread> conns_;
 };
 
+// The id of a JSON-RPC request body, as JSON text ("7"), for an upstream that echoes it.
+std::string IdOf(const UpstreamRequest& r);
+// A 2025-11-25 initialize result for `r` with session id `sid` and the upstream's `capabilities`.
+std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities);
+
 // A loopback port nothing listens on (bound, then closed).
 int UnusedPort();
 

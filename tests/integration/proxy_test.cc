@@ -40,13 +40,6 @@ std::string ToolResult(std::string_view id_json, std::string_view text) {
          std::string(text) + R"("}]}})";
 }
 
-// The id of a JSON-RPC request body, as JSON text ("7"), for an upstream that echoes it.
-std::string IdOf(const UpstreamRequest& r) {
-  Json j(r.body);
-  auto id = j.Get({"id"});
-  return id ? Dump(*id) : "null";
-}
-
 TEST(Proxy, ForwardsARequestWithItsHeadersAndRelaysTheAnswer) {
   FakeUpstream up([](int fd, const UpstreamRequest& r) {
     FakeUpstream::Write(fd, FakeUpstream::Answer(200, std::string(kJson) + "X-Upstream: yes\r\n", ToolResult(IdOf(r), "hi")));
@@ -251,12 +244,6 @@ TEST(Proxy, AnswersThatAreNotJsonAreRelayedAsSentAndNotHttpIs502) {
 }
 
 // An upstream's answer to `initialize`: session `sid`, protocol 2025-11-25, `capabilities`.
-std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities) {
-  return FakeUpstream::Answer(200, std::string(kJson) + "Mcp-Session-Id: " + std::string(sid) + "\r\n",
-                              R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":{"protocolVersion":"2025-11-25","capabilities":)" +
-                                  std::string(capabilities) + R"(,"serverInfo":{"name":"up","version":"1"}}})");
-}
-
 // A 2025-era upstream with sessions and a GET stream of its own.
 struct SessionUpstream {
   Gate get_opened;

@@ -7,6 +7,8 @@
 #include "proxy/upstream.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -165,9 +167,15 @@ class Loop {
   uv_timer_t tick_{};
 };
 
-std::string request(const UpstreamTarget& t, std::string_view body = "{}") {
-  return "POST " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+ForwardedRequest request(const UpstreamTarget& t, std::string_view body = "{}") {
+  return {"POST " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\nContent-Type: application/json\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + std::string(body),
+          /*head=*/false, /*idempotent=*/false};
+}
+
+ForwardedRequest get_request(const UpstreamTarget& t, std::string_view method = "GET") {
+  return {std::string(method) + " " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\n\r\n", /*head=*/method == "HEAD",
+          /*idempotent=*/true};
 }
 
 const char kJson[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
@@ -246,37 +254,183 @@ TEST(Upstream, AnSseAnswerReachesTheSinkBeforeItEndsAndCanBePaused) {
   loop.drain(pool);
 }
 
-TEST(Upstream, AStalePooledConnectionIsRetriedOnceOnAFreshOne) {
-  std::atomic<bool> close_now{false}, closed_first{false};
-  FakeUpstream up([&](int fd, const std::atomic<bool>&) {
-    std::string pending;
-    if (!read_request(fd, pending)) return;
-    write_all(fd, kJson);
-    // After a keep-alive answer, once the client has it: the pooled connection goes stale.
-    for (int i = 0; i < 2000 && !close_now.load(); ++i) std::this_thread::sleep_for(1ms);
-    ::shutdown(fd, SHUT_RDWR);
-    closed_first.store(true);
-  });
-  Loop loop;
-  UpstreamPool pool(loop.get(), up.target());
+// An upstream whose first connection answers once and is then closed while the pool holds it
+// (the loop does not run meanwhile, so the pool has not noticed): FIN, or RST with `reset`.
+// Its later connections answer every request.
+class ClosingUpstream {
+ public:
+  explicit ClosingUpstream(bool reset)
+      : up_([this, reset](int fd, const std::atomic<bool>&) {
+          std::string pending;
+          bool first = !first_taken_.exchange(true);
+          if (!first) {
+            while (read_request(fd, pending)) {
+              ++later_requests_;
+              write_all(fd, kJson);
+            }
+            return;
+          }
+          if (!read_request(fd, pending)) return;
+          write_all(fd, kJson);
+          for (int i = 0; i < 2000 && !close_now_.load(); ++i) std::this_thread::sleep_for(1ms);
+          if (reset) {
+            // An RST now, without giving up the descriptor's number (the script's caller
+            // closes it): dup2 closes the socket, with SO_LINGER 0 that is a reset.
+            linger lg{1, 0};
+            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            int placeholder = ::open("/dev/null", O_RDONLY);
+            ::dup2(placeholder, fd);
+            ::close(placeholder);
+          } else {
+            ::shutdown(fd, SHUT_RDWR);
+          }
+          closed_first_.store(true);
+        }) {}
+
+  UpstreamTarget target() const { return up_.target(); }
+  int accepted() const { return up_.accepted(); }
+  int later_requests() const { return later_requests_.load(); }
+  // Closes the first connection and waits (bounded) until it is closed.
+  bool close_first() {
+    close_now_.store(true);
+    for (int i = 0; i < 2000 && !closed_first_.load(); ++i) std::this_thread::sleep_for(1ms);
+    return closed_first_.load();
+  }
+
+ private:
+  std::atomic<bool> first_taken_{false}, close_now_{false}, closed_first_{false};
+  std::atomic<int> later_requests_{0};
+  FakeUpstream up_;
+};
+
+// Waits (bounded, without running the loop) until every TCP socket of `loop` has taken the
+// peer's reset: then the pool's next write on it fails at once.
+bool wait_reset(uv_loop_t* loop) {
+  for (int i = 0; i < 5000; ++i) {
+    bool all_closed = true;
+    uv_walk(loop, [](uv_handle_t* h, void* arg) {
+      uv_os_fd_t fd;
+      if (h->type != UV_TCP || uv_fileno(h, &fd) != 0) return;
+      tcp_info ti{};
+      socklen_t len = sizeof ti;
+      if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state != TCP_CLOSE) *static_cast<bool*>(arg) = false;
+    }, &all_closed);
+    if (all_closed) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+// Runs one request to completion, so that its connection is pooled.
+void pool_one(Loop& loop, UpstreamPool& pool, const UpstreamTarget& t) {
   Recorder first;
-  pool.start(request(up.target()), &first);
+  pool.start(request(t), &first);
   ASSERT_TRUE(loop.run_until([&] { return first.done(); }));
   ASSERT_TRUE(first.ended) << first.what;
   ASSERT_EQ(pool.stats().idle, 1u);
-  // The loop does not run while the upstream closes the pooled connection: the pool still
-  // holds it, and the second request goes out on it.
-  close_now.store(true);
-  for (int i = 0; i < 2000 && !closed_first.load(); ++i) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(closed_first.load());
+}
+
+TEST(Upstream, AStalePooledConnectionRetriesAnIdempotentRequestOnce) {
+  ClosingUpstream up(/*reset=*/false);
+  Loop loop;
+  UpstreamPool pool(loop.get(), up.target());
+  pool_one(loop, pool, up.target());
+  ASSERT_TRUE(up.close_first());
   Recorder second;
-  pool.start(request(up.target()), &second);
+  pool.start(get_request(up.target()), &second);
   EXPECT_EQ(pool.stats().reused, 1u);
   ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
   ASSERT_TRUE(second.ended) << second.what;
   EXPECT_EQ(second.status, 200);
-  EXPECT_EQ(pool.stats().retried, 1u) << "sent again on a fresh connection";
+  EXPECT_EQ(pool.stats().retried, 1u) << "a GET is sent again on a fresh connection";
   EXPECT_EQ(up.accepted(), 2);
+  loop.drain(pool);
+}
+
+// RFC 9110 §9.2.2: a POST that went out on a connection the upstream was closing may have
+// been received; sending it again could run a tools/call twice. The client gets a 502 instead.
+TEST(Upstream, AStalePooledConnectionNeverSendsAPostTwice) {
+  ClosingUpstream up(/*reset=*/false);
+  Loop loop;
+  UpstreamPool pool(loop.get(), up.target());
+  pool_one(loop, pool, up.target());
+  ASSERT_TRUE(up.close_first());
+  Recorder second;
+  pool.start(request(up.target()), &second);
+  ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
+  ASSERT_FALSE(second.ended) << "the POST was sent again";
+  EXPECT_EQ(second.failure, UpstreamFailure::Closed) << second.what;
+  EXPECT_NE(second.what.find("not sent again"), std::string::npos) << second.what;
+  EXPECT_EQ(pool.stats().retried, 0u);
+  EXPECT_EQ(pool.stats().not_retried, 1u);
+  EXPECT_EQ(up.accepted(), 1) << "no second connection carried the POST";
+  EXPECT_EQ(up.later_requests(), 0);
+  loop.drain(pool);
+}
+
+// A connection the upstream has reset refuses the first write whole: not one byte of the
+// request left, so even a POST is safe to send on a fresh connection.
+TEST(Upstream, APostRefusedWholeByAResetPooledConnectionIsRetried) {
+  ClosingUpstream up(/*reset=*/true);
+  Loop loop;
+  UpstreamPool pool(loop.get(), up.target());
+  pool_one(loop, pool, up.target());
+  ASSERT_TRUE(up.close_first());
+  ASSERT_TRUE(wait_reset(loop.get())) << "the pooled connection never saw the upstream's reset";
+  Recorder second;
+  pool.start(request(up.target()), &second);
+  ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
+  ASSERT_TRUE(second.ended) << second.what;
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(pool.stats().retried, 1u);
+  EXPECT_EQ(up.later_requests(), 1);
+  loop.drain(pool);
+}
+
+TEST(Upstream, APooledConnectionIdlePastKeepaliveIsClosedNotReused) {
+  FakeUpstream up([](int fd, const std::atomic<bool>&) {
+    std::string pending;
+    while (read_request(fd, pending)) write_all(fd, kJson);
+  });
+  Loop loop;
+  UpstreamLimits limits;
+  limits.keepalive_ms = 20;
+  UpstreamPool pool(loop.get(), up.target(), limits);
+  pool_one(loop, pool, up.target());
+  ASSERT_TRUE(loop.run_until([&] { return pool.stats().expired == 1; })) << "the idle connection was not closed";
+  EXPECT_EQ(pool.stats().idle, 0u);
+  Recorder next;
+  pool.start(request(up.target()), &next);
+  ASSERT_TRUE(loop.run_until([&] { return next.done(); }));
+  ASSERT_TRUE(next.ended) << next.what;
+  EXPECT_EQ(pool.stats().reused, 0u);
+  EXPECT_EQ(up.accepted(), 2);
+  loop.drain(pool);
+}
+
+// The answer to a HEAD ends at its head, whatever Content-Length it carries; the connection
+// is then reused for the next request.
+TEST(Upstream, AHeadAnswerEndsAtItsHead) {
+  FakeUpstream up([](int fd, const std::atomic<bool>&) {
+    std::string pending;
+    if (!read_request(fd, pending)) return;
+    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n");  // no body: a HEAD
+    while (read_request(fd, pending)) write_all(fd, kJson);
+  });
+  Loop loop;
+  UpstreamPool pool(loop.get(), up.target());
+  Recorder head;
+  pool.start(get_request(up.target(), "HEAD"), &head);
+  ASSERT_TRUE(loop.run_until([&] { return head.done(); }));
+  ASSERT_TRUE(head.ended) << head.what;
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  Recorder next;
+  pool.start(request(up.target()), &next);
+  ASSERT_TRUE(loop.run_until([&] { return next.done(); }));
+  ASSERT_TRUE(next.ended) << next.what;
+  EXPECT_EQ(next.body, R"({"ok":true})");
+  EXPECT_EQ(pool.stats().reused, 1u);
   loop.drain(pool);
 }
 

@@ -75,6 +75,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--publish-listen", f.publish_listen,
                  "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
                  "answers them 404 and serves /mcp and /healthz only");
+  app.add_flag("--reuse-port", cfg.reuse_port,
+               "share the --listen and --publish-listen ports with another process serving them with SO_REUSEPORT "
+               "(the kernel spreads connections over both, e.g. for a zero-downtime restart); without it a port in "
+               "use fails the start with \"address in use\"");
   app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
   app.add_option("--io-uring-entries", cfg.io_uring_entries,
                  "send SSE stream batches through an io_uring of this many entries per worker (0 = libuv writes only)")
@@ -85,6 +89,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--max-uris-per-listen", cfg.max_uris_per_listen, "resourceSubscriptions per listen")->capture_default_str();
   app.add_option("--max-pending-bytes", cfg.shard.max_pending_bytes,
                  "unwritten bytes a stream may hold before it is closed as a slow consumer")->capture_default_str();
+  app.add_option("--shard-inbox-max", cfg.shard.max_inbox,
+                 "notifications a worker loop's inbox may hold not yet matched; past it a publish is refused (503) and a "
+                 "message from another node dropped, both counted")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   app.add_option("--shutdown-grace-ms", cfg.shutdown_grace_ms, "time for final writes on SIGTERM before connections are cut")
       ->capture_default_str();
   app.add_option("--allow-origin", cfg.allow_origins,
@@ -114,6 +122,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--nats-outage-buffer-bytes", cfg.nats_outage_buffer_bytes,
                  "notifications for other nodes held while NATS is unreachable; a publish past it gets 503")
       ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
+  app.add_option("--nats-receive-buffer-bytes", cfg.nats_receive_buffer_bytes,
+                 "bytes received from other nodes and not yet delivered (also each NATS subscription's pending bound); "
+                 "past it a message is dropped and counted")
+      ->capture_default_str()->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 34));
   app.add_option("--nats-settle-ms", cfg.nats_settle_ms,
                  "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited")
       ->capture_default_str();
@@ -146,6 +158,10 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->check(CLI::Range(1, 86400000));
   app.add_option("--upstream-max-idle", cfg.upstream_max_idle, "pooled keep-alive upstream connections per worker")
       ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{100000}));
+  app.add_option("--upstream-keepalive-ms", cfg.upstream_keepalive_ms,
+                 "a pooled upstream connection idle this long is closed, not reused; keep it below the upstream's own "
+                 "keep-alive timeout (Node's default: 5000), so that a request never races the upstream's close")
+      ->capture_default_str()->check(CLI::Range(1, 86400000));
   app.add_option("--upstream-max-answer-bytes", cfg.upstream_max_answer_bytes,
                  "initialize and server/discover answers (whose capabilities mcpfan merges) are read whole up to this (502 past it)")
       ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));

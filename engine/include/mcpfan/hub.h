@@ -8,6 +8,14 @@
  * loop calls drain() and flush()), attach streams with Shard::open_stream/subscribe on
  * their own loop, and call publish() from any thread.
  *
+ * Full inboxes (ShardOptions::max_inbox): a publish accepted on this node (publish()) is
+ * refused whole, before anything is delivered, when an inbox it goes to cannot take it: it
+ * returns false with closed() still false, and the caller answers 503 with Retry-After
+ * (counted: refused_full()). What cannot be refused any more is dropped where the inbox is
+ * full, counted by that shard (ShardStats::inbox_full): the debouncer's fan-outs, decided
+ * earlier, and a message from another node (deliver_forwarded() says so; the backplane
+ * counts it by reason).
+ *
  * Thread affinity: publish(), close(), tenants() and the counters are thread-safe; shard(i)
  * returns a shard whose loop-affine methods belong to the loop that owns it.
  *
@@ -76,22 +84,33 @@ class Hub {
   using Forwarder = std::function<void(std::vector<Notification>&)>;
   void set_forwarder(Forwarder forwarder) { forwarder_ = std::move(forwarder); }
 
-  /** Fans one payload out to every shard: one queue push and one wake-up per shard. False after close(). */
+  /**
+   * Fans one payload out to every shard (with routing: those that may match): one queue push
+   * and one wake-up per shard. False after close(), or when an inbox is full (nothing posted).
+   */
   [[nodiscard]] bool publish(const PayloadRef& payload);
-  /** Same for several payloads, in order, with one wake-up per shard. False after close(). */
+  /** Same for several payloads, in order, with one wake-up per shard; all or nothing. */
   [[nodiscard]] bool publish(const std::vector<PayloadRef>& payloads);
   /**
    * A publish accepted on this node that other nodes hear too: debounced here (if on), then
    * each notification's `local` payload is fanned out and the forwarded ones go to the
-   * forwarder. False after close().
+   * forwarder. False after close(), or (without a debouncer) when an inbox is full: then
+   * nothing is delivered here nor forwarded.
    */
   [[nodiscard]] bool publish(std::vector<Notification> notes);
+  /** What became of a payload another node accepted. */
+  enum class Delivery : std::uint8_t {
+    Posted,     // queued to every shard that may match
+    Unmatched,  // no loop holds a subscription it may match (a coarse or folded subject's over-match)
+    InboxFull,  // a shard it was for had a full inbox: posted nowhere
+    Closed,     // after close()
+  };
   /**
-   * Payloads another node accepted (and debounced): fanned out here, never debounced again.
-   * With route_by_interest(), `matched_nowhere` (optional) gets how many matched no loop's
-   * subscription (a coarse or folded subject's over-match). False after close().
+   * A payload another node accepted (and debounced): fanned out here, never debounced again.
+   * `hold` (optional) is released once every shard it was posted to has matched it (the
+   * receive budget's bytes), or at once when it is not posted.
    */
-  [[nodiscard]] bool deliver_forwarded(const std::vector<PayloadRef>& payloads, std::size_t* matched_nowhere = nullptr);
+  [[nodiscard]] Delivery deliver_forwarded(PayloadRef payload, std::shared_ptr<void> hold = {});
   /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out. Idempotent. */
   void close();
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -100,20 +119,28 @@ class Hub {
   /** Counts notifications accepted for a tenant with no clients: nothing to deliver, nothing encoded. */
   void count_no_audience(std::uint64_t n) noexcept { no_audience_.fetch_add(n, std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t no_audience() const noexcept { return no_audience_.load(std::memory_order_relaxed); }
+  /** Publishes refused whole because a shard inbox was full. */
+  [[nodiscard]] std::uint64_t refused_full() const noexcept { return refused_full_.load(std::memory_order_relaxed); }
 
  private:
-  /** Returns how many payloads matched no shard (0 without routing: every shard gets all). */
-  std::size_t fan_out(const std::vector<PayloadRef>& payloads);
-  /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder. */
-  void send_out(std::vector<Notification>& notes);
-  /** Posts to every shard, or with routing only to those that may match; false when none may. */
-  bool post_one(const PayloadRef& payload);
+  enum class Fanout : std::uint8_t { Posted, Unmatched, Full };
+  /**
+   * Posts to every shard, or with routing only to those that may match. With `refuse`, room
+   * is reserved in each inbox first and nothing is posted unless all of it fits (Full); else a
+   * full shard misses it (counted there). `nowhere` (optional) gets how many matched no shard.
+   */
+  Fanout fan_out(const std::vector<PayloadRef>& payloads, bool refuse, std::size_t* nowhere = nullptr);
+  Fanout post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold = {});
+  void targets(const PayloadRef& payload, ShardSet& where);
+  /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder; false if refused (Full). */
+  bool send_out(std::vector<Notification>& notes, bool refuse);
   class Reporter;
 
   TenantTable tenants_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> no_audience_{0};
+  std::atomic<std::uint64_t> refused_full_{0};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> publishing_{0};  // publishes between their closed_ check and their last post
   Forwarder forwarder_;

@@ -23,8 +23,16 @@
  * threads. So post() stamps each payload with this shard's sequence number, and drain()
  * delivers strictly in that order: a publish that happened-before another is delivered first.
  *
- * Thread affinity: post(), post_bulk(), post_task() and stats() are thread-safe; everything
- * else is loop-affine (the loop that drains it). Lifetime: the shard must outlive every
+ * The inbox is bounded (ShardOptions::max_inbox payloads queued and not yet drained) and
+ * counted (ShardStats::inbox_full): reserve() takes room all or nothing, so a caller that must
+ * refuse (a local publish: 503 before anything is delivered, Hub::publish) or drop (a message
+ * from another node, counted by the backplane) decides before it posts. Posted tasks are not
+ * counted against it: they are the transports' control messages (a subscription change, a
+ * stream to end), each bounded by the connection that asks, and dropping one would leave a
+ * stream in a state its client never asked for.
+ *
+ * Thread affinity: reserve(), unreserve(), post*(), post_task() and stats() are thread-safe;
+ * everything else is loop-affine (the loop that drains it). Lifetime: the shard must outlive every
  * thread that posts to it and every sink attached to it; sinks are called only from the
  * loop-affine methods (flush(), drain(), write_done()), never from post().
  */
@@ -140,6 +148,7 @@ class StreamSink {
 struct ShardOptions {
   std::size_t max_pending_bytes = 4u << 20;  // per stream, unwritten bytes before closing it
   std::size_t drain_batch = 256;             // payloads taken from the inbox per dequeue
+  std::size_t max_inbox = 65536;             // payloads queued in the inbox and not yet drained
 };
 
 /** Counters of one shard. Written by the owning loop, readable from any thread. */
@@ -150,6 +159,7 @@ struct ShardStats {
   std::atomic<std::uint64_t> slow_closes{0};  // streams closed for exceeding max_pending_bytes
   std::atomic<std::uint64_t> writes{0};       // batches handed to transports
   std::atomic<std::uint64_t> exceptions{0};   // posted tasks or deliveries that threw (caught, counted)
+  std::atomic<std::uint64_t> inbox_full{0};   // payloads refused or dropped: the inbox held max_inbox (any thread)
   std::atomic<std::int64_t> streams{0};
   std::atomic<std::int64_t> subscriptions{0};
 };
@@ -177,8 +187,25 @@ class Shard {
   // ---- thread-safe ----
   /** Called after posting, from the posting thread; must be set before the first post. */
   void set_waker(void (*wake)(void*), void* arg) noexcept { wake_ = wake; wake_arg_ = arg; }
-  void post(PayloadRef payload);
-  void post_bulk(PayloadRef* payloads, std::size_t n);
+  /**
+   * Takes room for `n` payloads in the inbox, all or nothing: false (nothing taken, counted in
+   * inbox_full) when they do not fit under max_inbox. Each post_reserved() uses one; room
+   * that will not be used goes back by unreserve().
+   */
+  [[nodiscard]] bool reserve(std::size_t n) noexcept;
+  void unreserve(std::size_t n) noexcept;
+  /**
+   * Posts into room reserve() took. `hold` (optional) is released once this shard has matched
+   * the payload: the receive budget's bytes of a message from another node, shared by every
+   * shard it went to, so the last one gives them back.
+   */
+  void post_reserved(PayloadRef payload, std::shared_ptr<void> hold = {});
+  void post_bulk_reserved(PayloadRef* payloads, std::size_t n);
+  /** reserve() then post_reserved(): false (nothing queued, counted) when the inbox is full. */
+  bool post(PayloadRef payload);
+  bool post_bulk(PayloadRef* payloads, std::size_t n);
+  /** Payloads queued or reserved and not yet drained (at most max_inbox). */
+  [[nodiscard]] std::size_t inbox_depth() const noexcept { return inbox_used_.load(std::memory_order_relaxed); }
   /**
    * Runs `task` on the owning loop, in order with payloads: a task posted before a publish
    * runs before that publish is matched (e.g. a subscription change acknowledged to a
@@ -296,6 +323,7 @@ class Shard {
   ShardStats stats_;
   alignas(std::max_align_t) std::byte inbox_storage_[detail::kShardInboxBytes];
   std::atomic<std::uint64_t> post_seq_{0};
+  std::atomic<std::size_t> inbox_used_{0};  // reserved + queued payloads; drain() gives them back
   std::uint64_t next_seq_ = 0;  // the next sequence number to deliver
   void (*wake_)(void*) = nullptr;
   void* wake_arg_ = nullptr;

@@ -67,11 +67,18 @@ constexpr std::size_t kLingerMaxBytes = 16u << 20;
 
 }  // namespace
 
-HttpConn::HttpConn(Worker& w, bool operator_listener) : w_(w), binding_(w.limits()), operator_listener_(operator_listener) {
+namespace {
+RequestLimits request_limits(const ServerConfig& cfg) {
+  return {cfg.max_url_length, cfg.max_header_bytes, cfg.max_body};
+}
+}  // namespace
+
+HttpConn::HttpConn(Worker& w, bool operator_listener)
+    // The field list is kept only where a request may be forwarded (--upstream).
+    : w_(w), parser_(*this, request_limits(w.config()), w.upstream() != nullptr), binding_(w.limits()),
+      operator_listener_(operator_listener) {
   uv_tcp_init(w_.loop(), &tcp_);
   tcp_.data = this;
-  http_parser_init(&parser_, HTTP_REQUEST);
-  parser_.data = this;
   w_.link(this);
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
 }
@@ -229,34 +236,35 @@ void HttpConn::parse(const char* data, std::size_t len) {
 void HttpConn::parse_some(const char* data, std::size_t len) {
   std::size_t off = 0;
   while (off < len && mode_ == Mode::Requests) {
-    std::size_t n = http_parser_execute(&parser_, &kSettings, data + off, len - off);
+    std::size_t n = 0;
+    RequestParser::Status st = parser_.execute(data + off, len - off, n);
     off += n;
-    if (failed_) {  // a parser callback threw: nothing sensible to answer
-      close();
-      return;
-    }
-    auto err = HTTP_PARSER_ERRNO(&parser_);
-    if (err == HPE_PAUSED) {  // a request was answered; continue with the pipelined rest
-      http_parser_pause(&parser_, 0);
-      if (mode_ == Mode::Proxying) {  // the upstream answers it: the rest waits for that answer
-        keep_proxied_input(data + off, len - off);
+    switch (st) {
+      case RequestParser::Status::Failed:  // an exception in a request's handling: nothing sensible to answer
+        w_.stats().callback_exceptions.fetch_add(1, std::memory_order_relaxed);
+        close();
+        return;
+      case RequestParser::Status::Rejected: {
+        const RequestRejection& r = parser_.rejection();
+        if (r.limit) w_.limits().hit(*r.limit);
+        reject(r.status, r.message);
         return;
       }
-      // A client that pipelines without reading stops being read once its answers back up,
-      // so it cannot grow the server's memory; the rest of this read waits for the drain.
-      if (mode_ == Mode::Requests && off < len && unwritten() > kPauseBytes) {
-        pause_reading(data + off, len - off);
-        return;
-      }
-      continue;
-    }
-    if (err != HPE_OK) {
-      if (reject_status_ != 0) {
-        reject(reject_status_, reject_message_);
-      } else {
-        reject(400, std::string("malformed HTTP request: ") + http_errno_description(err));
-      }
-      return;
+      case RequestParser::Status::Paused:  // a request was answered; continue with the pipelined rest
+        parser_.resume();
+        if (mode_ == Mode::Proxying) {  // the upstream answers it: the rest waits for that answer
+          keep_proxied_input(data + off, len - off);
+          return;
+        }
+        // A client that pipelines without reading stops being read once its answers back up,
+        // so it cannot grow the server's memory; the rest of this read waits for the drain.
+        if (mode_ == Mode::Requests && off < len && unwritten() > kPauseBytes) {
+          pause_reading(data + off, len - off);
+          return;
+        }
+        continue;
+      case RequestParser::Status::Ok:
+        break;
     }
     if (n == 0) break;
   }
@@ -270,7 +278,7 @@ void HttpConn::reject(int status, std::string_view message) {
 void HttpConn::respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers) {
   if (mode_ == Mode::Closing) return;
   if (status >= 400) w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
-  bool keep = !close_after_ && http_should_keep_alive(&parser_) && !w_.stopping();
+  bool keep = !close_after_ && parser_.keep_alive() && !w_.stopping();
   std::string out;
   out.reserve(160 + body.size() + extra_headers.size());
   char line[64];
@@ -296,10 +304,7 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
   }
 }
 
-void HttpConn::pause_parser() {
-  // http_parser asserts when paused after an error; a rejected request has stopped it anyway.
-  if (HTTP_PARSER_ERRNO(&parser_) == HPE_OK) http_parser_pause(&parser_, 1);
-}
+void HttpConn::pause_parser() { parser_.pause(); }
 
 void HttpConn::write_raw(std::string data, bool then_close) {
   w_.flush_sends();  // a stream batch still in the ring was written before this: it goes first
@@ -369,7 +374,7 @@ void HttpConn::sweep(std::uint64_t now) {
   }
 }
 
-bool HttpConn::keeps_alive() { return !close_after_ && http_should_keep_alive(&parser_) && !w_.stopping(); }
+bool HttpConn::keeps_alive() { return !close_after_ && parser_.keep_alive() && !w_.stopping(); }
 
 void HttpConn::begin_proxy(std::unique_ptr<ProxyExchange> exchange) {
   // The upstream's own timeouts (connect, first byte, idle) govern from here.
@@ -398,6 +403,7 @@ void HttpConn::keep_proxied_input(const char* data, std::size_t len) {
 
 void HttpConn::proxy_done(bool complete) {
   retired_ = std::move(proxy_);  // we may be inside its callback: freed at the next exchange or with the connection
+  head_ = false;  // the proxied request is answered (an early error answer to a HEAD had no body)
   if (mode_ != Mode::Proxying) return;  // an error answer without keep-alive, or closing
   if (!complete) return close();
   if (!keeps_alive()) return linger();
@@ -415,7 +421,7 @@ void HttpConn::proxy_done(bool complete) {
   else if (peer_eof_) linger();
 }
 
-void HttpConn::start_upstream_leg(std::string request) {
+void HttpConn::start_upstream_leg(proxy::ForwardedRequest request) {
   if (!streams_session() || !w_.upstream()) return;
   leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream_max_answer_bytes);
   leg_->start(*w_.upstream(), std::move(request));

@@ -3,18 +3,20 @@
 // chunked bodies), answered in order; a `subscriptions/listen` turns it into an SSE stream
 // that the worker's Shard writes to. Loop-affine. Freed only in its uv_close callback.
 // Its code is in three files: http_conn.cc (reading, answering, closing, timeouts),
-// http_parse.cc (http_parser callbacks, limits on the request), sse_stream.cc (streams).
-#include <http_parser.h>
+// http_parse.cc (what it does with each parsed request: http/request_parser.h reads them),
+// sse_stream.cc (streams).
 #include <uv.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "http/request_parser.h"
 #include "mcp/limits.h"
 #include "mcp/sessions.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
+#include "proxy/upstream.h"
 #include "server/conn.h"
 
 namespace mcpfan::detail {
@@ -24,21 +26,10 @@ class ProxyExchange;
 class SessionUpstreamLeg;
 struct Session;
 
-struct HttpRequest {
-  unsigned method = 0;  // enum http_method
-  std::string url;
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization;
-  std::string forward_headers;  // with --upstream: every end-to-end header as "Name: value\r\n", in order
-  std::string last_event_id;  // a resuming 2025 session GET
-  std::string body;
-  std::size_t header_bytes = 0;
-  void clear();
-};
-
 /** The reason phrase of an HTTP status ("Unknown" for one mcpfan does not write). */
 [[nodiscard]] const char* http_reason_phrase(int status);
 
-class HttpConn final : public Conn, public StreamSink {
+class HttpConn final : public Conn, public StreamSink, private RequestParser::Events {
  public:
   /** `operator_listener`: accepted on --publish-listen's listener (router.cc serves the operator paths there). */
   HttpConn(Worker& w, bool operator_listener);
@@ -69,10 +60,12 @@ class HttpConn final : public Conn, public StreamSink {
    * Claims the 2025-era session's GET stream and turns this connection into it (sse_stream.cc):
    * records itself as the session's stream, ends the parked or taken-over previous one, and
    * starts with the priming event and, for a `last_event_id`, the replay or re-read hints.
+   * `upstream_cursor` (front proxy) becomes the session's upstream event id once the claim holds.
    * Ended or Busy: nothing happened, the caller answers.
    */
   [[nodiscard]] SessionRegistry::Claim begin_session_stream(std::shared_ptr<Session> session,
-                                                            const std::string* last_event_id);
+                                                            const std::string* last_event_id,
+                                                            std::optional<std::string> upstream_cursor = std::nullopt);
   /** The connection's binding to the tenant it is counted against (TenantBinding::bind moves it). */
   [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
   /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
@@ -104,7 +97,7 @@ class HttpConn final : public Conn, public StreamSink {
   /** A session stream (begin_session_stream) that is open. */
   [[nodiscard]] bool streams_session() const noexcept { return stream_open_ && session_ != nullptr; }
   /** Holds the upstream's GET stream for this session stream (http/session_upstream.h). */
-  void start_upstream_leg(std::string request);
+  void start_upstream_leg(proxy::ForwardedRequest request);
   /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
   [[nodiscard]] bool inject_event(std::string event);
   /** The session whose GET stream this is (null otherwise). */
@@ -151,37 +144,25 @@ class HttpConn final : public Conn, public StreamSink {
   void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
   void send_session_start(std::string first);
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
-  void commit_header();
   void reject(int status, std::string_view message);
-  void set_reject(int status, Limit limit, std::string message);
-  int count_header_bytes(std::size_t len);
   void write_queued();
   void write_progressed();
 
-  /** Runs a parser callback's body: an exception must not unwind through http_parser (C). */
-  template <class F>
-  static int parser_step(http_parser* p, F&& f) noexcept;
-  static int on_message_begin(http_parser* p);
-  static int on_url(http_parser* p, const char* at, std::size_t len);
-  static int on_header_field(http_parser* p, const char* at, std::size_t len);
-  static int on_header_value(http_parser* p, const char* at, std::size_t len);
-  static int on_headers_complete(http_parser* p);
-  static int on_body(http_parser* p, const char* at, std::size_t len);
-  static int on_message_complete(http_parser* p);
-  static const http_parser_settings kSettings;
+  // RequestParser::Events (http_parse.cc)
+  void request_begun() override;
+  void head_parsed(HttpRequest& req) override;
+  void request_complete(HttpRequest& req) override;
 
   Worker& w_;
   uv_tcp_t tcp_{};
-  http_parser parser_{};
+  RequestParser parser_;
   Mode mode_ = Mode::Requests;
-  bool in_value_ = false;     // header parsing: the last callback was a value
   bool close_after_ = false;  // respond() found keep-alive off
   bool stream_open_ = false;
   bool ending_ = false;
   bool in_message_ = false;  // between the first byte of a request and its end
   bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
   bool read_paused_ = false; // answers backed up: not reading until they drain
-  bool failed_ = false;      // a parser callback threw: close, do not answer
   bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
   bool peer_eof_ = false;    // the client half-closed while the upstream answered: close once answered
   bool hold_head_ = false;   // hold_head(): the stream's 200 waits for release_head()
@@ -200,8 +181,6 @@ class HttpConn final : public Conn, public StreamSink {
   std::size_t lingered_bytes_ = 0;      // input discarded while lingering
   std::string stash_;                   // unparsed input kept while reading is paused
   uv_shutdown_t shutdown_req_{};
-  int reject_status_ = 0;
-  std::string reject_message_;
   StreamId stream_{};
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
@@ -209,8 +188,6 @@ class HttpConn final : public Conn, public StreamSink {
   std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
   std::unique_ptr<SessionUpstreamLeg> leg_;  // a proxied session stream's upstream GET; freed with the connection
   std::unique_ptr<SessionTap> tap_;   // its event ids (outlives the stream: freed with the connection)
-  std::string field_, value_;
-  HttpRequest req_;
 };
 
 }  // namespace mcpfan::detail

@@ -1,10 +1,8 @@
 #include "http/proxy_exchange.h"
 
-#include <http_parser.h>
-#include <strings.h>
-
 #include <cstdio>
 
+#include "http/field_syntax.h"
 #include "http/http_conn.h"
 #include "mcp/messages.h"
 #include "server/worker.h"
@@ -12,20 +10,6 @@
 namespace mcpfan::detail {
 
 namespace {
-
-bool ieq(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-bool is_token(std::string_view name) {
-  if (name.empty()) return false;
-  for (char ch : name) {
-    bool tchar = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                 std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
-    if (!tchar) return false;
-  }
-  return true;
-}
 
 // The answer's headers that are passed on: not those mcpfan writes itself or that end at the
 // hop, and only well-formed ones. A name that is not a token, or one that merely starts like a
@@ -47,34 +31,12 @@ bool forwardable_answer_header(std::string_view name, std::string_view value) {
 
 }  // namespace
 
-std::string upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target, std::string_view extra_headers) {
-  std::string out;
-  out.reserve(256 + req.forward_headers.size() + req.body.size());
-  out += http_method_str(static_cast<http_method>(req.method));
-  out += ' ';
-  out += target.path;
-  if (std::size_t q = req.url.find('?'); q != std::string::npos) out.append(req.url, q);
-  out += " HTTP/1.1\r\nHost: ";
-  out += target.authority;
-  out += "\r\n";
-  out += req.forward_headers;
-  out += extra_headers;
-  if (!req.body.empty() || req.method == HTTP_POST || req.method == HTTP_PUT) {
-    out += "Content-Length: ";
-    out += std::to_string(req.body.size());
-    out += "\r\n";
-  }
-  out += "\r\n";
-  out += req.body;
-  return out;
-}
-
 ProxyExchange::ProxyExchange(HttpConn& conn, std::string id_json, bool head_request)
     : conn_(conn), id_json_(std::move(id_json)), head_request_(head_request) {}
 
 ProxyExchange::~ProxyExchange() { cancel(); }
 
-void ProxyExchange::start(proxy::UpstreamPool& pool, std::string request) {
+void ProxyExchange::start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request) {
   pool_ = &pool;
   conn_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
   proxy::UpstreamCall* call = pool.start(std::move(request), this);

@@ -19,7 +19,6 @@
 namespace mcpfan::detail {
 
 class HttpConn;
-struct HttpRequest;
 
 class ProxyExchange final : public proxy::UpstreamSink {
  public:
@@ -39,8 +38,8 @@ class ProxyExchange final : public proxy::UpstreamSink {
 
   /** Read the answer whole (bounded by --upstream-max-answer-bytes) and pass it to `rewrite` first. */
   void rewrite_with(Rewrite rewrite) { rewrite_ = std::move(rewrite); }
-  /** Sends `request` (a whole HTTP/1.1 request). Sink calls may come before it returns. */
-  void start(proxy::UpstreamPool& pool, std::string request);
+  /** Sends `request` (http/upstream_request.h). Sink calls may come before it returns. */
+  void start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request);
   /** The client went away: the upstream call ends and nothing more is written. */
   void cancel() noexcept;
   /** The client caught up with the answer: read the upstream again. */
@@ -68,12 +67,5 @@ class ProxyExchange final : public proxy::UpstreamSink {
   Rewrite rewrite_;
   Answer buffered_;  // rewrite_ set: the answer so far
 };
-
-/**
- * The upstream request for a client request: its method, the upstream's path (with the
- * client's query string), Host, the forwarded headers, `extra_headers`, the body.
- */
-[[nodiscard]] std::string upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target,
-                                           std::string_view extra_headers = {});
 
 }  // namespace mcpfan::detail

@@ -21,7 +21,11 @@ struct HttpRequest;
 struct Session;
 
 void handle_mcp_post(HttpConn& c, HttpRequest& req);
-void handle_mcp_get(HttpConn& c, HttpRequest& req);
+/**
+ * GET /mcp: a 2025-era session's stream. `upstream_cursor` (the front proxy): the upstream's
+ * last event id for the session, recorded only once the stream is granted.
+ */
+void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> upstream_cursor = std::nullopt);
 /** 2025-era POSTs, handed over by handle_mcp_post: `initialize`, and requests naming a session. */
 void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller);
 void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);

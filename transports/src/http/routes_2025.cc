@@ -146,7 +146,7 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
   }
 }
 
-void handle_mcp_get(HttpConn& c, HttpRequest& req) {
+void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> upstream_cursor) {
   auto caller = authenticate(c, req);
   if (!caller) return;
   if (req.session_id.empty()) {
@@ -163,7 +163,7 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req) {
   if (!s) return session_not_found(c, {});
   // With Last-Event-ID the client resumes (README "Resumable 2025 sessions"): it takes over
   // a stream whose close the server has not noticed yet. Without, a second stream is a 409.
-  switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id)) {
+  switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id, std::move(upstream_cursor))) {
     case SessionRegistry::Claim::Ended: return session_not_found(c, {});
     case SessionRegistry::Claim::Busy:
       c.respond(409, "application/json", json_error_body("this session already has an open stream"));

@@ -1,9 +1,12 @@
 #include <http_parser.h>
-#include <strings.h>
+
+#include <algorithm>
 
 #include "http/http_conn.h"
 #include "http/proxy_exchange.h"
 #include "http/routes.h"
+#include "http/field_syntax.h"
+#include "http/upstream_request.h"
 #include "mcp/messages.h"
 #include "mcp/session_journal.h"
 #include "mcp/sessions.h"
@@ -21,10 +24,6 @@
 namespace mcpfan::detail {
 
 namespace {
-
-bool ieq(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
 
 // Session ids are visible ASCII (Streamable HTTP, 2025-11-25 "Session Management"); an
 // upstream's id that is not, or is very long, is not adopted.
@@ -119,38 +118,23 @@ void proxied_post(HttpConn& c, HttpRequest& req) {
   forward(c, req, r.id);
 }
 
-// Removes every `name:` line from forwarded header lines.
-std::string without_header(const std::string& lines, std::string_view name) {
-  std::string out;
-  for (std::size_t pos = 0; pos < lines.size();) {
-    std::size_t end = lines.find("\r\n", pos);
-    end = end == std::string::npos ? lines.size() : end + 2;
-    std::string_view line(lines.data() + pos, end - pos);
-    bool drop = line.size() > name.size() && line[name.size()] == ':' && ieq(line.substr(0, name.size()), name);
-    if (!drop) out += line;
-    pos = end;
-  }
-  return out;
-}
-
 // The GET stream of a session mcpfan holds: mcpfan's notifications and the upstream's own GET
 // stream for the session, on one stream with one Last-Event-ID (http/session_upstream.h).
 void proxied_session_get(HttpConn& c, HttpRequest& req, const std::shared_ptr<Session>& s) {
   // An id that is not one of this stream's resumes a stream of the upstream's (a POST stream
   // cut short, SEP-1699 polling): that is the upstream's alone to replay, never mcpfan's.
   if (!req.last_event_id.empty() && !parse_cursor(req.last_event_id)) return forward(c, req, {});
-  std::optional<std::string_view> upstream_id;
-  if (!req.last_event_id.empty()) upstream_id = upstream_event_id(req.last_event_id);
-  {
-    std::lock_guard lock(s->mu);
-    s->upstream_event_id = upstream_id ? std::string(*upstream_id) : std::string();
-  }
+  std::string upstream_id;
+  if (!req.last_event_id.empty()) upstream_id = std::string(upstream_event_id(req.last_event_id).value_or(""));
   // The upstream resumes from its own id, if the client's carried one.
-  req.forward_headers = without_header(req.forward_headers, "last-event-id");
-  std::string extra = upstream_id ? "Last-Event-ID: " + std::string(*upstream_id) + "\r\n" : std::string();
-  std::string upstream_get = upstream_request(req, c.worker().upstream()->target(), extra);  // req is cleared once streaming
+  std::erase_if(req.fields, [](const Field& f) { return ieq(f.name, "last-event-id"); });
+  std::vector<Field> extra;
+  if (!upstream_id.empty()) extra.push_back({"Last-Event-ID", upstream_id});
+  proxy::ForwardedRequest upstream_get = upstream_request(req, c.worker().upstream()->target(), extra);  // req is cleared once streaming
   c.hold_head();
-  handle_mcp_get(c, req);
+  // The session's upstream cursor changes only for a caller whose stream is granted: one who
+  // gets 401, 404 or 409 leaves it as it was.
+  handle_mcp_get(c, req, std::move(upstream_id));
   if (!c.streams_session()) return c.release_head();  // answered otherwise (404, 409, 401)
   c.start_upstream_leg(std::move(upstream_get));
 }

@@ -10,7 +10,7 @@
 
 namespace mcpfan::detail {
 
-void SessionUpstreamLeg::start(proxy::UpstreamPool& pool, std::string request) {
+void SessionUpstreamLeg::start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request) {
   pool_ = &pool;
   conn_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
   proxy::UpstreamCall* call = pool.start(std::move(request), this);

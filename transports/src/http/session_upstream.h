@@ -35,7 +35,7 @@ class SessionUpstreamLeg final : public proxy::UpstreamSink {
   SessionUpstreamLeg(const SessionUpstreamLeg&) = delete;
   SessionUpstreamLeg& operator=(const SessionUpstreamLeg&) = delete;
 
-  void start(proxy::UpstreamPool& pool, std::string request);
+  void start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request);
   void cancel() noexcept;
 
   void on_head(int status, const proxy::HeaderList& headers) override;

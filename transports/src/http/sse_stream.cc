@@ -37,10 +37,7 @@ void HttpConn::start_sse(StreamJournal* journal) {
   stream_ = w_.shard().open_stream(this, Framing::Sse, journal);
   stream_open_ = true;
   // A stream reads no more requests: drop what parsing them needed.
-  req_.clear();
-  req_.body.shrink_to_fit();
-  field_.shrink_to_fit();
-  value_.shrink_to_fit();
+  parser_.release_memory();
 }
 
 void HttpConn::release_head() {
@@ -133,7 +130,8 @@ std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<
 }
 }  // namespace
 
-SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id) {
+SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id,
+                                                      std::optional<std::string> upstream_cursor) {
   Session& s = *session;
   // A copy: the request it may point into is cleared when the stream starts (start_sse).
   std::optional<std::string> cursor;
@@ -150,6 +148,7 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
     std::lock_guard lock(s.mu);
     auto claim = w_.sessions().claim_stream(s, /*take_over=*/cursor.has_value());
     if (claim != SessionRegistry::Claim::Ok) return claim;
+    if (upstream_cursor) s.upstream_event_id = std::move(*upstream_cursor);
     epoch = ++s.epochs;
     tap_ = std::make_unique<SessionTap>(session, epoch);
     start_sse(tap_.get());

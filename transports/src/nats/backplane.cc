@@ -2,8 +2,10 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <limits>
 
 #include "nats/libuv_adapter.h"
 #include "nats/subjects.h"
@@ -22,10 +24,10 @@ std::uint64_t steady_ms() {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-// nats.c's per-subscription bound: past it the server's messages are dropped (and counted
-// through the error handler) instead of piling up in this process.
-constexpr int kPendingMsgs = 1 << 20;
-constexpr int kPendingBytes = 256 << 20;
+// nats.c's per-subscription bound, ahead of the delivery thread: past it the server's
+// messages are dropped (and counted through the error handler) instead of piling up in this
+// process. Its bytes bound is the receive budget's (see BackplaneConfig::receive_buffer_bytes).
+constexpr int kPendingMsgs = 1 << 16;
 constexpr std::uint64_t kInterestTickMs = 10;
 constexpr std::size_t kOpsPerTick = 4096;
 // At stop: how long the loop may write what was queued before the connection closes.
@@ -38,7 +40,15 @@ Error nats_error(const char* what, natsStatus s) {
 }  // namespace
 
 Backplane::Backplane(BackplaneConfig config, Hub& hub)
-    : config_(std::move(config)), hub_(hub), interest_(std::chrono::milliseconds(config_.linger_ms), config_.max_subjects) {}
+    : config_(std::move(config)),
+      hub_(hub),
+      interest_(std::chrono::milliseconds(config_.linger_ms), config_.max_subjects),
+      outage_(config_.outage_buffer_bytes),
+      receive_budget_(std::make_shared<ByteBudget>(config_.receive_buffer_bytes)) {}
+
+int Backplane::pending_bytes_limit() const noexcept {
+  return static_cast<int>(std::min<std::int64_t>(config_.receive_buffer_bytes, std::numeric_limits<int>::max()));
+}
 
 Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub& hub) {
   if (auto e = prefix_error(config.prefix)) return Error{rpc_code::kInvalidParams, "--nats-prefix: " + *e};
@@ -237,7 +247,7 @@ void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, kPendingBytes);
+      (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, pending_bytes_limit());
       subs_[op.subject] = sub;
     } else if (auto it = subs_.find(op.subject); it != subs_.end()) {
       (void)natsSubscription_Unsubscribe(it->second);
@@ -251,25 +261,50 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
   auto* self = static_cast<Backplane*>(closure);
   // nats.c's delivery thread: no exception may leave, and no socket of ours is touched here.
   try {
-    self->receive(natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
+    const char* subject = natsMsg_GetSubject(msg);
+    self->receive(subject ? std::string_view(subject) : std::string_view(),
+                  std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   } catch (...) {
     self->dropped_.fetch_add(1, std::memory_order_relaxed);
   }
   natsMsg_Destroy(msg);
 }
 
-void Backplane::receive(const char* data, int len) {
+void Backplane::receive(std::string_view subject, std::string_view body) {
   received_.fetch_add(1, std::memory_order_relaxed);
   // One decoder per delivery thread (it owns a reusable parser).
   thread_local PublishDecoder decoder(PublishLimits{config_.max_uri_length});
-  auto decoded = decoder.decode(std::string_view(data, static_cast<std::size_t>(len)), hub_.tenants());
-  if (!decoded || decoded.value().payloads.empty()) {
+  // The subject decides the tenant, and a message is one notification (nats/inbound.h).
+  Inbound in = check_inbound(decoder, config_.prefix, subject, body, hub_.tenants());
+  if (in.rejected) {
+    count(*in.rejected);
+    return;
+  }
+  if (!in.payload) {  // its tenant has no clients here
     unmatched_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  std::size_t nowhere = 0;
-  (void)hub_.deliver_forwarded(decoded.value().payloads, &nowhere);  // refused only while the server stops
-  if (nowhere > 0) unmatched_.fetch_add(1, std::memory_order_relaxed);  // a message is one notification
+  // The receive budget: what this node has received and not yet delivered, from here until
+  // the last shard it goes to has matched it (the shard releases the hold).
+  const Payload& p = *in.payload;
+  const auto bytes = static_cast<std::int64_t>(sizeof(Payload) + p.frame_size(Framing::Sse) + p.plain(Framing::Sse).size() +
+                                               p.uri().size());
+  struct Hold {
+    std::shared_ptr<ByteBudget> budget;  // first: it outlives the reservation
+    ByteReservation bytes;
+  };
+  ByteReservation reserved = receive_budget_->try_reserve(bytes);
+  if (!reserved.held()) {
+    count(Reject::ReceiveBudget);
+    return;
+  }
+  auto hold = std::make_shared<Hold>(Hold{receive_budget_, std::move(reserved)});
+  switch (hub_.deliver_forwarded(std::move(in.payload), std::move(hold))) {
+    case Hub::Delivery::Posted: break;
+    case Hub::Delivery::Unmatched: unmatched_.fetch_add(1, std::memory_order_relaxed); break;
+    case Hub::Delivery::InboxFull: count(Reject::InboxFull); break;
+    case Hub::Delivery::Closed: break;  // the server stops
+  }
 }
 
 std::int64_t Backplane::max_payload() const noexcept {
@@ -311,23 +346,33 @@ void Backplane::release_queue() {
     natsConnection* c = conn_.load(std::memory_order_acquire);
     if (c && natsConnection_Buffered(c) > config_.outage_buffer_bytes) return;
     out.swap(queue_);
-    queued_bytes_ = 0;
   }
   // Only this (the loop's) thread sends, in queue order: what is queued meanwhile goes next.
-  for (const Waiting& w : out) send(w.note);
+  // Each one's outage reservation is given back as it leaves (NATS has it from here).
+  for (Waiting& w : out) {
+    send(w.note);
+    w.note.reserved.reset();
+  }
   last_send_us_ = steady_us();
 }
 
-bool Backplane::can_take(const std::vector<Notification>& messages) {
-  if (messages.empty()) return true;
-  std::lock_guard lock(queue_mu_);
-  // Connected and keeping up, the queue holds a batch window's worth; disconnected, or with
-  // NATS not keeping up, it grows up to the bound, and past it a publish is refused whole.
+bool Backplane::can_take(std::vector<Notification>& messages) {
+  // Connected and keeping up, the budget holds a batch window's worth; disconnected, or with
+  // NATS not keeping up, it fills up to the bound, and past it a publish is refused whole.
+  // One reservation for the whole publish (all or nothing), then split among its
+  // notifications, so that each gives its own bytes back when it goes.
   std::int64_t need = 0;
-  for (const Notification& m : messages) need += cost(m);
-  if (queued_bytes_ + need <= config_.outage_buffer_bytes) return true;
-  refused_.fetch_add(1, std::memory_order_relaxed);
-  return false;
+  for (const Notification& m : messages) need += m.forwarded() ? cost(m) : 0;
+  if (need == 0) return true;
+  ByteReservation all = outage_.try_reserve(need);
+  if (!all.held()) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  for (Notification& m : messages) {
+    if (m.forwarded()) m.reserved = all.split(cost(m));
+  }
+  return true;
 }
 
 void Backplane::send(const Notification& n) {
@@ -345,7 +390,12 @@ void Backplane::forward(std::vector<Notification>& notifications) {
     const std::uint64_t now = steady_ms();
     for (Notification& n : notifications) {
       if (!n.forwarded()) continue;
-      queued_bytes_ += cost(n);
+      // Admitted by can_take(), it holds its bytes already; else it takes them now or is
+      // dropped (a publish path that skipped admission must not pass the bound either).
+      if (!n.reserved.held() && !(n.reserved = outage_.try_reserve(cost(n))).held()) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       queue_.push_back(Waiting{std::move(n), now});
     }
     // One wake-up of the backplane's loop per batch; while NATS is away or the settle delay
@@ -369,9 +419,12 @@ Backplane::Stats Backplane::stats() const {
   s.compactions = i.compactions;
   s.sent = sent_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kRejectReasons; ++i) s.rejected[i] = rejected_[i].load(std::memory_order_relaxed);
   {
     std::lock_guard lock(queue_mu_);
     s.queued = queue_.size();
+    s.held_bytes = outage_.used();
+    s.receive_bytes = receive_budget_->used();
     if (!queue_.empty()) s.lag_seconds = static_cast<double>(steady_ms() - queue_.front().since_ms) / 1000.0;
   }
   return s;

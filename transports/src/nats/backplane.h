@@ -9,28 +9,37 @@
 //  - Out: the node that accepts a publish delivers it locally and sends each notification as
 //    one NATS message, the publish-API object {"tenant","method","params"} (encode_publish_
 //    message) on its subject. The connection never receives its own messages (no echo).
-//  - In: nats.c's delivery thread decodes a message once (PublishDecoder) and hands the
-//    payloads to the thread-safe Hub::deliver_forwarded(); no socket is touched from nats.c's
-//    threads. Debouncing happened where the publish was accepted (Hub::publish(notes)): a
+//  - In: nats.c's delivery thread checks and decodes a message once (nats/inbound.h: one
+//    notification per message, its tenant decided by the subject it arrived on, anything
+//    else dropped and counted by reason) and hands the payload to the thread-safe
+//    Hub::deliver_forwarded(); no socket is touched from nats.c's threads. What has been
+//    received and not yet matched by every shard it goes to holds bytes of one receive budget
+//    (--nats-receive-buffer-bytes; the shard inboxes release them); a message that does not
+//    fit, or whose shard inbox is full, is dropped and counted by reason. Debouncing happened where the publish was accepted (Hub::publish(notes)): a
 //    suppressed update never crosses the backplane, and nothing is debounced twice.
 //    A message that matches no local subscription is counted as unmatched (hash or fold
 //    over-match, a folded tenant's wildcard, or a subscriber that just left).
 //  - nats.c is configured for a tier, not its defaults: one named connection, unlimited
 //    reconnects with jitter, retry when the first connect fails (the node serves locally
 //    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
-//    pending messages per subscription with slow-consumer drops counted.
+//    pending messages per subscription (65,536 and the receive budget's bytes) with
+//    slow-consumer drops counted. That queue, ahead of the delivery thread, is outside the
+//    receive budget: nats.c 3.4.1 offers no hook before it.
 //
 // Delivery across nodes is at-most-once, in order per publisher and subject. While
 // disconnected, local delivery goes on; notifications for other nodes wait in a bounded
 // queue (--nats-outage-buffer-bytes, 8 MiB) released a settle delay (--nats-settle-ms) after
 // the reconnect, so that peers have re-subscribed; a publish that would not fit is refused
-// whole (503) before anything is delivered. (Concurrent publishes checked against the bound
-// at the same moment may pass it by at most their own size.)
+// whole (503) before anything is delivered. The bound is a ByteBudget: can_take() reserves a
+// publish's bytes when it admits it, and each Notification carries its reservation until it
+// is sent or suppressed (the debouncer replaced it) or dropped, so concurrent publishes and
+// what the debouncer holds can never pass it.
 //
 // Thread-safety: key_added/key_removed run on shard loops, forward() on any thread, stats()
 // anywhere; all are thread-safe. Lifetime: created by Server::start() before the workers,
 // destroyed by Server::stop() after them (so no shard calls a destroyed listener); the Hub
 // outlives it.
+#include <array>
 #include <atomic>
 #include <deque>
 #include <future>
@@ -43,10 +52,12 @@
 
 #include <uv.h>
 
+#include "mcpfan/byte_budget.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/index.h"
 #include "mcpfan/publish_decoder.h"
 #include "mcpfan/result.h"
+#include "nats/inbound.h"
 #include "nats/interest.h"
 
 struct __natsConnection;
@@ -77,6 +88,10 @@ struct BackplaneConfig {
   int delivery_threads = 1;           // nats.c's shared delivery pool (process-wide); 0: a thread per subscription
   std::uint64_t batch_window_us = 1000;  // after a send, later notifications wait up to this long to leave together
   std::uint64_t settle_ms = 1000;     // after a (re)connect, before what waited is sent: peers re-subscribe first
+  // The receive budget: bytes of messages from other nodes handed over by nats.c and not yet
+  // matched by every shard they go to; past it a message is dropped (Reject::ReceiveBudget).
+  // Also each subscription's pending-bytes bound inside nats.c, ahead of the delivery thread.
+  std::int64_t receive_buffer_bytes = 64 << 20;
 };
 
 class Backplane final : public KeyListener {
@@ -94,7 +109,10 @@ class Backplane final : public KeyListener {
     std::size_t compacted_tenants = 0;  // tenants subscribed as one `<prefix>.v1.<tenant>.>` (subject bound reached)
     std::uint64_t compactions = 0;
     std::size_t queued = 0;        // notifications waiting for the backplane (outage, settle delay)
+    std::int64_t held_bytes = 0;   // the outage budget in use: admitted, not yet sent (queued or held by the debouncer)
+    std::int64_t receive_bytes = 0;  // the receive budget in use: received, not yet matched by the shards
     double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
+    RejectCounts rejected{};       // received messages dropped, by Reject reason (nats/inbound.h)
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -112,13 +130,18 @@ class Backplane final : public KeyListener {
   /**
    * The outage policy: while disconnected (or while NATS does not keep up: nats.c's own
    * buffer past the same bound), messages for other nodes wait in a bounded buffer.
-   * False when `messages` would not fit: the caller refuses the publish (503, Retry-After)
-   * before delivering anything, so nothing is half published. Counted.
+   * Admits `messages` whole: reserves their bytes in the outage budget and attaches each
+   * reservation to its Notification (Notification::reserved), given back when it is sent or
+   * suppressed. False, with nothing reserved, when they would not fit: the caller refuses the
+   * publish (503, Retry-After) before delivering anything, so nothing is half published.
+   * Counted (refused).
    */
-  [[nodiscard]] bool can_take(const std::vector<Notification>& messages);
+  [[nodiscard]] bool can_take(std::vector<Notification>& messages);
   /**
    * Sends each forwarded() notification to its subject (the Hub's forwarder, after the local
-   * fan-out and the debouncer). Counts failures; never blocks on the network.
+   * fan-out and the debouncer). A notification that was not admitted by can_take() reserves
+   * its bytes here, and is dropped (counted) if they do not fit. Counts failures; never
+   * blocks on the network.
    */
   void forward(std::vector<Notification>& notifications);
   [[nodiscard]] bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
@@ -135,9 +158,11 @@ class Backplane final : public KeyListener {
   void apply(const std::vector<InterestTable::Op>& ops);
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
-  void receive(const char* data, int len);
+  void receive(std::string_view subject, std::string_view body);
+  void count(Reject r) noexcept { rejected_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
   static std::int64_t cost(const Notification& m);
+  [[nodiscard]] int pending_bytes_limit() const noexcept;
   void send(const Notification& n);
   void on_flush_request();  // on the loop: send now, or at the end of the batch window
   void release_queue();     // on the loop: sends what is queued, in order, if settled
@@ -152,6 +177,7 @@ class Backplane final : public KeyListener {
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
+  std::array<std::atomic<std::uint64_t>, kRejectReasons> rejected_{};
   // Notifications for other nodes, sent in order by the backplane's loop: at once after a
   // quiet spell, else at the end of the batch window (so a busy node sends several per
   // write, and every hop behind it wakes once for them); held while disconnected and for
@@ -161,8 +187,13 @@ class Backplane final : public KeyListener {
     Notification note;
     std::uint64_t since_ms;  // steady clock: the lag metric
   };
+  // --nats-outage-buffer-bytes, held by the notifications themselves (declared before the
+  // queue: what is still queued gives its bytes back when the queue is destroyed).
+  ByteBudget outage_;
   std::deque<Waiting> queue_;
-  std::int64_t queued_bytes_ = 0;  // guarded by queue_mu_
+  // --nats-receive-buffer-bytes. Shared: a shard's inbox may still hold a message's
+  // reservation when the backplane is gone (the hub and its shards outlive it).
+  std::shared_ptr<ByteBudget> receive_budget_;
   bool flush_requested_ = false;   // guarded by queue_mu_: the loop has been asked to send
   std::atomic<std::uint64_t> connected_at_ms_{0};
   // The backplane thread's loop: socket IO (NatsIo::Libuv), the interest tick, the stop signal.

@@ -145,6 +145,45 @@ void append_tenant_token(std::string& out, std::string_view tenant) {
   }
 }
 
+std::optional<TenantTokenName> decode_tenant_token(std::string_view token) {
+  if (token == "~e") return TenantTokenName{false, std::string()};
+  if (token.size() == 2 + kHashTokenBytes && token.substr(0, 2) == "~h") {
+    // The first character carries the domain (Tenant: g-v); the rest any base64url.
+    const char first = token[2];
+    if (first < 'g' || first > 'v') return std::nullopt;
+    for (std::size_t i = 3; i < token.size(); ++i) {
+      if (!plain_byte(static_cast<unsigned char>(token[i]))) return std::nullopt;  // base64url: [A-Za-z0-9_-]
+    }
+    return TenantTokenName{true, std::string()};
+  }
+  if (token.empty() || token.size() > kMaxTenantTokenBytes) return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;  // lowercase is not the contract's
+  };
+  std::string name;
+  name.reserve(token.size());
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    if (plain_byte(c)) {
+      name.push_back(static_cast<char>(c));
+      continue;
+    }
+    if (c != '~' || i + 2 >= token.size()) return std::nullopt;
+    const int hi = hex(token[i + 1]);
+    const int lo = hex(token[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    const auto byte = static_cast<unsigned char>((hi << 4) | lo);
+    if (plain_byte(byte)) return std::nullopt;  // escaped although it needs none: not canonical
+    name.push_back(static_cast<char>(byte));
+    i += 2;
+  }
+  // A name whose escaped form is over 64 bytes is always hashed; this one was not.
+  if (escaped_size(name) != token.size()) return std::nullopt;
+  return TenantTokenName{false, std::move(name)};
+}
+
 std::string tenant_scope(std::string_view prefix, std::string_view tenant) {
   std::string out;
   append_head(out, prefix, tenant);

@@ -121,6 +121,19 @@ void append_hash_token(std::string& out, HashDomain domain, std::string_view byt
 /** Appends the tenant token (escaped, `~h` hashed or `~e`); at most 64 bytes. */
 void append_tenant_token(std::string& out, std::string_view tenant);
 
+/** What a tenant token names: the tenant itself (escaped, or `~e`), or only its hash (`~h`). */
+struct TenantTokenName {
+  bool hashed = false;  // `~h`: the name is not in the token; a body must name it, and its token must match
+  std::string name;     // when !hashed
+};
+/**
+ * Reads a tenant token back (the receiving side of the contract). Nullopt unless the token is
+ * exactly what append_tenant_token() writes for some tenant: an escape of a byte that needs
+ * none, lowercase hex, a bad `~h` hash or an over-long escaped form are refused, so each tenant
+ * has one token and a subject names one tenant.
+ */
+[[nodiscard]] std::optional<TenantTokenName> decode_tenant_token(std::string_view token);
+
 /**
  * `<prefix>.v1.<tenant>`: every subject of the tenant starts with it and a dot, so
  * `<scope>.>` is the whole tenant (a compacted tenant's one subscription).

@@ -27,8 +27,11 @@ struct Conn {
 struct UpstreamCall {
   Conn* conn = nullptr;
   UpstreamSink* sink = nullptr;
-  std::string request;   // a stale pooled connection sends it again on a fresh one
+  std::string request;   // a stale pooled connection may send it again on a fresh one
   std::size_t max_head = 0;
+  bool head_request = false;  // the answer to a HEAD ends at its head
+  bool idempotent = false;
+  bool nothing_sent = true;   // not one byte of the request reached the socket (a retry is safe)
   bool reused = false;   // sent on a pooled connection
   bool retried = false;
   bool got_bytes = false;
@@ -89,7 +92,9 @@ const http_parser_settings kSettings = [] {
     c->request.shrink_to_fit();
     c->sink->on_head(static_cast<int>(p->status_code), c->headers);
     c->headers.clear();
-    return 0;
+    // The answer to a HEAD has the headers of a GET and no content (RFC 9110 §9.3.2): its
+    // Content-Length describes a body that does not follow. (204 and 304 http_parser knows.)
+    return c->head_request ? 1 : 0;
   };
   s.on_body = [](http_parser* p, const char* at, size_t len) -> int {
     UpstreamCall* c = call_of(p);
@@ -175,8 +180,8 @@ Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
   return t;
 }
 
-UpstreamPool::UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits)
-    : loop_(loop), target_(std::move(target)), limits_(limits) {}
+UpstreamPool::UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits, UpstreamCounters* counters)
+    : loop_(loop), target_(std::move(target)), limits_(limits), counters_(counters ? *counters : own_counters_) {}
 
 UpstreamPool::~UpstreamPool() {
   // Destroying a pool whose handles are still open would leave libuv pointing at freed
@@ -187,30 +192,40 @@ UpstreamPool::~UpstreamPool() {
 bool UpstreamPool::closed() const noexcept { return shut_ && closing_ == 0; }
 
 UpstreamPool::Stats UpstreamPool::stats() const {
-  Stats s = stats_;
+  auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  Stats s;
+  s.requests = get(counters_.requests);
+  s.connects = get(counters_.connects);
+  s.reused = get(counters_.reused);
+  s.retried = get(counters_.retried);
+  s.not_retried = get(counters_.not_retried);
+  s.expired = get(counters_.expired);
+  s.failures = get(counters_.failures);
   s.idle = idle_.size();
   s.active = active_.size();
   return s;
 }
 
-UpstreamCall* UpstreamPool::start(std::string request, UpstreamSink* sink) {
+UpstreamCall* UpstreamPool::start(ForwardedRequest request, UpstreamSink* sink) {
   auto* c = new UpstreamCall;
   c->sink = sink;
-  c->request = std::move(request);
+  c->request = std::move(request.bytes);
+  c->head_request = request.head;
+  c->idempotent = request.idempotent;
   c->max_head = limits_.max_head_bytes;
-  ++stats_.requests;
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
   active_.push_back(c);
   if (shut_) {
     fail(c, UpstreamFailure::Closed, "the upstream pool is closed");
     return nullptr;
   }
   if (!idle_.empty()) {
-    Conn* conn = idle_.back();
+    Conn* conn = idle_.back();  // the most recently used: the least likely to be closing
     idle_.pop_back();
     conn->call = c;
     c->conn = conn;
     c->reused = true;
-    ++stats_.reused;
+    counters_.reused.fetch_add(1, std::memory_order_relaxed);
     send_on(c);
   } else {
     connect(c);
@@ -229,7 +244,7 @@ void UpstreamPool::connect(UpstreamCall* c) {
   conn->tcp.data = conn;
   conn->timer.data = conn;
   conn->connect_req.data = conn;
-  ++stats_.connects;
+  counters_.connects.fetch_add(1, std::memory_order_relaxed);
   sockaddr_storage addr{};
   if (uv_ip4_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0) {
     (void)uv_ip6_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in6*>(&addr));
@@ -254,28 +269,66 @@ void UpstreamPool::send_on(UpstreamCall* c) {
   Conn* conn = c->conn;
   http_parser_init(&conn->parser, HTTP_RESPONSE);
   conn->parser.data = conn;
-  uv_buf_t b = uv_buf_init(c->request.data(), static_cast<unsigned>(c->request.size()));
-  conn->write_req.data = conn;
-  int rc = uv_write(&conn->write_req, reinterpret_cast<uv_stream_t*>(&conn->tcp), &b, 1, [](uv_write_t* req, int status) {
-    auto* conn = static_cast<Conn*>(req->data);
-    if (conn->closing || status == 0 || !conn->call) return;
-    UpstreamPool* pool = conn->pool;
-    UpstreamCall* c = conn->call;
-    if (c->reused && !c->got_bytes && !c->retried) {  // the pooled connection had gone stale
-      pool->unhook(c);
-      c->retried = true;
-      ++pool->stats_.retried;
-      pool->connect(c);
+  auto* stream = reinterpret_cast<uv_stream_t*>(&conn->tcp);
+  std::size_t off = 0;
+  if (c->reused) {
+    // On a pooled connection the first write tells whether the upstream can have received
+    // anything: a socket it has reset refuses the write whole, and then a retry is safe
+    // whatever the method. Once a byte is out, only an idempotent request may go again.
+    uv_buf_t first = uv_buf_init(c->request.data(), static_cast<unsigned>(c->request.size()));
+    int n = uv_try_write(stream, &first, 1);
+    if (n < 0 && n != UV_EAGAIN) return stale(c, /*nothing_sent=*/true, std::string("write: ") + uv_strerror(n));
+    if (n > 0) off = static_cast<std::size_t>(n);
+  }
+  c->nothing_sent = false;  // what uv_write sends, and when it fails, libuv does not say
+  if (off < c->request.size()) {
+    uv_buf_t b = uv_buf_init(c->request.data() + off, static_cast<unsigned>(c->request.size() - off));
+    conn->write_req.data = conn;
+    int rc = uv_write(&conn->write_req, stream, &b, 1, [](uv_write_t* req, int status) {
+      auto* conn = static_cast<Conn*>(req->data);
+      if (conn->closing || status == 0 || !conn->call) return;
+      UpstreamPool* pool = conn->pool;
+      UpstreamCall* c = conn->call;
+      std::string what = std::string("write: ") + uv_strerror(status);
+      if (c->reused && !c->got_bytes && !c->retried) return pool->stale(c, /*nothing_sent=*/false, what);
+      pool->fail(c, UpstreamFailure::Closed, what);
+    });
+    if (rc < 0) {
+      fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(rc));
       return;
     }
-    pool->fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(status));
-  });
-  if (rc < 0) {
-    fail(c, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(rc));
-    return;
   }
   arm(c, limits_.first_byte_ms, UpstreamFailure::FirstByte);
   if (!c->paused) start_reading(conn);
+}
+
+void UpstreamPool::stale(UpstreamCall* c, bool nothing_sent, std::string what) {
+  if (c->reused && !c->got_bytes && !c->retried) {
+    if (nothing_sent || c->idempotent) {
+      unhook(c);
+      c->retried = true;
+      counters_.retried.fetch_add(1, std::memory_order_relaxed);
+      connect(c);
+      return;
+    }
+    // RFC 9110 §9.2.2: a proxy does not repeat a non-idempotent request on its own (nginx has
+    // not since 1.9.13): the upstream may have run it, and the client would not know twice.
+    counters_.not_retried.fetch_add(1, std::memory_order_relaxed);
+    what += "; the request went out on a pooled connection and may have been received, so it is not sent again";
+  }
+  fail(c, UpstreamFailure::Closed, std::move(what));
+}
+
+void UpstreamPool::pool_idle(Conn* conn) {
+  idle_.push_back(conn);  // keeps reading: an upstream that closes it is noticed at once
+  uv_timer_start(&conn->timer, [](uv_timer_t* t) {
+    Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(t));
+    if (conn->call || conn->closing) return;
+    UpstreamPool* pool = conn->pool;
+    pool->counters_.expired.fetch_add(1, std::memory_order_relaxed);
+    pool->idle_.erase(std::remove(pool->idle_.begin(), pool->idle_.end(), conn), pool->idle_.end());
+    pool->close_conn(conn);
+  }, limits_.keepalive_ms, 0);
 }
 
 void UpstreamPool::start_reading(Conn* conn) {
@@ -298,12 +351,10 @@ void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
     return;
   }
   if (n < 0) {
-    if (c->reused && !c->got_bytes && !c->retried) {  // stale pooled connection: once more, fresh
-      unhook(c);
-      c->retried = true;
-      ++stats_.retried;
-      connect(c);
-      return;
+    if (c->reused && !c->got_bytes && !c->retried) {  // a stale pooled connection
+      return stale(c, /*nothing_sent=*/c->nothing_sent,
+                   std::string("the upstream closed a pooled connection before answering") +
+                       (n == UV_EOF ? "" : std::string(" (") + uv_strerror(static_cast<int>(n)) + ")"));
     }
     // An answer delimited by the end of the connection ends here; any other is cut short.
     c->in_read = true;
@@ -360,7 +411,7 @@ void UpstreamPool::finish(UpstreamCall* c, bool reusable) {
   c->conn = nullptr;
   uv_timer_stop(&conn->timer);
   if (reusable && !shut_ && idle_.size() < limits_.max_idle && !c->paused) {
-    idle_.push_back(conn);  // keeps reading: an upstream that closes it is noticed at once
+    pool_idle(conn);
   } else {
     close_conn(conn);
   }
@@ -370,7 +421,7 @@ void UpstreamPool::finish(UpstreamCall* c, bool reusable) {
 
 void UpstreamPool::fail(UpstreamCall* c, UpstreamFailure kind, std::string what) {
   UpstreamSink* sink = c->sink;
-  ++stats_.failures;
+  counters_.failures.fetch_add(1, std::memory_order_relaxed);
   active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
   unhook(c);
   delete c;

@@ -10,8 +10,13 @@
 //  - Timed: connecting (`connect_ms`), the first byte of the answer (`first_byte_ms`), and
 //    the gap between two reads once it streams (`idle_ms`); each expiry is a failure with
 //    its own kind, so the proxy can answer 502 or 504.
-//  - A request on a reused connection that the upstream had closed meanwhile (nothing of an
-//    answer received) is sent once more on a fresh connection; nothing else is retried.
+//  - Retries (RFC 9110 §9.2.2): a request on a reused connection that the upstream had closed
+//    meanwhile is sent once more on a fresh connection only when the upstream cannot have
+//    received it (not one byte of it was written: the socket refused the first write), or,
+//    for an idempotent method, when no byte of an answer came back. A POST the upstream may
+//    have read is never sent twice: it fails (Closed) and the client gets a 502.
+//  - A pooled connection idle for `keepalive_ms` is closed, not reused: set below the
+//    upstream's own keep-alive timeout, a request never races the upstream's close.
 //
 // Thread affinity: every method and every sink call on the loop given to the constructor.
 // Lifetime: a call ends with exactly one of on_end() / on_failure() (or cancel(), after
@@ -22,6 +27,7 @@
 #include <http_parser.h>
 #include <uv.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,12 +49,20 @@ struct UpstreamTarget {
 /** Parses an `http://` URL whose host is an IP address literal. The error names the problem. */
 [[nodiscard]] Result<UpstreamTarget> parse_upstream_url(std::string_view url);
 
+/** One request for the upstream: its bytes and what the pool must know of it. */
+struct ForwardedRequest {
+  std::string bytes;        // head and body, as written on the wire
+  bool head = false;        // a HEAD: the answer ends at its head, whatever its Content-Length says
+  bool idempotent = false;  // GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2): may be retried
+};
+
 struct UpstreamLimits {
   std::uint64_t connect_ms = 5000;
   std::uint64_t first_byte_ms = 30000;
   std::uint64_t idle_ms = 300000;
   std::size_t max_head_bytes = 64 * 1024;
   std::size_t max_idle = 16;
+  std::uint64_t keepalive_ms = 4000;  // a pooled connection idle this long is closed (Node's server closes at 5 s)
 };
 
 enum class UpstreamFailure {
@@ -79,6 +93,20 @@ class UpstreamSink {
   virtual void on_failure(UpstreamFailure kind, const std::string& what) = 0;
 };
 
+/**
+ * What a pool counts. Written on the pool's loop, readable from any thread (relaxed atomics):
+ * the owner may keep them (a worker's stats, read by /metrics) and outlive the pool.
+ */
+struct UpstreamCounters {
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> connects{0};     // TCP connections opened
+  std::atomic<std::uint64_t> reused{0};       // requests sent on a pooled connection
+  std::atomic<std::uint64_t> retried{0};      // sent again after a stale pooled connection
+  std::atomic<std::uint64_t> not_retried{0};  // a stale pooled connection failed a request it may have received: not sent twice
+  std::atomic<std::uint64_t> expired{0};      // pooled connections closed after keepalive_ms idle
+  std::atomic<std::uint64_t> failures{0};
+};
+
 class UpstreamPool;
 /** One request in flight; valid until its terminal sink call or cancel(). */
 struct UpstreamCall;
@@ -91,12 +119,15 @@ class UpstreamPool {
     std::uint64_t connects = 0;     // TCP connections opened
     std::uint64_t reused = 0;       // requests sent on a pooled connection
     std::uint64_t retried = 0;      // sent again after a stale pooled connection
+    std::uint64_t not_retried = 0;  // a stale pooled connection failed a request it may have received: not sent twice
+    std::uint64_t expired = 0;      // pooled connections closed after keepalive_ms idle
     std::uint64_t failures = 0;
     std::size_t idle = 0;           // pooled now
     std::size_t active = 0;         // calls in flight now
   };
 
-  UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits = {});
+  /** `counters`: where it counts (null: its own); must outlive the pool. */
+  UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits = {}, UpstreamCounters* counters = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -105,7 +136,7 @@ class UpstreamPool {
    * Sends `request` (a whole HTTP/1.1 request: head and body; the caller writes the Host,
    * Content-Length and the headers it forwards) and streams the answer to `sink`.
    */
-  UpstreamCall* start(std::string request, UpstreamSink* sink);
+  UpstreamCall* start(ForwardedRequest request, UpstreamSink* sink);
   /** Ends a call now; its sink hears nothing more; its connection is closed, not pooled. */
   void cancel(UpstreamCall* call);
   /** Backpressure: stop / start reading the call's answer. */
@@ -120,6 +151,9 @@ class UpstreamPool {
  private:
   void connect(UpstreamCall* c);  // on a fresh connection
   void send_on(UpstreamCall* c);  // writes the request, reads the answer
+  /** A pooled connection failed `c` before any answer: sent again on a fresh one if that is safe, else failed. */
+  void stale(UpstreamCall* c, bool nothing_sent, std::string what);
+  void pool_idle(Conn* conn);     // keeps it for keepalive_ms
   void start_reading(Conn* conn);
   void on_read(Conn* conn, ssize_t n, const uv_buf_t* buf);
   void arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind);
@@ -136,7 +170,8 @@ class UpstreamPool {
   std::vector<UpstreamCall*> active_;  // calls in flight
   std::size_t closing_ = 0;            // handles whose close callback has not run yet
   bool shut_ = false;
-  Stats stats_;
+  UpstreamCounters own_counters_;
+  UpstreamCounters& counters_;
 };
 
 }  // namespace mcpfan::detail::proxy

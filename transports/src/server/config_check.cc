@@ -64,6 +64,7 @@ Status check_config(const ServerConfig& c) {
       {"publish_burst", "--publish-burst", c.publish_burst, 0, 1e12},
       {"nats_linger_ms", "--nats-linger-ms", d(c.nats_linger_ms), 0, kDay},
       {"nats_outage_buffer_bytes", "--nats-outage-buffer-bytes", d(c.nats_outage_buffer_bytes), 1024, kGiB},
+      {"nats_receive_buffer_bytes", "--nats-receive-buffer-bytes", d(c.nats_receive_buffer_bytes), 1024, 16 * kGiB},
       {"nats_settle_ms", "--nats-settle-ms", d(c.nats_settle_ms), 0, kHour},
       {"nats_max_subjects", "--nats-max-subjects", d(c.nats_max_subjects), 1, 100'000'000},
       {"nats_batch_window_us", "--nats-batch-us", d(c.nats_batch_window_us), 0, 1'000'000},
@@ -72,9 +73,11 @@ Status check_config(const ServerConfig& c) {
       {"upstream_first_byte_ms", "--upstream-first-byte-ms", d(c.upstream_first_byte_ms), 1, kDay},
       {"upstream_idle_ms", "--upstream-idle-ms", d(c.upstream_idle_ms), 1, kDay},
       {"upstream_max_idle", "--upstream-max-idle", d(c.upstream_max_idle), 0, 100'000},
+      {"upstream_keepalive_ms", "--upstream-keepalive-ms", d(c.upstream_keepalive_ms), 1, kDay},
       {"upstream_max_answer_bytes", "--upstream-max-answer-bytes", d(c.upstream_max_answer_bytes), 1024, kGiB},
       {"shard.max_pending_bytes", "--max-pending-bytes", d(c.shard.max_pending_bytes), 1024, 1e12},
       {"shard.drain_batch", "(no flag)", d(c.shard.drain_batch), 1, d(kMaxDrainBatch)},
+      {"shard.max_inbox", "--shard-inbox-max", d(c.shard.max_inbox), 1, 16'777'216},
       {"io_uring_entries", "--io-uring-entries", d(c.io_uring_entries), 0, SendRing::kMaxEntries},
   };
   for (const Range& r : ranges) {

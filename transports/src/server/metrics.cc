@@ -75,6 +75,13 @@ void backplane_families(Walk& w, const nats::Backplane::Stats& b) {
   w.one("mcpfan_backplane_queued", kGauge,
         "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
         num(std::uint64_t{b.queued}));
+  w.one("mcpfan_backplane_held_bytes", kGauge,
+        "Bytes of notifications for other nodes admitted and not yet sent (queued, or held by the debouncer); at most "
+        "--nats-outage-buffer-bytes.",
+        num(static_cast<long long>(b.held_bytes)));
+  w.one("mcpfan_backplane_receive_bytes", kGauge,
+        "Bytes received from other nodes and not yet matched by the worker loops; at most --nats-receive-buffer-bytes.",
+        num(static_cast<long long>(b.receive_bytes)));
   // Fractional: the one family whose values are not whole (its name ends in _seconds).
   w.one("mcpfan_backplane_lag_seconds", kGauge,
         "How long the oldest notification for other nodes has waited (0 when none waits).", b.lag_seconds);
@@ -83,6 +90,12 @@ void backplane_families(Walk& w, const nats::Backplane::Stats& b) {
   w.one("mcpfan_backplane_dropped_total", kCounter,
         "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the bound.",
         num(b.dropped));
+  w.family("mcpfan_backplane_rejected_total", kCounter,
+           "Received messages dropped, by reason: malformed, batch (more than one notification), tenant or subject (the "
+           "body does not match the subject it arrived on), receive_budget, inbox_full.");
+  for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
+    w.sample("reason", nats::reject_name(static_cast<nats::Reject>(i)), num(b.rejected[i]));
+  }
 }
 
 }  // namespace
@@ -99,6 +112,13 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
   w.one("mcpfan_coalesced_total", kCounter, "Unwritten notifications replaced by a newer one for the same (method, uri).",
         num(s.coalesced));
   w.one("mcpfan_slow_consumer_closes_total", kCounter, "Streams closed for exceeding the pending-bytes bound.", num(s.slow_closes));
+  w.one("mcpfan_shard_inbox_depth", kGauge, "Notifications queued in the worker loops' inboxes, not yet matched.",
+        num(s.shard_inbox_depth));
+  w.one("mcpfan_shard_inbox_full_total", kCounter,
+        "Notifications that did not fit a worker loop's inbox (--shard-inbox-max): publishes refused, or dropped.",
+        num(s.shard_inbox_full));
+  w.one("mcpfan_publish_refused_inbox_full_total", kCounter,
+        "Publishes refused whole (503) because a worker loop's inbox was full.", num(s.publish_refused_full));
   w.one("mcpfan_stream_writes_total", kCounter, "Batched writes handed to streams.", num(s.stream_writes));
   w.one("mcpfan_http_requests_total", kCounter, "HTTP requests parsed.", num(s.http_requests));
   w.one("mcpfan_http_errors_total", kCounter, "HTTP answers with a 4xx/5xx status.", num(s.http_errors));
@@ -138,6 +158,16 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
     w.one("mcpfan_upstream_failures_total", kCounter,
           "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
           num(s.upstream->failures));
+    w.one("mcpfan_upstream_connects_total", kCounter, "Connections opened to the upstream.", num(s.upstream->connects));
+    w.one("mcpfan_upstream_reused_total", kCounter, "Forwarded requests sent on a pooled keep-alive connection.", num(s.upstream->reused));
+    w.one("mcpfan_upstream_retried_total", kCounter,
+          "Requests sent again on a fresh connection after a pooled one had closed: idempotent ones, or ones of which no byte left.",
+          num(s.upstream->retried));
+    w.one("mcpfan_upstream_not_retried_total", kCounter,
+          "Requests failed (502) rather than sent twice: a pooled connection closed after they went out (RFC 9110 9.2.2).",
+          num(s.upstream->not_retried));
+    w.one("mcpfan_upstream_expired_total", kCounter, "Pooled upstream connections closed after --upstream-keepalive-ms idle.",
+          num(s.upstream->expired));
   }
   w.one("mcpfan_callback_exceptions_total", kCounter,
         "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",

@@ -14,6 +14,7 @@
 
 #include "http/session_park.h"
 #include "server/config_check.h"
+#include "server/listen_socket.h"
 #include "server/server_impl.h"
 
 namespace mcpfan {
@@ -21,28 +22,6 @@ namespace mcpfan {
 using detail::Worker;
 
 namespace {
-
-// One listening socket per worker on the same address (SO_REUSEPORT): the kernel spreads
-// connections across workers with no hand-off between threads.
-int bind_reuseport(const sockaddr_storage& addr, std::string& err) {
-  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = std::strerror(errno);
-    return -1;
-  }
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  // listen() here, not in the worker thread: once start() returns (and the port is
-  // announced) connections must queue, not be refused.
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-    err = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // ServerConfig::listen_fd: a listening TCP stream socket (refused otherwise); `addr` gets its
 // address, so start() returns its port.
@@ -100,40 +79,10 @@ std::uint16_t port_of(const sockaddr_storage& a) {
                                        : reinterpret_cast<const sockaddr_in&>(a).sin_port);
 }
 
-void set_port(sockaddr_storage& a, std::uint16_t port) {
-  if (a.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6&>(a).sin6_port = htons(port);
-  else reinterpret_cast<sockaddr_in&>(a).sin_port = htons(port);
-}
-
 // An IPv4 or IPv6 literal and a port.
 bool parse_ip(const std::string& host, std::uint16_t port, sockaddr_storage& addr) {
   return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr)) == 0 ||
          uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr)) == 0;
-}
-
-// `n` listening sockets on `addr`, one per worker; an ephemeral port is chosen by the first
-// bind and written back into `addr`. On an error every socket made is closed.
-Status bind_workers(sockaddr_storage& addr, unsigned n, std::vector<int>& fds) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (addr.ss_family == AF_INET6) uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(&addr), host, sizeof host);
-  else uv_ip4_name(reinterpret_cast<const sockaddr_in*>(&addr), host, sizeof host);
-  for (unsigned i = 0; i < n; ++i) {
-    std::string err;
-    int fd = bind_reuseport(addr, err);
-    if (fd < 0) {
-      for (int f : fds) ::close(f);
-      fds.clear();
-      return Error{rpc_code::kInternalError, "cannot bind " + std::string(host) + ":" + std::to_string(port_of(addr)) + ": " + err};
-    }
-    if (i == 0) {  // an ephemeral port is chosen by the first bind; the rest share it
-      sockaddr_storage bound{};
-      socklen_t len = sizeof bound;
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-      set_port(addr, port_of(bound));
-    }
-    fds.push_back(fd);
-  }
-  return {};
 }
 
 }  // namespace
@@ -216,6 +165,7 @@ Result<std::uint16_t> Server::start() {
     bc.tls_ca_file = m.config.nats_tls_ca_file;
     bc.linger_ms = m.config.nats_linger_ms;
     bc.outage_buffer_bytes = m.config.nats_outage_buffer_bytes;
+    bc.receive_buffer_bytes = m.config.nats_receive_buffer_bytes;
     bc.settle_ms = m.config.nats_settle_ms;
     bc.max_subjects = m.config.nats_max_subjects;
     bc.delivery_threads = m.config.nats_delivery_threads;
@@ -247,16 +197,24 @@ Result<std::uint16_t> Server::start() {
       }
       fds.push_back(fd);
     }
-  } else if (auto bound = bind_workers(addr, m.config.workers, fds); !bound) {
-    return bound.error();
+  } else if (auto bound = detail::bind_listener(addr, m.config.workers, m.config.reuse_port, "--listen", fds); !bound) {
+    return bound.error();  // one socket per worker; another process's port is refused (listen_socket.h)
   }
   // The operator listener: every worker accepts on it too (its own SO_REUSEPORT socket), so
   // publishes are parsed on whichever loop the kernel picks, as on the public listener.
   std::vector<int> publish_fds;
   if (!m.config.publish_host.empty()) {
-    if (auto bound = bind_workers(publish_addr, m.config.workers, publish_fds); !bound) {
+    // Not the public listener's port, even with reuse_port: the two would be one group and
+    // the operator paths would answer on the public address.
+    if (detail::addresses_overlap(publish_addr, addr)) {
       for (int f : fds) ::close(f);
-      return Error{bound.error().code, "--publish-listen: " + bound.error().message};
+      return Error{rpc_code::kInvalidParams, "--publish-listen " + detail::address_text(publish_addr) +
+                                                 ": the address of --listen (the operator paths need a listener of their own)"};
+    }
+    if (auto bound = detail::bind_listener(publish_addr, m.config.workers, m.config.reuse_port, "--publish-listen", publish_fds);
+        !bound) {
+      for (int f : fds) ::close(f);
+      return bound.error();
     }
     m.publish_port = port_of(publish_addr);
   }

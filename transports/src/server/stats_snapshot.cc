@@ -22,11 +22,16 @@ long long load(const std::atomic<T>& a) {
 
 detail::StatsSnapshot Server::Impl::snapshot() {
   detail::StatsSnapshot s;
-  long long proxied = 0, upstream_failures = 0;
+  detail::StatsSnapshot::Upstream up;
   for (const auto& w : workers) {
     const detail::WorkerStats& ws = w->stats();
-    proxied += load(ws.proxied_requests);
-    upstream_failures += load(ws.upstream_failures);
+    up.requests += load(ws.proxied_requests);
+    up.failures += load(ws.upstream_failures);
+    up.connects += load(ws.upstream.connects);
+    up.reused += load(ws.upstream.reused);
+    up.retried += load(ws.upstream.retried);
+    up.not_retried += load(ws.upstream.not_retried);
+    up.expired += load(ws.upstream.expired);
     s.read_pauses += load(ws.read_pauses);
     s.uring_workers += load(ws.sends.rings);
     s.uring_sends += load(ws.sends.sends);
@@ -45,11 +50,14 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     s.deliveries += load(st.deliveries);
     s.coalesced += load(st.coalesced);
     s.slow_closes += load(st.slow_closes);
+    s.shard_inbox_full += load(st.inbox_full);
+    s.shard_inbox_depth += static_cast<long long>(hub->shard(i).inbox_depth());
     s.stream_writes += load(st.writes);
     s.callback_exceptions += load(st.exceptions);
   }
   s.published = ll(hub->published());
   s.published_no_audience = ll(hub->no_audience());
+  s.publish_refused_full = ll(hub->refused_full());
   s.sessions = static_cast<long long>(sessions.size());
   s.sessions_idle = static_cast<long long>(sessions.idle());
   const detail::SessionCounters& sc = sessions.counters();
@@ -65,7 +73,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
   }
   s.workers = static_cast<long long>(workers.size());
   s.log_lines_dropped = ll(detail::log::dropped() + detail::log::suppressed());
-  if (!config.upstream.empty()) s.upstream = detail::StatsSnapshot::Upstream{proxied, upstream_failures};
+  if (!config.upstream.empty()) s.upstream = up;
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));
 
   const detail::AuthCounters& a = state.auth_counters;

@@ -33,6 +33,9 @@ struct StatsSnapshot {
   long long deliveries = 0;
   long long coalesced = 0;
   long long slow_closes = 0;
+  long long shard_inbox_depth = 0;     // payloads queued in the shards' inboxes, not yet matched (a gauge)
+  long long shard_inbox_full = 0;      // payloads that did not fit a shard inbox (--shard-inbox-max)
+  long long publish_refused_full = 0;  // local publishes refused whole (503) for a full shard inbox
   long long stream_writes = 0;
   long long http_requests = 0;
   long long http_errors = 0;
@@ -54,6 +57,11 @@ struct StatsSnapshot {
   struct Upstream {
     long long requests = 0;
     long long failures = 0;
+    long long connects = 0;     // connections opened to it
+    long long reused = 0;       // requests sent on a pooled connection
+    long long retried = 0;      // sent again: the pooled connection had closed, and a retry was safe
+    long long not_retried = 0;  // failed instead (502): the upstream may have received the request
+    long long expired = 0;      // pooled connections closed after --upstream-keepalive-ms
   };
   std::optional<Upstream> upstream;
   /** By detail::Limit. */

@@ -160,7 +160,8 @@ void Worker::run(int listen_fd, int publish_fd) {
     ul.first_byte_ms = config_.upstream_first_byte_ms;
     ul.idle_ms = config_.upstream_idle_ms;
     ul.max_idle = config_.upstream_max_idle;
-    upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul);
+    ul.keepalive_ms = config_.upstream_keepalive_ms;
+    upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul, &stats_.upstream);
   }
   (void)open_listener(listener_, listen_fd, "");
   if (publish_fd >= 0) {

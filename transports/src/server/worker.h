@@ -47,6 +47,7 @@ struct WorkerStats {
   std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
   std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
   std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
+  proxy::UpstreamCounters upstream;                 // this loop's upstream pool (connections, retries)
   SendRingStats sends;  // this loop's io_uring sends (send_ring.h)
 };
 

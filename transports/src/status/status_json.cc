@@ -111,6 +111,9 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
           .num("io_uring_short_sends", s.uring_short_sends)
           .num("callback_exceptions", s.callback_exceptions)
           .num("log_lines_dropped", s.log_lines_dropped);
+      c.num("shard_inbox_depth", s.shard_inbox_depth)
+          .num("shard_inbox_full", s.shard_inbox_full)
+          .num("publish_refused_inbox_full", s.publish_refused_full);
     }
     {
       Obj l(o.key("limit_hits"));
@@ -132,8 +135,8 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
     if (s.backplane) {
       const nats::Backplane::Stats& b = *s.backplane;
       auto n = [](auto v) { return static_cast<long long>(v); };
-      Obj(o.key("backplane"))
-          .boolean("connected", b.connected)
+      Obj bp(o.key("backplane"));
+      bp.boolean("connected", b.connected)
           .num("subjects", n(b.subjects))
           .num("compacted_tenants", n(b.compacted_tenants))
           .num("compactions", n(b.compactions))
@@ -142,9 +145,15 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
           .num("received", n(b.received))
           .num("unmatched", n(b.unmatched))
           .num("queued", n(b.queued))
+          .num("held_bytes", n(b.held_bytes))
+          .num("receive_bytes", n(b.receive_bytes))
           .real("lag_seconds", b.lag_seconds)
           .num("refused", n(b.refused))
           .num("dropped", n(b.dropped));
+      Obj rejected(bp.key("rejected"));  // received messages dropped, by reason (nats/inbound.h)
+      for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
+        rejected.num(nats::reject_name(static_cast<nats::Reject>(i)), n(b.rejected[i]));
+      }
     } else {
       o.null("backplane");
     }

@@ -53,6 +53,16 @@ struct ServerConfig {
    * allow_hosts for a socket on another address.
    */
   int listen_fd = -1;
+  /**
+   * false (default): host:port and publish_host:publish_port are this Server's alone. An
+   * address some other socket listens on (another process, even one whose SO_REUSEPORT
+   * sockets the kernel would let join) fails start() with "--listen HOST:PORT: address in
+   * use (...)" (or --publish-listen) and nothing started. true: join such a group of
+   * SO_REUSEPORT listeners of the same user, and the kernel spreads connections over both
+   * processes (several processes on one port on purpose, e.g. a zero-downtime restart).
+   * Either way the workers of one Server share each listener with SO_REUSEPORT.
+   */
+  bool reuse_port = false;
   std::size_t max_body = 1u << 20;    // bytes; larger bodies get 413
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_url_length = 8 * 1024;
@@ -116,6 +126,7 @@ struct ServerConfig {
   std::string nats_tls_ca_file;     // CA bundle: require TLS to the NATS servers, optional
   std::uint64_t nats_linger_ms = 5000;  // interest kept this long after its last subscriber
   int nats_outage_buffer_bytes = 8 << 20;  // for other nodes while disconnected; a publish past it gets 503
+  std::int64_t nats_receive_buffer_bytes = 64 << 20;  // received from other nodes, not yet delivered; past it dropped (counted)
   std::uint64_t nats_settle_ms = 1000;      // after a reconnect, before what waited is sent (peers re-subscribe: 570 ms measured at 19,000 subjects)
   std::size_t nats_max_subjects = 1'000'000;
   std::uint64_t nats_batch_window_us = 1000;  // after a send to NATS, later ones wait up to this long to leave together
@@ -128,6 +139,7 @@ struct ServerConfig {
   std::uint64_t upstream_first_byte_ms = 30000;  // the first byte of its answer (504 past it)
   std::uint64_t upstream_idle_ms = 300000;       // a gap in a streaming answer (the stream is cut)
   std::size_t upstream_max_idle = 16;            // pooled keep-alive connections per worker
+  std::uint64_t upstream_keepalive_ms = 4000;    // a pooled connection idle this long is closed: below the upstream's keep-alive timeout
   std::size_t upstream_max_answer_bytes = 1u << 20;  // an answer mcpfan rewrites (initialize, server/discover) is read whole up to this
   bool upstream_forward_subscribe = false;       // also send 2025 resources/(un)subscribe to the upstream
   ShardOptions shard;
