@@ -6,7 +6,9 @@
 // server with client tokens, publisher keys, a publish rate and per-tenant ceilings (401, 403,
 // 429, 503); any other to the one without authentication.
 //
-// Findings: any sanitizer report in the server's worker thread; a server that stops reading or
+// Findings: any sanitizer report in the server's worker thread; a request the front proxy would
+// forward that a strict reader reads differently from how mcpfan parsed it, or bytes parsed
+// differently at once and byte by byte (tests/support/forward_check.h, issue 22); a server that stops reading or
 // neither answers nor closes within 2 s of the client's FIN (a hang); a 500 answer; bytes back
 // that are not well-formed HTTP/1.1 responses, a JSON body or SSE data line that is not JSON,
 // or a non-SSE response cut short; a refusal without its headers (WWW-Authenticate, Retry-After)
@@ -18,7 +20,9 @@
 #include <string_view>
 
 #include "fuzz_auth.h"
+#include "fuzz_check.h"
 #include "fuzz_support.h"
+#include "support/forward_check.h"
 
 namespace fz = mcpfan::fuzz;
 
@@ -34,9 +38,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto pieces = fz::split_input(in.rest);
   auto rx = fz::exchange(fd, pieces, authed ? "HTTP (authenticated server)" : "HTTP");
   ::close(fd);
+  std::string joined;
+  for (std::string_view piece : pieces) joined.append(piece);
+  // The same bytes through the front proxy's forwarding, without a server.
+  auto whole = mcpfan::testing::parse_and_forward(joined);
+  auto bytewise = mcpfan::testing::parse_and_forward(joined, 1);
+  auto split = mcpfan::testing::compare_cases(whole, bytewise);
+  FUZZ_CHECK(!split, "parsed at once and byte by byte differently (%s): %s", split->c_str(), fz::printable(joined).c_str());
+  for (const auto& one : whole.requests) {
+    auto mismatch = mcpfan::testing::strict_mismatch(one);
+    FUZZ_CHECK(!mismatch, "%s: %s", mismatch->c_str(), fz::printable(joined).c_str());
+  }
   if (rx.clean_eof) {
-    std::string joined;
-    for (std::string_view piece : pieces) joined.append(piece);
     fz::HttpExpect expect;
     expect.head_requests = fz::head_requests(joined);
     expect.authed = authed;

@@ -24,6 +24,7 @@
 
 #include "fuzz_auth.h"
 #include "fuzz_check.h"
+#include "http/field_syntax.h"
 
 namespace mcpfan::fuzz {
 
@@ -171,6 +172,11 @@ struct ResponseState {
   bool head = false;                                // this response answers a HEAD: no body
 
   void commit() {
+    // What mcpfan writes (its own answers, and the upstream's it relays) is read the same by
+    // any strict reader: token names, values without control bytes (issue 22).
+    FUZZ_CHECK(detail::is_token(field), "a response header name that is not a token: \"%s\"", printable(field).c_str());
+    FUZZ_CHECK(detail::is_clean_field_value(value), "a response header value with a control byte: %s: %s",
+               printable(field).c_str(), printable(value).c_str());
     if (starts_with_ci(field, "content-type") && field.size() == 12) content_type = value;
     if (starts_with_ci(field, "www-authenticate") && field.size() == 16) www_authenticate = value;
     if (starts_with_ci(field, "retry-after") && field.size() == 11) retry_after = value;

@@ -231,6 +231,17 @@ int RequestParser::on_headers_complete(http_parser* p) {
     }
     self->in_trailers_ = true;  // whatever fields follow (after a chunked body) are trailers
     self->req_.method = p->method;
+    // A tunnel is not served: after a CONNECT, http_parser would read the tunnelled bytes as
+    // the next request, which is not what the client meant by them.
+    if (p->method == HTTP_CONNECT) return self->reject(405, std::nullopt, "CONNECT is not served here (mcpfan is not a tunnel)");
+    // request-target (RFC 9112 §3.2) is visible ASCII; this build of http_parser also takes
+    // bytes above 0x7F and HTAB, which a strict upstream refuses (found by forward_diff.mjs).
+    for (char ch : self->req_.url) {
+      auto u = static_cast<unsigned char>(ch);
+      if (u <= 0x20 || u >= 0x7f) {
+        return self->reject(400, std::nullopt, "the request target holds a byte that is not visible ASCII (RFC 9112 §3.2; percent-encode it)");
+      }
+    }
     // http_parser sets content_length to ULLONG_MAX when the field is absent.
     if (p->content_length != ULLONG_MAX && p->content_length > self->limits_.max_body) {
       return self->reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(self->limits_.max_body) + " bytes");

@@ -8,7 +8,8 @@
 //    or any other non-token byte, is a 400 (§5.1); so is an empty name;
 //  - a field value holds no CR, LF or NUL, and obs-fold (a line starting with SP/HTAB
 //    continuing the previous value) is a 400 (§5.2);
-//  - more than one Host is a 400 (§3.2);
+//  - more than one Host is a 400 (§3.2); so is a request target with a byte that is not
+//    visible ASCII (§3.2); CONNECT is a 405 (mcpfan is not a tunnel);
 //  - trailers of a chunked body are read (bounded by the header limit) and dropped: they never
 //    become fields, and never change what was parsed from the head (§7.1.2 lets a recipient
 //    discard them);

@@ -73,6 +73,15 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   natsOptions* opts = b->opts_;
   auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
   auto on_connected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->mark_connected(); };
+  // nats.c runs connection callbacks on its own thread, in order, after natsConnection_Close()
+  // returned; the closed callback is the last of them (nats.c conn.c _close): the destructor
+  // waits for it, so no callback runs on a freed backplane.
+  auto on_closed = [](natsConnection*, void* self) {
+    auto* b = static_cast<Backplane*>(self);
+    std::lock_guard lock(b->closed_mu_);
+    b->closed_cb_ = true;
+    b->closed_cv_.notify_all();
+  };
   auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
     // Slow consumer: messages past a subscription's pending bound were dropped.
     if (err == NATS_SLOW_CONSUMER) static_cast<Backplane*>(self)->dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -98,6 +107,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (s = natsOptions_UseGlobalMessageDelivery(opts, c.delivery_threads > 0)) != NATS_OK ||
       (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
       (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
+      (s = natsOptions_SetClosedCB(opts, on_closed, b.get())) != NATS_OK ||
       (s = natsOptions_SetErrorHandler(opts, on_error, b.get())) != NATS_OK ||
       // The node serves locally while NATS is away, from the first connect on. On the loop,
       // nats.c's first attach must come from the loop's thread, which its retry thread is
@@ -132,6 +142,12 @@ Backplane::~Backplane() {
   if (thread_.joinable()) {
     uv_async_send(&stop_);  // the loop closes the connection on its own thread, then returns
     thread_.join();
+  }
+  if (conn_.load(std::memory_order_acquire) != nullptr) {
+    // The loop closed it (close_connection): its last callback still comes from nats.c's
+    // callback thread. Bounded: a callback thread that never runs costs this wait, not a hang.
+    std::unique_lock lock(closed_mu_);
+    (void)closed_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return closed_cb_; });
   }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
   subs_.clear();

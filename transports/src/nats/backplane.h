@@ -41,6 +41,7 @@
 // outlives it.
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <memory>
@@ -176,6 +177,9 @@ class Backplane final : public KeyListener {
   std::unordered_map<std::string, __natsSubscription*> subs_;  // the interest thread's only
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
+  std::mutex closed_mu_;            // nats.c's closed callback (its last) -> the destructor
+  std::condition_variable closed_cv_;
+  bool closed_cb_ = false;          // guarded by closed_mu_
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
   std::array<std::atomic<std::uint64_t>, kRejectReasons> rejected_{};
   // Notifications for other nodes, sent in order by the backplane's loop: at once after a

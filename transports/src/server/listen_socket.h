@@ -10,15 +10,17 @@
  * group to one process (the kernel checks only the user id), so bind_listener() checks:
  *  1. before binding, a probe socket without SO_REUSEPORT (with SO_REUSEADDR, so that the
  *     TIME_WAIT connections of an earlier run do not count) is bound to the address and
- *     closed at once: the bind fails with EADDRINUSE exactly when some socket listens there
+ *     closed at once: the bind fails with EADDRINUSE when some socket listens there
  *     (or on an overlapping wildcard address) — whoever owns it, with or without SO_REUSEPORT;
  *  2. after the group listens, the listening sockets of this network namespace are read
  *     (NETLINK_SOCK_DIAG, as `ss -lt` does): one on an overlapping address that is not ours
  *     means another process joined between its probe and ours (two started at the same
- *     instant, both passed step 1); then every socket is closed and the start fails. Both
- *     racers may fail that way, never both serve. Where sock_diag is not available (a
- *     seccomp filter), step 2 is skipped: only that instant's race stays open.
- * With `share` (the --reuse-port flag) both checks are skipped: today's behaviour, for
+ *     instant, both passed step 1); then every socket is closed and the start fails. Each
+ *     racer listens before it looks, so the later one always sees the earlier: both may
+ *     fail, never both serve (the few connections the kernel gave the loser meanwhile are
+ *     reset). Where sock_diag is refused (a seccomp filter, systemd's
+ *     RestrictAddressFamilies without AF_NETLINK), step 2 is skipped: only that race stays open.
+ * With `share` (the --reuse-port flag) both checks are skipped (the behaviour before issue 22), for
  * operators who run several processes on one port on purpose (zero-downtime restarts). The
  * one that joins decides: a process serving without `share` keeps SO_REUSEPORT on its own
  * sockets (the kernel needs it on every member) and so cannot keep a `share` joiner out.
@@ -27,7 +29,7 @@
  * ServerConfig::listen_fd is served), is exclusive in the kernel, but every loop then waits on
  * the one accept queue: each connection wakes them all and the first to call accept() takes
  * it (and libuv keeps accepting until the queue is empty), so the spread over loops is no
- * longer the kernel's even hash. That was not measured here; the per-loop queues were kept.
+ * longer the kernel's hash. That was not measured here; the per-loop queues were kept.
  *
  * Thread affinity: plain functions over sockets, no shared state; Server::start() calls them.
  */
