@@ -14,12 +14,13 @@ namespace {
 constexpr const char* kNatsServer = "/usr/sbin/nats-server";
 }  // namespace
 
-NatsServer::NatsServer(int port, std::string cluster_routes) {
+NatsServer::NatsServer(int port, std::string cluster_routes, std::string config_file) {
   if (::access(kNatsServer, X_OK) != 0) {
     error_ = std::string(kNatsServer) + " is not installed (tools/setup.sh installs nats-server)";
     return;
   }
   std::vector<std::string> argv{kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"};
+  if (!config_file.empty()) argv.insert(argv.end(), {"-c", config_file});
   if (!cluster_routes.empty()) {
     argv.insert(argv.end(), {"--cluster_name", "itest", "-cluster", "nats://127.0.0.1:-1"});
     if (cluster_routes != "-") argv.insert(argv.end(), {"-routes", cluster_routes});

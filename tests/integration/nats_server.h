@@ -15,7 +15,8 @@ namespace itest {
 class NatsServer {
  public:
   // `port` -1 = random. `cluster_routes`: join a cluster ("" = none; "-" = be its first server).
-  explicit NatsServer(int port = -1, std::string cluster_routes = "");
+  // `config_file`: a nats-server configuration (users, permissions) read first; the flags win.
+  explicit NatsServer(int port = -1, std::string cluster_routes = "", std::string config_file = "");
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   int port() const { return port_; }

@@ -3,10 +3,7 @@
 // the operator model README "Several nodes" documents. A message that tenant acme's user
 // publishes cannot reach tenant victim's listeners: not with a body naming victim, not with
 // several notifications in one message; a direct publish on acme's own subject is delivered.
-#include <unistd.h>
-
 #include <fstream>
-#include <regex>
 
 #include "child_process.h"
 #include "harness.h"
@@ -16,69 +13,21 @@
 namespace itest {
 namespace {
 
-constexpr const char* kNatsServerBin = "/usr/sbin/nats-server";
-
 // A nats-server whose users the test configures: `node` (the mcpfan nodes) may publish and
 // subscribe under mcpfan.v1.>, `acme` may only publish under mcpfan.v1.acme.>.
-class AuthNats {
- public:
-  explicit AuthNats(const std::string& dir) {
-    if (::access(kNatsServerBin, X_OK) != 0) {
-      error_ = std::string(kNatsServerBin) + " is not installed (tools/setup.sh installs nats-server)";
-      return;
-    }
-    const std::string conf = dir + "/nats.conf";
-    std::ofstream(conf) << R"(authorization {
+std::string WriteAuthConfig(const std::string& dir) {
+  const std::string conf = dir + "/nats.conf";
+  std::ofstream(conf) << R"(authorization {
   users = [
     {user: "node", password: "node-pw", permissions: {publish: "mcpfan.v1.>", subscribe: "mcpfan.v1.>"}}
     {user: "acme", password: "acme-pw", permissions: {publish: "mcpfan.v1.acme.>", subscribe: "_INBOX.>"}}
   ]
 }
 )";
-    if (!proc_.Spawn({kNatsServerBin, "-c", conf, "-a", "127.0.0.1", "-p", "-1", "-m", "-1"})) {
-      error_ = proc_.error();
-      return;
-    }
-    std::smatch m;
-    static const std::regex client(R"(Listening for client connections on 127\.0\.0\.1:(\d+))");
-    static const std::regex monitor(R"(Starting http monitor on 127\.0\.0\.1:(\d+))");
-    proc_.WaitStderrUntil(
-        [&](const std::string& log) {
-          if (std::regex_search(log, m, client)) port_ = std::stoi(m[1]);
-          if (std::regex_search(log, m, monitor)) monitor_ = std::stoi(m[1]);
-          return port_ > 0 && monitor_ > 0;
-        },
-        kStart);
-    if (port_ <= 0 || monitor_ <= 0) error_ = "nats-server did not log its ports:\n" + proc_.Stderr();
-  }
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  int port() const { return port_; }
-  std::string node_url() const { return "nats://node:node-pw@127.0.0.1:" + std::to_string(port_); }
-  // The subjects the server holds for the client connection named `name` (/connz?subs=1).
-  std::vector<std::string> Subscriptions(std::string_view name) const {
-    std::vector<std::string> subs;
-    auto r = Roundtrip(monitor_, BuildRequest("GET", "/connz?subs=1", {}));
-    if (!r || r->status != 200) return subs;
-    Json j(r->body);
-    auto conns = j.Get({"connections"});
-    if (!conns) return subs;
-    for (auto c : conns->get_array()) {
-      std::string_view n;
-      if (c["name"].get_string().get(n) || n != name) continue;
-      simdjson::dom::array list;
-      if (c["subscriptions_list"].get_array().get(list)) continue;
-      for (auto s : list) subs.emplace_back(std::string_view(s.get_string().value()));
-    }
-    return subs;
-  }
+  return conf;
+}
 
- private:
-  ChildProcess proc_;
-  int port_ = 0;
-  int monitor_ = 0;
-  std::string error_;
-};
+std::string NodeUrl(const NatsServer& nats) { return "nats://node:node-pw@127.0.0.1:" + std::to_string(nats.port()); }
 
 // A tenant's backend talking the NATS protocol itself (as the README invites): CONNECT as a
 // user, PUB, and a PING whose PONG says the server has processed everything before it.
@@ -139,11 +88,11 @@ std::string TenantUpdate(std::string_view tenant, std::string_view uri, int n) {
 
 TEST(NatsTenantAuth, AMessageFromAcmesUserNeverReachesVictimsListeners) {
   TempDir dir;
-  AuthNats nats(dir.path());
+  NatsServer nats(-1, "", WriteAuthConfig(dir.path()));
   ASSERT_TRUE(nats.ok()) << nats.error();
   const std::string secret = "nats-tenant-auth-secret-0123456789abcdef";
   std::ofstream(dir.path() + "/secret") << secret << "\n";
-  ServerProcess node({"--workers", "2", "--nats", nats.node_url(), "--node-name", "B", "--jwt-secret-file",
+  ServerProcess node({"--workers", "2", "--nats", NodeUrl(nats), "--node-name", "B", "--jwt-secret-file",
                       dir.path() + "/secret"});
   ASSERT_TRUE(node.ok()) << node.error();
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));

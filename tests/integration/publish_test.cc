@@ -1,5 +1,6 @@
 // POST /v1/publish: replies and counters (design.md 3).
 #include "harness.h"
+#include "test_helpers.h"
 
 namespace itest {
 namespace {
@@ -72,6 +73,31 @@ TEST(Publish, CountersCountAcceptedAndDelivered) {
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_published_total", *published0 + 2));
   // Two streams x one matching notification.
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_deliveries_total", *delivered0 + 2));
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// A worker loop's inbox bounded at one notification: a body of two cannot be posted whole, so
+// it is refused whole (503, Retry-After, a message naming the bound) and nothing is delivered;
+// one notification still passes.
+TEST(Publish, ABodyLargerThanAFullInboxIsRefusedWholeWithRetryAfter) {
+  ServerProcess srv({"--workers", "1", "--shard-inbox-max", "1"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, srv.port(), R"("inbox")", R"({"resourceSubscriptions":["file:///a","file:///b"]})"));
+  auto r = Publish(srv.port(), "[" + Updated("file:///a") + "," + Updated("file:///b") + "]");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_EQ(r->Get("retry-after").value_or(""), "1");
+  EXPECT_NE(r->body.find("--shard-inbox-max"), std::string::npos) << r->body;
+  ASSERT_TRUE(PublishOk(srv.port(), Updated("file:///b")));
+  auto ev = s.Next();
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->data.find("file:///b"), std::string::npos) << "the refused body was partly delivered: " << ev->data;
 }
 
 }  // namespace

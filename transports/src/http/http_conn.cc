@@ -247,6 +247,7 @@ void HttpConn::parse_some(const char* data, std::size_t len) {
       case RequestParser::Status::Rejected: {
         const RequestRejection& r = parser_.rejection();
         if (r.limit) w_.limits().hit(*r.limit);
+        head_ = r.head;  // a HEAD's error answer has no body either
         reject(r.status, r.message);
         return;
       }

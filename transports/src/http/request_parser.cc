@@ -81,7 +81,8 @@ RequestParser::Status RequestParser::execute(const char* data, std::size_t len, 
   if (err != HPE_OK) {
     if (!rejected_) {
       rejected_ = true;
-      rejection_ = {400, std::nullopt, std::string("malformed HTTP request: ") + http_errno_description(err)};
+      rejection_ = {400, std::nullopt, std::string("malformed HTTP request: ") + http_errno_description(err),
+                    in_trailers_ && parser_.method == HTTP_HEAD};
     }
     return Status::Rejected;
   }
@@ -124,7 +125,7 @@ int RequestParser::step(http_parser* p, F&& f) noexcept {
 
 int RequestParser::reject(int status, std::optional<Limit> limit, std::string message) {
   rejected_ = true;
-  rejection_ = {status, limit, std::move(message)};
+  rejection_ = {status, limit, std::move(message), in_trailers_ && parser_.method == HTTP_HEAD};
   return -1;
 }
 
@@ -266,6 +267,7 @@ int RequestParser::on_body(http_parser* p, const char* at, std::size_t len) {
 
 int RequestParser::on_message_complete(http_parser* p) {
   return step(p, [&](RequestParser* self) -> int {
+    self->in_trailers_ = false;  // nothing of this request is read any more: an error now is not its
     self->events_.request_complete(self->req_);
     // One request at a time: the owner answers it (or hands it on) before the next is read.
     self->pause();

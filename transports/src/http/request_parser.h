@@ -60,6 +60,7 @@ struct RequestRejection {
   int status = 400;
   std::optional<Limit> limit;
   std::string message;
+  bool head = false;  // the refused request is a HEAD whose head was read: its answer has no body
 };
 
 class RequestParser {
@@ -124,7 +125,7 @@ class RequestParser {
   const char* buf_end_ = nullptr;  // the end of the bytes execute() was given
   bool in_value_ = false;          // the last head callback was a value
   bool value_at_end_ = false;      // ...and it ran to the end of its buffer (continued in the next)
-  bool in_trailers_ = false;       // the head is done: fields now are trailers
+  bool in_trailers_ = false;       // the head is read (the method known), the request not complete: fields are trailers
   bool failed_ = false;
   bool rejected_ = false;
 };

@@ -87,7 +87,12 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
   // With a backplane the hub debounces whole notifications, delivers them here and forwards
   // them (Hub::set_forwarder): a suppressed update never crosses the backplane.
   if (!(backplane ? w.hub().publish(std::move(decoded.value().notifications)) : w.hub().publish(payloads))) {
-    c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
+    if (w.hub().closed()) {
+      c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
+    } else {  // a worker loop's inbox is at --shard-inbox-max (mcpfan/hub.h): refused whole, try again soon
+      c.respond(503, "application/json",
+                json_error_body("a worker loop's inbox is full (--shard-inbox-max); nothing was published"), "Retry-After: 1\r\n");
+    }
     return;
   }
   if (!backplane) w.hub().count_no_audience(accepted - payloads.size());
