@@ -7,8 +7,15 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include "child_process.h"
 #include "harness.h"
+#include "stdio_client.h"
 #include "test_helpers.h"
 
 namespace itest {
@@ -110,6 +117,36 @@ TEST(ListenPort, RestartOnTheSamePortAfterServing) {
   std::string err;
   EXPECT_EQ(LaunchMcpfan(second, {"--listen", Addr(first.port()), "--workers", "2"}, kStart, "second mcpfan", &err), first.port())
       << err;
+}
+
+// The same for --unix: a second mcpfan used to unlink the live socket file and bind its own,
+// silently taking the path (new clients reached it, not the first).
+TEST(ListenPort, SecondInstanceOnALiveUnixPathFails) {
+  TempDir dir;
+  const std::string path = dir.path() + "/mcpfan.sock";
+  ServerProcess first({"--workers", "1", "--unix", path});
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_TRUE(Refuses({"--listen", "127.0.0.1:0", "--unix", path}, "address in use (another process serves it)"));
+  LineChannel ch;
+  std::string err;
+  EXPECT_TRUE(ConnectUnix(ch, path, kIo, &err)) << "the first server lost its socket: " << err;
+}
+
+// A socket file whose process is gone (no listener: connecting is refused) is replaced.
+TEST(ListenPort, AStaleUnixSocketFileIsReplaced) {
+  TempDir dir;
+  const std::string path = dir.path() + "/stale.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::close(fd);  // the file stays, nobody listens
+  ServerProcess srv({"--workers", "1", "--unix", path});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  LineChannel ch;
+  std::string err;
+  EXPECT_TRUE(ConnectUnix(ch, path, kIo, &err)) << err;
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST(PrometheusText, FixedSnapshot) {
   EXPECT_TRUE(has_line(text, "mcpfan_tenants 5")) << text;
   EXPECT_TRUE(has_line(text, "mcpfan_backplane_connected 1")) << text;
   EXPECT_TRUE(has_line(text, "mcpfan_backplane_lag_seconds 0.250")) << text;
-  EXPECT_TRUE(text.ends_with("mcpfan_backplane_dropped_total 0\n")) << text;
+  EXPECT_TRUE(has_line(text, "mcpfan_backplane_dropped_total 0")) << text;
+  EXPECT_TRUE(text.ends_with("mcpfan_backplane_rejected_total{reason=\"inbox_full\"} 0\n")) << text;
   // Without an upstream, its families are not walked; no line is a float but the lag.
   EXPECT_EQ(text.find("mcpfan_upstream_"), std::string::npos);
   s.backplane->lag_seconds = 0;

@@ -6,6 +6,7 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -199,6 +200,40 @@ Status bind_listener(sockaddr_storage& addr, unsigned n, bool share, std::string
     if (auto foreign = foreign_listener(addr, fds); foreign.ok() && foreign.value()) return fail(in_use(what, addr, share));
   }
   return {};
+}
+
+int bind_unix_listener(const std::string& path, std::string& err) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) {
+    err = "path longer than " + std::to_string(sizeof addr.sun_path - 1) + " bytes";
+    return -1;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      err = "exists and is not a socket";
+      return -1;
+    }
+    // A live listener accepts the connection (into its backlog, at once); a stale file is refused.
+    int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 && ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+    int connect_errno = errno;
+    if (probe >= 0) ::close(probe);
+    if (live || connect_errno == EAGAIN) {  // EAGAIN: a live listener with a full backlog
+      err = "address in use (another process serves it)";
+      return -1;
+    }
+    ::unlink(path.c_str());
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    err = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace mcpfan::detail

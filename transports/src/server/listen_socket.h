@@ -62,6 +62,14 @@ namespace mcpfan::detail {
 [[nodiscard]] Status bind_listener(sockaddr_storage& addr, unsigned n, bool share, std::string_view what, std::vector<int>& fds);
 
 /**
+ * A listening Unix-domain socket at `path` (non-blocking, close-on-exec), or -1 with `err`.
+ * A socket file left by a process that is gone is replaced; one that a live process still
+ * accepts on is refused ("address in use (another process serves it)"): unlinking it would
+ * silently take its path from that process. A file that is not a socket is refused too.
+ */
+[[nodiscard]] int bind_unix_listener(const std::string& path, std::string& err);
+
+/**
  * Whether a listening TCP socket other than `own` (by inode) listens on an address
  * overlapping `addr` in this network namespace: the check after binding. An error when the
  * kernel cannot be asked (no sock_diag), with the reason.

@@ -49,31 +49,6 @@ bool host_listener_port(int fd, sockaddr_storage& addr, std::string& err) {
 }
 
 // A stream socket at `path`; a stale socket file from an earlier run is replaced.
-int bind_unix(const std::string& path, std::string& err) {
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) {
-    err = "path longer than " + std::to_string(sizeof addr.sun_path - 1) + " bytes";
-    return -1;
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      err = "exists and is not a socket";
-      return -1;
-    }
-    ::unlink(path.c_str());
-  }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-    err = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 std::uint16_t port_of(const sockaddr_storage& a) {
   return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
                                        : reinterpret_cast<const sockaddr_in&>(a).sin_port);
@@ -221,7 +196,7 @@ Result<std::uint16_t> Server::start() {
   int unix_fd = -1;
   if (!m.config.unix_path.empty()) {
     std::string err;
-    unix_fd = bind_unix(m.config.unix_path, err);
+    unix_fd = detail::bind_unix_listener(m.config.unix_path, err);
     if (unix_fd < 0) {
       for (int f : fds) ::close(f);
       for (int f : publish_fds) ::close(f);
