@@ -66,7 +66,7 @@ dpkg -x "$dev" "$root"
 unit="$root/lib/systemd/system/mcpfan.service"
 # shellcheck disable=SC2016  # $MAINPID is the unit's text, not the shell's
 for k in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes PrivateDevices=yes \
-         "CapabilityBoundingSet=" "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX" "LimitNOFILE=" \
+         "CapabilityBoundingSet=" "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK" "LimitNOFILE=" \
          'ExecReload=/bin/kill -HUP $MAINPID' Restart=on-failure "ExecStart=/usr/bin/mcpfan --config /etc/mcpfan/mcpfan.toml"; do
   grep -q "^$k" "$unit" || fail "unit lacks $k"
 done

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "nats/libuv_adapter.h"
+#include "server/log.h"
 #include "nats/subjects.h"
 
 namespace mcpfan::detail::nats {
@@ -148,6 +149,11 @@ Backplane::~Backplane() {
     // callback thread. Bounded: a callback thread that never runs costs this wait, not a hang.
     std::unique_lock lock(closed_mu_);
     (void)closed_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return closed_cb_; });
+    // A message handler may still be running on nats.c's delivery pool (it uses the hub and
+    // this object): wait, bounded, until every subscription has said it is done.
+    if (!closed_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return live_handlers_ == 0; })) {
+      log::line("nats", std::to_string(live_handlers_) + " subscription handlers did not report their end within 5 s; stopping anyway");
+    }
   }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
   subs_.clear();
@@ -264,6 +270,16 @@ void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
         continue;
       }
       (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, pending_bytes_limit());
+      {
+        std::lock_guard lock(closed_mu_);
+        ++live_handlers_;
+      }
+      // After the subscription closes (unsubscribed, or with the connection) and its handler
+      // has returned for the last time: from then on on_message() is never called for it.
+      if (natsSubscription_SetOnCompleteCB(sub, &Backplane::on_subscription_complete, this) != NATS_OK) {
+        std::lock_guard lock(closed_mu_);
+        --live_handlers_;  // not tracked: an old nats.c; the closed-callback wait is all there is
+      }
       subs_[op.subject] = sub;
     } else if (auto it = subs_.find(op.subject); it != subs_.end()) {
       (void)natsSubscription_Unsubscribe(it->second);
@@ -271,6 +287,13 @@ void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
       subs_.erase(it);
     }
   }
+}
+
+void Backplane::on_subscription_complete(void* closure) {
+  auto* self = static_cast<Backplane*>(closure);
+  std::lock_guard lock(self->closed_mu_);
+  --self->live_handlers_;
+  self->closed_cv_.notify_all();
 }
 
 void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {

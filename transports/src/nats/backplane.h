@@ -159,6 +159,7 @@ class Backplane final : public KeyListener {
   void apply(const std::vector<InterestTable::Op>& ops);
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
+  static void on_subscription_complete(void* closure);
   void receive(std::string_view subject, std::string_view body);
   void count(Reject r) noexcept { rejected_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
@@ -180,6 +181,10 @@ class Backplane final : public KeyListener {
   std::mutex closed_mu_;            // nats.c's closed callback (its last) -> the destructor
   std::condition_variable closed_cv_;
   bool closed_cb_ = false;          // guarded by closed_mu_
+  // Subscriptions whose message handler may still run: nats.c's on-complete callback (after
+  // the handler's last return) counts each down; the destructor waits for zero before it
+  // frees what on_message() uses. Guarded by closed_mu_.
+  std::size_t live_handlers_ = 0;
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
   std::array<std::atomic<std::uint64_t>, kRejectReasons> rejected_{};
   // Notifications for other nodes, sent in order by the backplane's loop: at once after a
