@@ -201,4 +201,34 @@ std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std
                                   std::string(capabilities) + R"(,"serverInfo":{"name":"up","version":"1"}}})");
 }
 
+ResumableUpstream::ResumableUpstream() {
+  up = std::make_unique<FakeUpstream>([this](int fd, const UpstreamRequest& r) {
+    if (r.method == "GET") {
+      {
+        std::lock_guard lock(mu);
+        last_event_ids.push_back(r.Get("last-event-id").value_or(""));
+      }
+      int n = ++gets;
+      if (head_gate && !head_gate->Wait(Ms(10000))) return FakeUpstream::Next::Close;
+      FakeUpstream::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+      FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(n) +
+                                                  "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":" +
+                                                  std::to_string(n) + "}}\n\n"));
+      up->WaitReleased(Ms(30000));
+      return FakeUpstream::Next::Close;
+    }
+    if (r.body.find("\"initialize\"") != std::string::npos) {
+      FakeUpstream::Write(fd, InitializeAnswer(r, "up-s", "{}"));
+      return FakeUpstream::Next::Read;
+    }
+    FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
+    return FakeUpstream::Next::Read;
+  });
+}
+
+std::vector<std::string> ResumableUpstream::ids() {
+  std::lock_guard lock(mu);
+  return last_event_ids;
+}
+
 }  // namespace itest

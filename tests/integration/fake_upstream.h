@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -89,6 +90,19 @@ class FakeUpstream {
 std::string IdOf(const UpstreamRequest& r);
 // A 2025-11-25 initialize result for `r` with session id `sid` and the upstream's `capabilities`.
 std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities);
+
+// A 2025-era upstream with sessions: initialize answered (session "up-s"), other POSTs 202,
+// and a GET stream that sends one event with id "up-<n>" per GET, records each GET's
+// Last-Event-ID and holds the stream open; its answer to a GET waits for `head_gate` when set.
+struct ResumableUpstream {
+  ResumableUpstream();
+  std::vector<std::string> ids();  // per GET, "" when none
+  std::mutex mu;
+  std::vector<std::string> last_event_ids;
+  std::atomic<int> gets{0};
+  Gate* head_gate = nullptr;
+  std::unique_ptr<FakeUpstream> up;
+};
 
 // A loopback port nothing listens on (bound, then closed).
 int UnusedPort();

@@ -226,35 +226,12 @@ TEST(ProxySafety, AGetOnAPooledConnectionThatClosesIsRetriedOnce) {
 
 // ---------------------------------------------------------------- 9. the session cursor
 
-// An upstream whose GET stream sends one event with id "up-<n>" and holds the stream.
-FakeUpstream::Handler SessionUpstream(FakeUpstream*& self) {
-  return [&self](int fd, const UpstreamRequest& r) {
-    if (r.method == "GET") {
-      static std::atomic<int> n{0};
-      int k = ++n;
-      FakeUpstream::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
-      FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(k) +
-                                                  "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"));
-      self->WaitReleased(Ms(30000));
-      return FakeUpstream::Next::Close;
-    }
-    if (r.body.find("\"initialize\"") != std::string::npos) {
-      FakeUpstream::Write(fd, InitializeAnswer(r, "up-s", "{}"));
-      return FakeUpstream::Next::Read;
-    }
-    FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
-    return FakeUpstream::Next::Read;
-  };
-}
-
 // A second GET for a session whose stream is open is refused (409). Before the fix it had
 // already overwritten the session's upstream cursor, so the open stream's next ids lost the
 // upstream's event id (and a resume would have replayed the upstream's stream from the start).
 TEST(ProxySafety, ARefusedSessionGetLeavesTheUpstreamCursorAlone) {
-  FakeUpstream* self = nullptr;
-  FakeUpstream up(SessionUpstream(self));
-  self = &up;
-  ServerProcess srv(ProxyArgs(up.url()));
+  ResumableUpstream ru;
+  ServerProcess srv(ProxyArgs(ru.up->url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
   std::string sid;
   ASSERT_TRUE(Initialize(srv.port(), &sid));

@@ -388,44 +388,6 @@ TEST(Proxy, AClientThatStopsReadingPausesTheUpstream) {
 namespace itest {
 namespace {
 
-// An upstream whose GET stream sends one event with id "up-<n>" per GET, records each GET's
-// Last-Event-ID, and holds the stream open; its answer to a GET waits for `head_gate` when set.
-struct ResumableUpstream {
-  std::mutex mu;
-  std::vector<std::string> last_event_ids;  // per GET, "" when none
-  std::atomic<int> gets{0};
-  Gate* head_gate = nullptr;
-  std::unique_ptr<FakeUpstream> up;
-  ResumableUpstream() {
-    up = std::make_unique<FakeUpstream>([this](int fd, const UpstreamRequest& r) {
-      if (r.method == "GET") {
-        {
-          std::lock_guard lock(mu);
-          last_event_ids.push_back(r.Get("last-event-id").value_or(""));
-        }
-        int n = ++gets;
-        if (head_gate && !head_gate->Wait(Ms(10000))) return FakeUpstream::Next::Close;
-        FakeUpstream::Write(fd, SseHead());
-        FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(n) +
-                                                    "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":" +
-                                                    std::to_string(n) + "}}\n\n"));
-        up->WaitReleased(Ms(30000));
-        return FakeUpstream::Next::Close;
-      }
-      if (r.body.find("\"initialize\"") != std::string::npos) {
-        FakeUpstream::Write(fd, InitializeAnswer(r, "up-s", "{}"));
-        return FakeUpstream::Next::Read;
-      }
-      FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
-      return FakeUpstream::Next::Read;
-    });
-  }
-  std::vector<std::string> ids() {
-    std::lock_guard lock(mu);
-    return last_event_ids;
-  }
-};
-
 // The next event that carries data, skipping the priming event (its data is empty).
 std::optional<SseEvent> NextWithData(SseStream& s) {
   for (int i = 0; i < 8; ++i) {

@@ -330,16 +330,25 @@ void pool_one(Loop& loop, UpstreamPool& pool, const UpstreamTarget& t) {
   ASSERT_EQ(pool.stats().idle, 1u);
 }
 
+// One request pooled its connection, the upstream closed it (FIN, or RST with `reset`), and
+// `next` is sent on it before the loop has noticed: what became of it.
+void after_stale(Loop& loop, UpstreamPool& pool, ClosingUpstream& up, bool reset, ForwardedRequest next, Recorder& out) {
+  pool_one(loop, pool, up.target());
+  ASSERT_TRUE(up.close_first());
+  if (reset) {
+    ASSERT_TRUE(wait_reset(loop.get())) << "the pooled connection never saw the upstream's reset";
+  }
+  pool.start(std::move(next), &out);
+  EXPECT_EQ(pool.stats().reused, 1u);
+  ASSERT_TRUE(loop.run_until([&] { return out.done(); }));
+}
+
 TEST(Upstream, AStalePooledConnectionRetriesAnIdempotentRequestOnce) {
   ClosingUpstream up(/*reset=*/false);
   Loop loop;
   UpstreamPool pool(loop.get(), up.target());
-  pool_one(loop, pool, up.target());
-  ASSERT_TRUE(up.close_first());
   Recorder second;
-  pool.start(get_request(up.target()), &second);
-  EXPECT_EQ(pool.stats().reused, 1u);
-  ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
+  ASSERT_NO_FATAL_FAILURE(after_stale(loop, pool, up, false, get_request(up.target()), second));
   ASSERT_TRUE(second.ended) << second.what;
   EXPECT_EQ(second.status, 200);
   EXPECT_EQ(pool.stats().retried, 1u) << "a GET is sent again on a fresh connection";
@@ -353,11 +362,8 @@ TEST(Upstream, AStalePooledConnectionNeverSendsAPostTwice) {
   ClosingUpstream up(/*reset=*/false);
   Loop loop;
   UpstreamPool pool(loop.get(), up.target());
-  pool_one(loop, pool, up.target());
-  ASSERT_TRUE(up.close_first());
   Recorder second;
-  pool.start(request(up.target()), &second);
-  ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
+  ASSERT_NO_FATAL_FAILURE(after_stale(loop, pool, up, false, request(up.target()), second));
   ASSERT_FALSE(second.ended) << "the POST was sent again";
   EXPECT_EQ(second.failure, UpstreamFailure::Closed) << second.what;
   EXPECT_NE(second.what.find("not sent again"), std::string::npos) << second.what;
@@ -374,12 +380,8 @@ TEST(Upstream, APostRefusedWholeByAResetPooledConnectionIsRetried) {
   ClosingUpstream up(/*reset=*/true);
   Loop loop;
   UpstreamPool pool(loop.get(), up.target());
-  pool_one(loop, pool, up.target());
-  ASSERT_TRUE(up.close_first());
-  ASSERT_TRUE(wait_reset(loop.get())) << "the pooled connection never saw the upstream's reset";
   Recorder second;
-  pool.start(request(up.target()), &second);
-  ASSERT_TRUE(loop.run_until([&] { return second.done(); }));
+  ASSERT_NO_FATAL_FAILURE(after_stale(loop, pool, up, true, request(up.target()), second));
   ASSERT_TRUE(second.ended) << second.what;
   EXPECT_EQ(second.status, 200);
   EXPECT_EQ(pool.stats().retried, 1u);
