@@ -32,6 +32,7 @@
 
 #include "fuzz_check.h"
 #include "fuzz_support.h"
+#include "http/field_syntax.h"
 
 namespace fz = mcpfan::fuzz;
 
@@ -194,13 +195,17 @@ Proxy& proxy() {
 
 
 // What came back is a sequence of HTTP/1.1 responses; the last may be cut short. A 502 or 504
-// mcpfan wrote itself (no upstream answer had begun) has a JSON body.
+// mcpfan wrote itself (no upstream answer had begun) has a JSON body. Whatever the upstream
+// sent, what is relayed reads the same to a strict client (issue 22): every field name a token,
+// every value free of control bytes, no obs-fold (the bytes are parsed in one piece, so a field
+// or value comes in one callback, and two value callbacks in a row are a folded line).
 void check_responses(std::string_view bytes) {
   struct State {
     unsigned status = 0;
     std::string body;
     bool json = false;
     bool in_header_ct = false;
+    bool last_was_value = false;
   } st;
   http_parser_settings s{};
   s.on_message_begin = [](http_parser* p) {
@@ -209,12 +214,21 @@ void check_responses(std::string_view bytes) {
     return 0;
   };
   s.on_header_field = [](http_parser* p, const char* at, size_t len) {
-    static_cast<State*>(p->data)->in_header_ct = std::string_view(at, len) == "Content-Type";
+    auto* st = static_cast<State*>(p->data);
+    std::string_view name(at, len);
+    FUZZ_CHECK(mcpfan::detail::is_token(name), "a relayed header name that is not a token: \"%s\"", fz::printable(name).c_str());
+    st->in_header_ct = name == "Content-Type";
+    st->last_was_value = false;
     return 0;
   };
   s.on_header_value = [](http_parser* p, const char* at, size_t len) {
     auto* st = static_cast<State*>(p->data);
-    if (st->in_header_ct && std::string_view(at, len) == "application/json") st->json = true;
+    std::string_view value(at, len);
+    FUZZ_CHECK(!st->last_was_value, "a relayed header value folded onto a second line: %s", fz::printable(value).c_str());
+    FUZZ_CHECK(mcpfan::detail::is_clean_field_value(value), "a relayed header value with a control byte: %s",
+               fz::printable(value).c_str());
+    st->last_was_value = true;
+    if (st->in_header_ct && value == "application/json") st->json = true;
     return 0;
   };
   s.on_headers_complete = [](http_parser* p) {

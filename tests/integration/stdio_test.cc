@@ -465,6 +465,15 @@ TEST(Stdio, StdoutCarriesOnlyJsonRpcLines) {
   ASSERT_TRUE(PollMetricEq(c.port(), "mcpfan_subscriptions_active", 2));
   ASSERT_TRUE(PublishOk(c.port(), R"({"method":"notifications/tools/list_changed"})"));
   ASSERT_TRUE(PublishOk(c.port(), Updated("file:///z")));
+  // A 202 means accepted, not delivered: the cancel waits for the listen's last notification
+  // (per-stream order is publish order), or it could overtake it on the worker loop.
+  bool updated = false;
+  for (int i = 0; i < 16 && !updated; ++i) {
+    auto line = c.io().NextLine();
+    ASSERT_TRUE(line) << "the listen's notifications did not arrive";
+    updated = line->find("file:///z") != std::string::npos;
+  }
+  ASSERT_TRUE(updated);
   ASSERT_TRUE(c.io().SendLine(StdioCancel("5")));
   ASSERT_TRUE(PollMetricEq(c.port(), "mcpfan_subscriptions_active", 1));
   c.io().CloseWrite();
