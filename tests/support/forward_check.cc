@@ -48,19 +48,22 @@ std::string describe(const ForwardedCase::One& one) { return one.method + " " + 
 }  // namespace
 
 ForwardedCase parse_and_forward(std::string_view bytes, std::size_t piece) {
+  if (piece == 0) piece = bytes.size() == 0 ? 1 : bytes.size();
+  std::vector<std::string_view> reads;
+  for (std::size_t off = 0; off < bytes.size(); off += piece) reads.push_back(bytes.substr(off, piece));
+  return parse_and_forward(reads);
+}
+
+ForwardedCase parse_and_forward(const std::vector<std::string_view>& reads) {
   ForwardedCase out;
   Recorder rec(out);
   detail::RequestLimits limits;  // the server's defaults
   detail::RequestParser parser(rec, limits, /*keep_fields=*/true);
-  if (piece == 0) piece = bytes.size();
-  std::size_t off = 0, end = 0;
-  std::string buf;  // what the parser has not consumed yet, as a connection's reads carry it on
-  for (int guard = 0; guard < 1'000'000 && (off < bytes.size() || !buf.empty()); ++guard) {
-    if (off < bytes.size()) {
-      end = std::min(bytes.size(), off + piece);
-      buf.append(bytes.substr(off, end - off));
-      off = end;
-    }
+  std::string buf;  // what the parser has not consumed yet, as a connection carries it into its next read
+  std::size_t next = 0;
+  for (int guard = 0; guard < 1'000'000 && (next < reads.size() || !buf.empty()); ++guard) {
+    if (next < reads.size()) buf.append(reads[next++]);
+    if (buf.empty()) continue;  // a connection has no empty reads (a zero-length execute would mean EOF)
     std::size_t used = 0;
     auto st = parser.execute(buf.data(), buf.size(), used);
     buf.erase(0, used);
@@ -76,7 +79,7 @@ ForwardedCase parse_and_forward(std::string_view bytes, std::size_t piece) {
       out.failed = true;
       break;
     }
-    if (used == 0 && off >= bytes.size()) break;  // an unfinished request: more bytes would come
+    if (used == 0 && next >= reads.size()) break;  // an unfinished request: more bytes would come
   }
   return out;
 }

@@ -37,6 +37,8 @@ struct ForwardedCase {
 
 /** Parses `bytes` as one client connection would deliver them, `piece` bytes at a time (0: at once). */
 [[nodiscard]] ForwardedCase parse_and_forward(std::string_view bytes, std::size_t piece = 0);
+/** The same, delivered in these reads. */
+[[nodiscard]] ForwardedCase parse_and_forward(const std::vector<std::string_view>& reads);
 
 /** Whether two parses of the same bytes (e.g. at once and byte by byte) agree. The difference, if any. */
 [[nodiscard]] std::optional<std::string> compare_cases(const ForwardedCase& a, const ForwardedCase& b);

@@ -81,7 +81,10 @@ RequestParser::Status RequestParser::execute(const char* data, std::size_t len, 
   if (err != HPE_OK) {
     if (!rejected_) {
       rejected_ = true;
-      rejection_ = {400, std::nullopt, std::string("malformed HTTP request: ") + http_errno_description(err),
+      // Not framed: a HEAD only when its head was read whole. A rule of ours broken earlier in
+      // the head names the problem better than http_parser's error.
+      rejection_ = {deferred_ ? deferred_->status : 400, std::nullopt,
+                    deferred_ ? deferred_->message : std::string("malformed HTTP request: ") + http_errno_description(err),
                     in_trailers_ && parser_.method == HTTP_HEAD};
     }
     return Status::Rejected;
@@ -129,6 +132,13 @@ int RequestParser::reject(int status, std::optional<Limit> limit, std::string me
   return -1;
 }
 
+int RequestParser::defer(int status, std::string message) {
+  if (!deferred_) deferred_ = Deferred{status, std::move(message)};
+  field_.clear();
+  value_.clear();
+  return 0;
+}
+
 int RequestParser::count_head_bytes(std::size_t len) {
   req_.header_bytes += len;
   if (req_.header_bytes <= limits_.max_header_bytes) return 0;
@@ -138,20 +148,20 @@ int RequestParser::count_head_bytes(std::size_t len) {
 int RequestParser::commit_field() {
   std::string_view name = field_;
   if (!is_token(name)) {
-    return reject(400, std::nullopt,
-                  "header field name \"" + printable(name) +
+    return defer(400,
+                 "header field name \"" + printable(name) +
                       "\" is not a token (RFC 9110 §5.1): no whitespace before the colon, no separators or control bytes");
   }
   std::string_view v = trim_ows(value_);
   if (!is_clean_field_value(v)) {
-    return reject(400, std::nullopt, "the value of header field " + std::string(name) + " holds a control byte (CR, LF, NUL or DEL)");
+    return defer(400, "the value of header field " + std::string(name) + " holds a control byte (CR, LF, NUL or DEL)");
   }
   std::string* dst = nullptr;
   if (ieq(name, "content-type")) dst = &req_.content_type;
   else if (ieq(name, "accept")) dst = &req_.accept;
   else if (ieq(name, "origin")) dst = &req_.origin;
   else if (ieq(name, "host")) {
-    if (!req_.host.empty()) return reject(400, std::nullopt, "more than one Host header field (RFC 9112 §3.2)");
+    if (!req_.host.empty()) return defer(400, "more than one Host header field (RFC 9112 §3.2)");
     dst = &req_.host;
   }
   else if (ieq(name, "mcp-protocol-version")) dst = &req_.protocol_version;
@@ -179,6 +189,7 @@ int RequestParser::on_message_begin(http_parser* p) {
     self->in_value_ = false;
     self->value_at_end_ = false;
     self->in_trailers_ = false;
+    self->deferred_.reset();
     self->events_.request_begun();
     return 0;
   });
@@ -214,8 +225,8 @@ int RequestParser::on_header_value(http_parser* p, const char* at, std::size_t l
     // given. A second value callback in a row after one that ended at a line's end is an
     // obs-fold continuation, which this build of http_parser joins silently.
     if (self->in_value_ && !self->value_at_end_) {
-      return self->reject(400, std::nullopt,
-                          "obsolete line folding (a header field value continued on the next line) is not accepted (RFC 9112 §5.2)");
+      return self->defer(400,
+                         "obsolete line folding (a header field value continued on the next line) is not accepted (RFC 9112 §5.2)");
     }
     self->in_value_ = true;
     self->value_at_end_ = at + len == self->buf_end_;
@@ -232,6 +243,7 @@ int RequestParser::on_headers_complete(http_parser* p) {
     }
     self->in_trailers_ = true;  // whatever fields follow (after a chunked body) are trailers
     self->req_.method = p->method;
+    if (self->deferred_) return self->reject(self->deferred_->status, std::nullopt, self->deferred_->message);
     // A tunnel is not served: after a CONNECT, http_parser would read the tunnelled bytes as
     // the next request, which is not what the client meant by them.
     if (p->method == HTTP_CONNECT) return self->reject(405, std::nullopt, "CONNECT is not served here (mcpfan is not a tunnel)");
@@ -268,6 +280,7 @@ int RequestParser::on_body(http_parser* p, const char* at, std::size_t len) {
 int RequestParser::on_message_complete(http_parser* p) {
   return step(p, [&](RequestParser* self) -> int {
     self->in_trailers_ = false;  // nothing of this request is read any more: an error now is not its
+    self->deferred_.reset();
     self->events_.request_complete(self->req_);
     // One request at a time: the owner answers it (or hands it on) before the next is read.
     self->pause();

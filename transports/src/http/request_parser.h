@@ -60,7 +60,7 @@ struct RequestRejection {
   int status = 400;
   std::optional<Limit> limit;
   std::string message;
-  bool head = false;  // the refused request is a HEAD whose head was read: its answer has no body
+  bool head = false;  // the refused request is a HEAD whose head was read whole: its answer has no body
 };
 
 class RequestParser {
@@ -111,6 +111,12 @@ class RequestParser {
   static const http_parser_settings kSettings;
 
   int reject(int status, std::optional<Limit> limit, std::string message);
+  /**
+   * A rule broken inside the head: the first one is answered once the head is read whole (so a
+   * HEAD's answer is known to be one, and has no body); parsing goes on, bounded by the header
+   * limit. Returns 0.
+   */
+  int defer(int status, std::string message);
   int count_head_bytes(std::size_t len);
   /** Ends the field being read: checks it and stores it. Nonzero: rejected. */
   int commit_field();
@@ -126,6 +132,11 @@ class RequestParser {
   bool in_value_ = false;          // the last head callback was a value
   bool value_at_end_ = false;      // ...and it ran to the end of its buffer (continued in the next)
   bool in_trailers_ = false;       // the head is read (the method known), the request not complete: fields are trailers
+  struct Deferred {
+    int status;
+    std::string message;
+  };
+  std::optional<Deferred> deferred_;  // the first rule the head broke, answered at its end
   bool failed_ = false;
   bool rejected_ = false;
 };
