@@ -4,7 +4,7 @@
  * on the same address, joined by SO_REUSEPORT, so that the kernel spreads connections over the
  * loops (by a hash of each connection's addresses and ports) with no hand-off between threads.
  *
- * Exclusive unless asked (issue 22, defect 6). Linux lets any socket of the same user with
+ * Exclusive unless asked (tests/integration/listen_port_test.cc). Linux lets any socket of the same user with
  * SO_REUSEPORT join a group of SO_REUSEPORT listeners, so a second process on the address
  * would start, announce itself and take part of the connections. No socket option keeps a
  * group to one process (the kernel checks only the user id), so bind_listener() checks:
@@ -20,7 +20,7 @@
  *     fail, never both serve (the few connections the kernel gave the loser meanwhile are
  *     reset). Where sock_diag is refused (a seccomp filter, systemd's
  *     RestrictAddressFamilies without AF_NETLINK), step 2 is skipped: only that race stays open.
- * With `share` (the --reuse-port flag) both checks are skipped (the behaviour before issue 22), for
+ * With `share` (the --reuse-port flag) both checks are skipped (the old behaviour), for
  * operators who run several processes on one port on purpose (zero-downtime restarts). The
  * one that joins decides: a process serving without `share` keeps SO_REUSEPORT on its own
  * sockets (the kernel needs it on every member) and so cannot keep a `share` joiner out.
