@@ -1,7 +1,7 @@
 #pragma once
 // Private to shard.cc. Where each notification queued to a stream that is behind sits in the
 // stream's pending list, by (subscription token, method, uri), so a newer notification for
-// the same key replaces the older one in O(1) (issue 9, item 4: a scan of the pending list
+// the same key replaces the older one in O(1) (a scan of the pending list
 // cost 34/76/92 µs per delivery at 2k/8k/16k pending).
 //
 // Open addressing with linear probing over (hash, position) pairs rather than a node-based

@@ -193,8 +193,6 @@ TEST(ProxySafety, APostOnAPooledConnectionThatClosesIsNeverSentTwice) {
   });
   ServerProcess srv(ProxyArgs(up.url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
-  Conn c;
-  ASSERT_TRUE(c.Connect(srv.port()));
   RpcReply first = McpCall(srv.port(), McpPost(ToolCallBody("1"), McpHeaders(kV2026, "tools/call")));
   ASSERT_EQ(first.http.status, 200) << first.http.body;
   RpcReply second = McpCall(srv.port(), McpPost(RpcBody("2", "tools/call", R"("name":"charge-card","arguments":{})"),

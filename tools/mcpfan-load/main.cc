@@ -27,7 +27,7 @@
 // publishes over several --publish-url's; both are driven over stdin/stdout (control.h).
 // --stream-uris own|both gives stream i its own URI <--own-uri-base><--index-base + i>, and
 // --scenario targeted addresses each publish to one random stream's URI in one process
-// (issue 14), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
+// (README "Targeted publishes"), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
 // location together with --extra-uris K never-published channels) and the SDK hub, at a fixed
 // --rate or at --rate max over P publisher connections with a --window each.
 #include <arpa/inet.h>
@@ -431,7 +431,7 @@ class Loadgen {
     uint64_t subscriptions = 0, lost = 0;
     double warmup_s = 0;
     uint64_t warmup_resent = 0;
-  } tgt_;  // targeted: the figures issue 14 asks for
+  } tgt_;  // targeted: the figures README "Targeted publishes" reports
   ProcSample rss0_, rss1_;
   uint64_t cpu_ticks_ = 0, phase_deliveries_ = 0, self_cpu_us_ = 0;
   bool cpu_measured_ = false;
@@ -601,7 +601,7 @@ bool Loadgen::Setup(std::string* err) {
   shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
   if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) tally_ = std::make_unique<DeliveryTally>(n_);
   if (o_.scenario == Scenario::Publish || o_.scenario == Scenario::Targeted) {
-    // targeted: a window per connection (issue 14's P connections x W in flight); the publish
+    // targeted: a window per connection (P connections x W in flight); the publish
     // scenario (bench/cluster) writes every publish when due.
     multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes,
                                               o_.scenario == Scenario::Targeted ? o_.pub_window : MultiPublisher::kUnbounded);
@@ -1492,7 +1492,7 @@ void Loadgen::OnPublishCommand(const std::string& line) {
   }
 }
 
-// Targeted, in one process (issue 14's mode): N streams, each with its own URI (and
+// Targeted, in one process (README "Targeted publishes"): N streams, each with its own URI (and
 // --extra-uris never-published ones); publishes each addressed to one random stream's URI,
 // spread over the --publish-url's (P connections, at most --window in flight on each): --rate
 // publishes/s for --duration s, or --rate max: as fast as the server answers, for --duration s.

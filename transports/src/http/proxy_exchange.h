@@ -1,5 +1,5 @@
 #pragma once
-// One client request answered by the --upstream MCP server (issue 12's front proxy). The
+// One client request answered by the --upstream MCP server (README "In front of an MCP server"). The
 // request goes out over the worker's UpstreamPool; the answer comes back to the client as it
 // arrives — status, end-to-end headers, body re-framed (chunked unless the upstream gave a
 // length), the upstream paused while the client reads slower than it writes — or, for the

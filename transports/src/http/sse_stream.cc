@@ -233,7 +233,7 @@ void HttpConn::release_session() {
         try {
           ParkedStream::park(w_, session_);
           parked = true;
-        } catch (...) {  // out of memory: the session just stops receiving, as before issue 12
+        } catch (...) {  // out of memory: the session just stops receiving, as before resumable sessions
           w_.stats().callback_exceptions.fetch_add(1, std::memory_order_relaxed);
         }
       }

@@ -1,5 +1,5 @@
 #pragma once
-// Authentication building blocks (issue 5; design §6 --jwt-secret-file, --jwt-public-key-file,
+// Authentication building blocks (README "Limits and security"; design §6 --jwt-secret-file, --jwt-public-key-file,
 // --publish-keys-file): client JWTs (HS256 with a shared secret, RS256/ES256 with a public key)
 // and static publisher keys.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The NATS backplane (issue 11): a publish accepted by any node reaches every matching stream
+// The NATS backplane (README "Several nodes"): a publish accepted by any node reaches every matching stream
 // on every node, and a node receives only the subjects its own subscribers need.
 //
 //  - Interest: each shard's index reports its keys' first and last subscription (KeyListener,

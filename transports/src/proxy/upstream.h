@@ -1,5 +1,5 @@
 #pragma once
-// The upstream leg of the front proxy (issue 12): HTTP/1.1 requests to one upstream MCP
+// The upstream leg of the front proxy (README "In front of an MCP server"): HTTP/1.1 requests to one upstream MCP
 // server, from one worker loop, over keep-alive connections that the loop pools. The answer
 // is streamed to a sink as it arrives (status and headers, then body bytes with the chunked
 // framing removed), never buffered whole; an SSE answer is just a body that does not end.

@@ -1,5 +1,5 @@
 #pragma once
-// The server's stderr log, which never blocks a worker loop (issue 9, item 9).
+// The server's stderr log, which never blocks a worker loop (tests/integration/log_test.cc).
 //
 // stderr may be a pipe nobody drains (a supervisor, a test harness, a full terminal): a
 // worker that fprintf()s there stops serving every client on its loop. Lines go instead to

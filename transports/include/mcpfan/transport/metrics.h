@@ -1,6 +1,6 @@
 #pragma once
 /**
- * A host's own metrics sink (issue 13): mcpfan's numbers handed to the host's metrics system
+ * A host's own metrics sink (README "Embedding"): mcpfan's numbers handed to the host's metrics system
  * (a Prometheus registry, OpenTelemetry, statsd, ...) without scraping GET /metrics.
  *
  * Pull model, in the style of a Prometheus collector: the host calls
