@@ -30,6 +30,8 @@ install(TARGETS mcpfan_engine mcpfan_transports EXPORT mcpfanTargets
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/" "${PROJECT_SOURCE_DIR}/transports/include/"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT dev
   FILES_MATCHING PATTERN "*.h")
+install(FILES "${PROJECT_BINARY_DIR}/generated/include/mcpfan/version.h"
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/mcpfan" COMPONENT dev)
 install(EXPORT mcpfanTargets NAMESPACE mcpfan:: FILE mcpfanTargets.cmake
   DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT dev)
 

@@ -18,6 +18,7 @@
 
 #include "control_signals.h"
 #include "mcpfan/transport/server.h"
+#include "mcpfan/version.h"
 
 namespace {
 
@@ -325,6 +326,9 @@ void reload(mcpfan::Server& server, int argc, char** argv, const std::string& ru
 
 int main(int argc, char** argv) {
   CLI::App app{"mcpfan: fans MCP change notifications out to many subscribers"};
+  app.set_version_flag("--version", "mcpfan " + std::string(mcpfan::build::kVersion) + " (" +
+                                        std::string(mcpfan::build::kCompiler) + ", " +
+                                        std::string(mcpfan::build::kBuildType) + ")");
   Flags flags;
   add_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
