@@ -12,6 +12,7 @@
 # medians), and the paired ratio to the first variant (per run, then the median over runs),
 # which cancels most of the run-to-run load. Raw JSON lines: DIR/ceiling_modes.jsonl; table:
 # DIR/ceiling_modes.md. --summarise-only re-prints the table of an existing --out DIR.
+# Default DIR: ${MCPFAN_RESULTS_DIR:-build/bench-results}/ceiling-modes-<time> (outside the source tree).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -33,11 +34,11 @@ while [[ $# -gt 0 ]]; do
     --modes) modes="$2"; shift 2 ;;
     --summarise-only) summarise_only=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "ceiling_modes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -n "$out" ]] || out="$root/bench/results/ceiling-modes-$(date -u +%Y%m%d-%H%M%S)"
+[[ -n "$out" ]] || out="${MCPFAN_RESULTS_DIR:-$root/build/bench-results}/ceiling-modes-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 jl="$out/ceiling_modes.jsonl"
 if [[ $summarise_only -eq 1 ]]; then

@@ -1,4 +1,4 @@
-// Coalescing on a stalled stream (issue 9, item 4): the cost of one enqueue to a stream
+// Coalescing on a stalled stream (docs/performance.md, "Coalescing on a stalled stream"): the cost of one enqueue to a stream
 // whose write is in flight, by how many distinct (subscription, method, uri) keys it
 // already has pending.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/ingest_batch.sh: publish ingestion with array bodies (issue 14, item 4). For each
+# bench/ingest_batch.sh: publish ingestion with array bodies (docs/performance.md, "Publish ingestion"). For each
 # (K notifications per POST, W POSTs in flight) starts a fresh `mcpfan --workers 2`, runs
 # mcpfan-load's targeted scenario at the maximum rate over ONE keep-alive connection against
 # 1,000 streams, and prints notifications/s answered, server CPU per notification, delivery

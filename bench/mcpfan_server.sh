@@ -13,7 +13,7 @@ start_mcpfan() {
   MCPFAN_PID=$!
   MCPFAN_PORT=""
   for _ in $(seq 100); do
-    MCPFAN_PORT=$(sed -n 's/^mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$MCPFAN_LOG")
+    MCPFAN_PORT=$(sed -n 's/^.*mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$MCPFAN_LOG")
     [ -n "$MCPFAN_PORT" ] && return 0
     sleep 0.1
   done

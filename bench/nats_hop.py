@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency of the NATS hop, by delivery model (issue 11, item 5).
+"""Latency of the NATS hop, by delivery model (docs/performance.md, "NATS hop: IO and delivery").
 
 Starts one nats-server and, per variant, two mcpfan nodes on loopback: A takes the publishes,
 B holds the listen streams. `mcpfan-load --scenario sustained` publishes at a fixed rate and measures

@@ -57,7 +57,7 @@ void BM_SessionStreamClaimAndClose(benchmark::State& state) {
 }
 BENCHMARK(BM_SessionStreamClaimAndClose)->Arg(1000)->Arg(20000);
 
-// What a session stream pays per notification (issue 12, resumable sessions): the tap locks
+// What a session stream pays per notification (docs/protocol.md, "Resumable 2025 sessions"): the tap locks
 // the session and records the notification in its journal, replacing the entry of its
 // (method, uri), and formats the event id. `range(0)` distinct URIs (long, as real file URIs
 // are) updated round-robin.

@@ -1,4 +1,4 @@
-// The engine's share of one targeted publish (issue 14): Hub::publish of one notification
+// The engine's share of one targeted publish (docs/performance.md, "Targeted publishes"): Hub::publish of one notification
 // for one stream's URI, with interest-aware routing, among `shards` shards that each hold
 // 1,000 streams on URIs of their own; then the one shard that matches drains and flushes.
 // The benchmark thread plays every loop, so this is the CPU a publish costs the engine

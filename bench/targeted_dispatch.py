@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU per targeted publish against the worker count (issue 11, item 3; issue 14's lever).
+"""CPU per targeted publish against the worker count (docs/performance.md, "Interest-aware dispatch").
 
 Starts `mcpfan --workers W` for each W, opens N listen streams (one URI each, spread over
 the workers by the kernel), then sends P publishes, each to one random stream's URI, at a

@@ -1,5 +1,5 @@
-// What waking another worker loop costs on this machine (issue 14: "the cost of
-// uv_async_send and of the mutex in Worker::wake", measured, not assumed).
+// What waking another worker loop costs on this machine: "the cost of uv_async_send and of
+// the mutex in Worker::wake", measured, not assumed (docs/performance.md, "Targeted publishes").
 //
 //   BM_WakeMutex           the uncontended lock/unlock Worker::wake takes around uv_async_send
 //   BM_AsyncSendPending    uv_async_send to a loop that has not run since the last one: libuv

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The multi-node benchmark of issue 11 (README "Several nodes"; bench/cluster/README.md).
+"""The multi-node benchmark (docs/performance.md, "Five nodes, 95,000 streams"; bench/cluster/README.md).
 
 One command, loopback only, stdlib only. It starts nats-server(s), 5 mcpfan nodes on the NATS
 backplane and one mcpfan-load receiver per node (19,000 streams each: the descriptor cap of
@@ -890,7 +890,7 @@ def main():
     ap.add_argument("--outage-kill-at", type=float, default=1.5)
     ap.add_argument("--outage-down", type=float, default=1.0)
     ap.add_argument("--perf", action="store_true", help="perf record n0 and the nats-server during the first sparse rate")
-    ap.add_argument("--out", default=None, help="folder for logs and cluster.json (default bench/cluster/results/<time>)")
+    ap.add_argument("--out", default=None, help="folder for logs and cluster.json (default $MCPFAN_RESULTS_DIR/cluster/<time>, MCPFAN_RESULTS_DIR defaulting to build/bench-results: outside the source tree)")
     ap.add_argument("--json", default=None, help="also write the JSON here")
     a = ap.parse_args()
     q = a.quick
@@ -905,7 +905,8 @@ def main():
     bad = a.scenarios - {"broadcast", "sparse", "hop", "outage"}
     if bad:
         ap.error(f"unknown scenario(s): {bad}")
-    a.out = a.out or os.path.join(ROOT, "bench/cluster/results", time.strftime("%Y-%m-%d-%H%M%S") + ("-quick" if q else ""))
+    results_root = os.environ.get("MCPFAN_RESULTS_DIR") or os.path.join(ROOT, "build", "bench-results")
+    a.out = a.out or os.path.join(results_root, "cluster", time.strftime("%Y-%m-%d-%H%M%S") + ("-quick" if q else ""))
 
     b = Bench(a)
     b.result["config"] = {"nodes": a.nodes, "streams_per_node": a.streams, "workers": a.workers, "nats_servers": a.nats_servers,

@@ -24,13 +24,14 @@
 #    --capacity (off by default): after the reps, mcpfan alone holds
 #    --capacity-n (19,000) listen streams, then as many stdio streams on its --unix socket,
 #    each receiving a 3-round burst exactly once (one run each);
-#    targeted (issue 14; not in the default --scenarios, it is slow): N streams with 1+K URIs
+#    targeted (not in the default --scenarios, it is slow): N streams with 1+K URIs
 #    each (nchan: one channel per stream plus K extra channels, one multiplexed subscriber),
 #    publishes addressed to one random stream each over P keep-alive connections with a
 #    window, at each --targeted-rates rate and at max, on every server; then mcpfan alone at
 #    each --targeted-workers count (at 8000/s and at max), interleaved with the others;
 # 5. prints the table (medians over reps, ratios) and writes runs.jsonl, summary.json, table.md
-#    and gnuplot charts to bench/results/<date>/.
+#    and gnuplot charts to ${MCPFAN_RESULTS_DIR:-build/bench-results}/compare/<date>/ (outside the
+#    source tree; --out DIR to choose).
 # Every wait is bounded; every process is stopped by its PID (also on exit: trap). Loopback only.
 set -euo pipefail
 
@@ -57,7 +58,7 @@ slow_bps=4096
 slow_pad=2048
 capacity=0
 capacity_n=19000
-# targeted (issue 14): N streams x (1 + K) URIs, publishes to one random stream each
+# targeted: N streams x (1 + K) URIs, publishes to one random stream each
 targeted_streams=10000
 targeted_extra=10
 targeted_rates="1000,4000,8000,max"
@@ -234,7 +235,7 @@ fi
 
 # --- results folder ---------------------------------------------------------------------------
 if [[ -z "$out" ]]; then
-  out="$root/bench/results/$(date -u +%Y-%m-%d)"
+  out="${MCPFAN_RESULTS_DIR:-$root/build/bench-results}/compare/$(date -u +%Y-%m-%d)"
   [[ -e "$out" ]] && out="$out-$(date -u +%H%M%S)"
 fi
 mkdir -p "$out/logs"
@@ -305,7 +306,7 @@ start_server() {             # start_server NAME TAG: sets SRV_PID, SRV_PORT, SR
     mcpfan)
       "$mcpfan_bin" --listen 127.0.0.1:0 --workers "$SRV_WORKERS" --unix "$work/$tag.sock" 2>"$slog" &
       SRV_PID=$!; LIVE+=("$SRV_PID")
-      SRV_PORT="$(wait_for_line "$slog" '^mcpfan: listening on 127\.0\.0\.1:([0-9]+).*' 10)" || return 1
+      SRV_PORT="$(wait_for_line "$slog" '^.*mcpfan: listening on 127\.0\.0\.1:([0-9]+).*' 10)" || return 1
       ;;
     nchan)
       local try

@@ -1,9 +1,9 @@
-"""The targeted scenario's part of compare.py's summary (issue 14): tables, targets, charts.
+"""The targeted scenario's part of compare.py's summary: tables, targets, charts.
 
 Cases (run.sh): "targeted-<rate>" on every server, <rate> a number of publishes/s or "max";
 "targeted_w<workers>-<rate>" on mcpfan alone (its --workers sweep). Each run's figures come
 from the load generator's "targeted" section (LOADGEN_CLI.md). Ratios here are mcpfan ÷ peer,
-the way issue 14 states its targets (CPU per publish ≤ 0.5× nchan's, publishes/s ≥ 4× ...).
+the way the targeted-publish targets are stated (CPU per publish ≤ 0.5× nchan's, publishes/s ≥ 4× ...).
 """
 import statistics
 
@@ -89,7 +89,7 @@ def tables(runs, servers, fmt, meta):
     if not data["rates"] and not data["workers"]:
         return [], {}
     t = (meta or {}).get("targeted") or {}
-    lines = ["## Targeted publishes (issue 14)", ""]
+    lines = ["## Targeted publishes", ""]
     n = next((r["n"] for r in runs if is_targeted(r["case"])), "?")
     lines.append(f"{n} streams, each subscribed to its own URI and {t.get('extra_uris', '?')} more never published "
                  f"(nchan: its own channel plus as many extra channels, one multiplexed subscriber); each publish "
@@ -152,7 +152,7 @@ def tables(runs, servers, fmt, meta):
 
 
 def targets(summary, fmt):
-    """Issue 14's targets (item 2) checked against this run's medians."""
+    """The targeted-publish targets (docs/performance.md, "Targeted publishes") checked against this run's medians."""
     rates = summary.get("rates") or {}
     checks = []
 
@@ -197,7 +197,7 @@ def targets(summary, fmt):
         add("misdelivered / duplicate / lost all 0 (every server, every run)", total == 0, f"sum {total}")
     if not checks:
         return []
-    return ["## Issue 14 targets, as measured in this run", "", "| target | met | medians |", "|---|---|---|"] + checks + [""]
+    return ["## Targeted-publish targets, as measured in this run", "", "| target | met | medians |", "|---|---|---|"] + checks + [""]
 
 
 def chart_scripts(d, runs, servers, colors):

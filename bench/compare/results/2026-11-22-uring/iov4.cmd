@@ -1,2 +1,0 @@
-# 2026-11-22T06:12:46Z kernel 6.18.44-fc-v657, 2 cores, load 4.62 5.02 3.92
-# build-perf/snapbuild/bench/mcpfan_ceiling --n 1000,10000 --rounds 20 --mode writev,sendmsg,send,uring-writev,uring-sendmsg,uring-send,uring-send+fixed,uring-send+single+defer,uring-send+coop,uring-send+taskrun,uring-send+dontwait,uring-send+b256,uring-send+b1,uring-send+single+defer+fixed+ringfd,uring-send+single+defer+fixed+ringfd+b256,uring-sendmsg+single+defer+fixed+ringfd+b256 

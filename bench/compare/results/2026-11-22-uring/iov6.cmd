@@ -1,2 +1,0 @@
-# 2026-11-22T06:31:18Z kernel 6.18.44-fc-v657, 2 cores, load 1.85 3.91 4.48
-# build-perf/snapbuild/bench/mcpfan_ceiling --n 1000,10000 --rounds 20 --mode writev,sendmsg,send,uring-writev,uring-sendmsg,uring-send,uring-sendmsg+fixed,uring-sendmsg+single+defer,uring-sendmsg+coop,uring-sendmsg+taskrun,uring-sendmsg+dontwait,uring-sendmsg+b256,uring-sendmsg+b1,uring-sendmsg+single+defer+fixed+ringfd+b256,uring-send+single+defer+fixed+ringfd+b256 --iov 6
