@@ -1,4 +1,4 @@
-# mcpfan as a CMake package (issue 13): `find_package(mcpfan CONFIG REQUIRED)` gives
+# mcpfan as a CMake package: `find_package(mcpfan CONFIG REQUIRED)` gives
 # mcpfan::engine (the engine: Hub, Shard, payloads, tenants) and mcpfan::server (the network
 # Server, which links the engine). Hosts that add_subdirectory()/FetchContent mcpfan get the same
 # names as ALIAS targets. Installs: the two static libraries, the public headers
@@ -6,7 +6,7 @@
 #
 # Self-contained: only the rules for the exported targets live here (packaging, e.g. CPack,
 # belongs elsewhere). Included from the top-level CMakeLists.txt after the libraries exist.
-# Component "dev": the one main's cmake/package.cmake packs as mcpfan-dev.
+# Component "dev" (in a default `cmake --install`; cmake/package.cmake packs it as mcpfan-dev).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

@@ -4,7 +4,7 @@
 # MCPFAN_SANITIZE_TESTS=0 skips the sanitizer passes (quick local runs).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/tools/setup.sh"
+bash "$root/tools/setup.sh" test  # server.txt and test.txt (tools/deps/)
 jobs=$(nproc)
 
 run_suite() {  # build dir, extra cmake args...

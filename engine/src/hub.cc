@@ -196,7 +196,7 @@ void Hub::close() {
 Hub::Fanout Hub::fan_out(const std::vector<PayloadRef>& payloads, bool refuse, std::size_t* nowhere) {
   if (payloads.size() == 1) {
     // The common publish (one notification, usually for one stream): a queue push per shard
-    // that may match, and no vector allocated (a cost independent of load: README "Targeted publishes").
+    // that may match, and no vector allocated (a cost independent of load: docs/performance.md "Targeted publishes").
     Fanout r = post_one(payloads.front(), refuse);
     if (nowhere) *nowhere = r == Fanout::Unmatched ? 1 : 0;
     return r == Fanout::Unmatched ? Fanout::Posted : r;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The embedding test (issue 13): mcpfan as a library, from outside its own build.
+# The embedding test (docs/embedding.md): mcpfan as a library, from outside its own build.
 #   1. `cmake --install` the build into a temporary prefix;
 #   2. the installed public headers: none includes a private dependency (moodycamel's queue,
 #      http-parser, simdjson, libuv, CLI11, libjwt) or defines an internal type (Chunk,

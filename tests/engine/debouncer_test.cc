@@ -111,7 +111,7 @@ TEST(Debouncer, QuietKeysAreForgotten) {
   EXPECT_EQ(rec.snapshot().back(), again.get());
 }
 
-// Issue 9, item 6: the sink was called with the debouncer's mutex held, so a slow sink
+// Regression: the sink was called with the debouncer's mutex held, so a slow sink
 // held up every publisher's decision and the counters. Now the sink runs with no lock of
 // the debouncer held; calls stay ordered by ticket.
 TEST(Debouncer, ASlowSinkDoesNotHoldTheDebouncersLock) {

@@ -210,7 +210,7 @@ TEST(Hub, EmptyBulkPublishIsANoOp) {
   }
 }
 
-// Issue 9, item 6: the server stopped its workers while other threads could still publish
+// Regression: the server stopped its workers while other threads could still publish
 // (and reset the debouncer under a concurrent publish). close() is the hub's end of
 // publishing: publishes in flight finish, later ones are refused and touch no shard.
 TEST(Hub, CloseWaitsOutPublishesInFlightAndRefusesLaterOnes) {

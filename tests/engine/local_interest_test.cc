@@ -1,4 +1,4 @@
-// LocalInterest and the Hub's interest-aware dispatch (issue 11, item 3): a publish is
+// LocalInterest and the Hub's interest-aware dispatch (docs/design.md §7): a publish is
 // posted only to the shards holding a subscription it may match, never missing one.
 #include "mcpfan/local_interest.h"
 

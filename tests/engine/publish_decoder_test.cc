@@ -301,7 +301,7 @@ TEST_F(PublishDecoderFuzzFindings, ABoundPublisherCannotGrowTheTenantTable) {
   EXPECT_EQ(tenants.size(), before);
 }
 
-// Issue 9, item 1: a publish interned the tenant of each element as soon as it validated,
+// Regression (docs/security.md "Tenants"): a publish interned the tenant of each element as soon as it validated,
 // even when a later element rejected the body, and the table never shrank: 2,100 rejected
 // bodies of five fresh tenants each filled a 10,000-tenant table for good. Publishing now
 // only looks tenants up, so neither valid nor invalid bodies create entries.

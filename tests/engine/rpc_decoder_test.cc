@@ -267,7 +267,7 @@ TEST_F(RpcDecoderTest, ResultJsonParsesBack) {
 }
 
 
-// 2026-07-28 per-request fields (issue 10): clientCapabilities is recorded, a broken
+// 2026-07-28 per-request fields (docs/protocol.md "Eras and transports"): clientCapabilities is recorded, a broken
 // envelope field marks the request malformed, and 2025-era params are not read from a
 // request that names the 2026 revision.
 TEST(RpcDecoderEnvelope, ClientCapabilitiesAndEnvelopeErrors) {

@@ -1,4 +1,4 @@
-// Issue 9 regressions for engine/src/shard.cc: stale handles, the pending-bytes bound on
+// Hardening regressions for engine/src/shard.cc: stale handles, the pending-bytes bound on
 // send(), O(1) coalescing with many distinct pending keys, and exceptions that must not
 // stall or kill the shard.
 #include <gtest/gtest.h>

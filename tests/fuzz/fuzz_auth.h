@@ -1,5 +1,5 @@
 #pragma once
-// The second, authenticated fuzz server (issue 9): its configuration (client tokens, publisher
+// The second, authenticated fuzz server (docs/security.md): its configuration (client tokens, publisher
 // keys, publish rate, per-tenant ceilings, a Unix socket for stdio-framed clients that must
 // authenticate), and what the checks need to know about its credentials.
 //

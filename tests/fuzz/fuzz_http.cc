@@ -8,7 +8,7 @@
 //
 // Findings: any sanitizer report in the server's worker thread; a request the front proxy would
 // forward that a strict reader reads differently from how mcpfan parsed it, or bytes parsed
-// differently at once and in the input's pieces (tests/support/forward_check.h, issue 22); a server that stops reading or
+// differently at once and in the input's pieces (tests/support/forward_check.h); a server that stops reading or
 // neither answers nor closes within 2 s of the client's FIN (a hang); a 500 answer; bytes back
 // that are not well-formed HTTP/1.1 responses, a JSON body or SSE data line that is not JSON,
 // or a non-SSE response cut short; a refusal without its headers (WWW-Authenticate, Retry-After)

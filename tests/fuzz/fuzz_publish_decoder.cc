@@ -223,7 +223,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   // No tenant has clients: the same answer, nothing created, payloads only for the default
-  // tenant (issue 9: publishes filled the tenant table for good).
+  // tenant (a regression: publishes filled the tenant table for good; docs/security.md "Tenants").
   TenantTable empty(4);
   auto n = decoder.decode(body, empty);
   FUZZ_CHECK(n.ok() == r.ok(), "the tenant table changed whether a body is accepted");

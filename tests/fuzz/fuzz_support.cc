@@ -173,7 +173,7 @@ struct ResponseState {
 
   void commit() {
     // What mcpfan writes (its own answers, and the upstream's it relays) is read the same by
-    // any strict reader: token names, values without control bytes (issue 22).
+    // any strict reader: token names, values without control bytes (docs/protocol.md "What is rejected, rewritten and never retried").
     FUZZ_CHECK(detail::is_token(field), "a response header name that is not a token: \"%s\"", printable(field).c_str());
     FUZZ_CHECK(detail::is_clean_field_value(value), "a response header value with a control byte: %s: %s",
                printable(field).c_str(), printable(value).c_str());

@@ -1,4 +1,4 @@
-// libFuzzer target: the front proxy (--upstream, issue 12) facing a hostile upstream. The real
+// libFuzzer target: the front proxy (--upstream, docs/protocol.md) facing a hostile upstream. The real
 // mcpfan::Server runs in this process in front of an upstream that is a thread of this process
 // too: every connection the proxy opens to it gets the input's bytes as the answer (after its
 // request has been read), then the upstream closes. The input's first byte picks what a client
@@ -196,7 +196,7 @@ Proxy& proxy() {
 
 // What came back is a sequence of HTTP/1.1 responses; the last may be cut short. A 502 or 504
 // mcpfan wrote itself (no upstream answer had begun) has a JSON body. Whatever the upstream
-// sent, what is relayed reads the same to a strict client (issue 22): every field name a token,
+// sent, what is relayed reads the same to a strict client: every field name a token,
 // every value free of control bytes, no obs-fold (the bytes are parsed in one piece, so a field
 // or value comes in one callback, and two value callbacks in a row are a folded line).
 void check_responses(std::string_view bytes) {

@@ -280,7 +280,7 @@ HTTP = {
     "connect_method": b"CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     "absolute_url": b"GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     "empty": b"",
-    # Issue 22: what Debian's non-strict http_parser let through and a proxy must refuse.
+    # The proxy's request rules: what Debian's non-strict http_parser let through and a proxy must refuse.
     "ws_before_colon_te": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           b"Transfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     "trailers": b"POST /v1/publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

@@ -1,4 +1,4 @@
-// Authentication and tenants (issue 5): client tokens on every transport, publisher keys,
+// Authentication and tenants (docs/security.md): client tokens on every transport, publisher keys,
 // the publish rate, per-tenant ceilings, and isolation between tenants on one URI.
 #include <fstream>
 
@@ -122,6 +122,10 @@ TEST(Auth, ExpiredTamperedAndWrongAlgorithmTokensAreRefused) {
   EXPECT_TRUE(PollMetricEq(s.port(), AuthFail("client", "expired"), 1));
   EXPECT_TRUE(PollMetricEq(s.port(), AuthFail("client", "bad_signature"), 2));
   EXPECT_TRUE(PollMetricEq(s.port(), AuthFail("client", "wrong_algorithm"), 2));
+  // Each refusal is logged too (docs "Logs"), the token never.
+  EXPECT_TRUE(s.srv->WaitForStderr("client authentication failed: ", kIo)) << s.srv->Stderr();
+  EXPECT_TRUE(s.srv->WaitForStderr("reason=expired", kIo)) << s.srv->Stderr();
+  EXPECT_EQ(s.srv->Stderr().find(good.substr(good.rfind('.') + 1)), std::string::npos) << "a signature in the log";
   // The good token still works.
   SseStream ok;
   EXPECT_TRUE(OpenAuthedListen(ok, s.port(), good, "1", R"({"toolsListChanged":true})"));

@@ -1,4 +1,4 @@
-// Exceptions at libuv callback boundaries (issue 9, item 7). libuv is C: an exception that
+// Exceptions at libuv callback boundaries (docs/security.md "Failures inside the server"). libuv is C: an exception that
 // leaves one of its callbacks ends in std::terminate, taking every client down. Here a real
 // allocation failure (the server under an address-space limit, one stdio client sending a
 // line that never ends, with --max-line-bytes set too high) must be caught, counted, and

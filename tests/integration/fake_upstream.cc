@@ -78,11 +78,14 @@ bool Gate::Wait(Ms timeout) {
   return cv_.wait_for(lock, timeout, [&] { return open_; });
 }
 
-FakeUpstream::FakeUpstream(Handler handler) : handler_(std::move(handler)) {
+FakeUpstream::FakeUpstream(Handler handler, int port) : handler_(std::move(handler)) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // the port of an upstream just gone
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) {
     ADD_FAILURE() << "fake upstream: cannot listen";
     return;

@@ -48,7 +48,8 @@ class FakeUpstream {
   enum class Next { Read, Close };
   using Handler = std::function<Next(int fd, const UpstreamRequest& req)>;
 
-  explicit FakeUpstream(Handler handler);
+  // `port` 0: an ephemeral one; else that port (an upstream restarted where it was).
+  explicit FakeUpstream(Handler handler, int port = 0);
   ~FakeUpstream();
   FakeUpstream(const FakeUpstream&) = delete;
   FakeUpstream& operator=(const FakeUpstream&) = delete;

@@ -1,4 +1,4 @@
-// Connection limits (issue 5): each limit, when hit, gives the documented answer, is
+// Connection limits (docs/security.md "Limits"): each limit, when hit, gives the documented answer, is
 // counted in mcpfan_limit_hits_total{limit=...}, and leaves other clients served.
 #include <netinet/in.h>
 #include <netinet/tcp.h>

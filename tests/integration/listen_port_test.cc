@@ -1,4 +1,4 @@
-// A port another process serves (issue 22, defect 6): a second `mcpfan` on the --listen or
+// A port another process serves (docs/operations.md "A port in use"): a second `mcpfan` on the --listen or
 // --publish-listen address of a running one must exit 1 with "address in use", not share the
 // port through SO_REUSEPORT and take part of its connections; --reuse-port (on the process
 // that joins) shares it on purpose. Every wait is bounded; every process is stopped by PID.
@@ -23,9 +23,10 @@ namespace {
 
 std::string Addr(int port) { return "127.0.0.1:" + std::to_string(port); }
 
-// Starts `mcpfan args` and expects it to refuse: no "listening on" line, exit 1, and
-// `message` in its stderr.
-::testing::AssertionResult Refuses(const std::vector<std::string>& args, const std::string& message) {
+// Starts `mcpfan args` and expects it to refuse: no "listening on" line, `status` (1: the start
+// failed; 2: the configuration itself is wrong, found before binding), and `message` in its stderr.
+::testing::AssertionResult Refuses(const std::vector<std::string>& args, const std::string& message,
+                                   const std::string& status = "exit 1") {
   ChildProcess second;
   std::string err;
   if (int port = LaunchMcpfan(second, args, kStart, "second mcpfan", &err); port > 0) {
@@ -33,7 +34,7 @@ std::string Addr(int port) { return "127.0.0.1:" + std::to_string(port); }
                                          << second.Stderr();
   }
   if (!second.WaitExit(kStart)) return ::testing::AssertionFailure() << "the second mcpfan did not exit:\n" << second.Stderr();
-  if (second.DescribeStatus() != "exit 1") {
+  if (second.DescribeStatus() != status) {
     return ::testing::AssertionFailure() << "the second mcpfan ended with " << second.DescribeStatus() << ":\n" << second.Stderr();
   }
   if (second.Stderr().find(message) == std::string::npos) {
@@ -104,7 +105,7 @@ TEST(ListenPort, OneProcessCannotServeBothListenersOnOnePort) {
   ASSERT_TRUE(first.ok()) << first.error();
   ASSERT_TRUE(Stopped(first));
   EXPECT_TRUE(Refuses({"--listen", Addr(first.port()), "--publish-listen", Addr(first.port()), "--workers", "2"},
-                      "mcpfan: --publish-listen " + Addr(first.port()) + ": the address of --listen"));
+                      "mcpfan: --publish-listen " + Addr(first.port()) + ": the address of --listen", "exit 2"));
 }
 
 TEST(ListenPort, RestartOnTheSamePortAfterServing) {

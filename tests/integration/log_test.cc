@@ -1,4 +1,4 @@
-// Logging never blocks a worker (issue 9, item 9). The server's stderr is a FIFO that the
+// Logging never blocks a worker (docs/operations.md "Logging"). The server's stderr is a FIFO that the
 // test holds open and stops reading once it has the port: the pipe fills after a few
 // thousand lines. Before, each bad stdio line was one fprintf on the worker loop, which
 // then blocked: this client's later lines and every other client on that loop waited.

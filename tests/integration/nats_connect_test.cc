@@ -1,4 +1,4 @@
-// How a node's NATS connection runs (issue 11, item 5): its socket IO on the backplane's own
+// How a node's NATS connection runs (docs/operations.md "IO and delivery"): its socket IO on the backplane's own
 // libuv loop (the default) or on nats.c's threads (--nats-io threads); and a node started while
 // no nats-server answers, which serves locally and joins once one does (on the loop nats.c
 // cannot retry a first connect: the backplane does).

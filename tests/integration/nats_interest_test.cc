@@ -1,4 +1,4 @@
-// The backplane's ingress rules and its interest as the NATS server sees it (issue 11):
+// The backplane's ingress rules and its interest as the NATS server sees it (docs/operations.md "Interest"):
 // debouncing happens once, on the node that accepts a publish, so a suppressed update never
 // crosses the backplane and a receiving node does not hold it again; subscribe/unsubscribe
 // churn within the linger sends no SUB/UNSUB to NATS (counted by the server itself, /subsz);

@@ -1,4 +1,4 @@
-// Issue 22 (7): the outage queue never passes --nats-outage-buffer-bytes. Updates the
+// The outage queue (docs/operations.md "Outage policy") never passes --nats-outage-buffer-bytes. Updates the
 // debouncer holds were admitted against the bound and later queued with no second check, so
 // a node cut off from NATS ended up holding about twice its bound. Now a publish reserves its
 // bytes when it is admitted, and gives them back when it is sent or suppressed.

@@ -1,6 +1,6 @@
-// Issue 22 (5): on the backplane the subject decides the tenant. A real nats-server gives each
+// On the backplane the subject decides the tenant. A real nats-server gives each
 // tenant's backend user a publish permission on its own subject prefix (mcpfan.v1.<tenant>.>),
-// the operator model README "Several nodes" documents. A message that tenant acme's user
+// the operator model docs/operations.md "Per-tenant NATS permissions" documents. A message that tenant acme's user
 // publishes cannot reach tenant victim's listeners: not with a body naming victim, not with
 // several notifications in one message; a direct publish on acme's own subject is delivered.
 #include <fstream>
@@ -29,7 +29,7 @@ std::string WriteAuthConfig(const std::string& dir) {
 
 std::string NodeUrl(const NatsServer& nats) { return "nats://node:node-pw@127.0.0.1:" + std::to_string(nats.port()); }
 
-// A tenant's backend talking the NATS protocol itself (as the README invites): CONNECT as a
+// A tenant's backend talking the NATS protocol itself (as docs/operations.md invites): CONNECT as a
 // user, PUB, and a PING whose PONG says the server has processed everything before it.
 class RawNatsClient {
  public:

@@ -1,4 +1,4 @@
-// The NATS backplane (issue 11) against a real nats-server (Debian's, started by the test on
+// The NATS backplane (docs/operations.md "Several nodes") against a real nats-server (Debian's, started by the test on
 // ephemeral loopback ports): a publish to any node reaches every matching stream on every
 // node exactly once, a node receives only what its subscribers need (read from NATS's own
 // /connz), and a nats-server killed with -9 and restarted costs no stream, is reported by

@@ -1,4 +1,4 @@
-// The front proxy's safety rules (issue 22), each against a scripted upstream that records
+// The front proxy's safety rules (docs/protocol.md "What is rejected, rewritten and never retried"), each against a scripted upstream that records
 // what it received: no request smuggling (framing is mcpfan's, fields are forwarded only as
 // parsed and checked), hop-by-hop fields and trailers stay at the hop, a proxied HEAD ends at
 // its head, a request the upstream may have received is never sent twice, and a session's

@@ -1,4 +1,4 @@
-// The front proxy (--upstream, issue 12) against scripted upstreams (fake_upstream.h): what
+// The front proxy (--upstream, docs/protocol.md "Front proxy") against scripted upstreams (fake_upstream.h): what
 // is forwarded and how (headers both ways, answers streamed as they come, pipelined requests
 // in order), what mcpfan serves itself (listens; a 2025 session's subscriptions and GET
 // stream notifications, merged with the upstream's own GET stream), what it adds
@@ -162,6 +162,7 @@ TEST(Proxy, AnUnreachableUpstreamIs502AndListensGoOn) {
   EXPECT_TRUE(IsRpcError(r, 502, -32603, "7", {"upstream", "connect"}));
   EXPECT_TRUE(ServesListenAndPublish(srv.port()));
   EXPECT_TRUE(PollMetric(srv.port(), "mcpfan_upstream_failures_total", [](double v) { return v >= 1; }));
+  EXPECT_TRUE(srv.WaitForStderr("WARN mcpfan: upstream request failed (connect)", kIo)) << srv.Stderr();  // docs "Logs"
 }
 
 TEST(Proxy, ASilentUpstreamIs504) {

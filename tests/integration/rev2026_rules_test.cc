@@ -1,4 +1,4 @@
-// The 2026-07-28 request rules (issue 10, items 1-6), as the newest conformance suite's
+// The 2026-07-28 request rules (design §2.1; docs/protocol.md "Errors and statuses"), as the newest conformance suite's
 // server-stateless scenario checks them: per-request fields, header/body agreement before
 // version support, 404 for methods the revision does not have, OWS around header values,
 // and capabilities that match the handlers. Over HTTP and, where the rule is not HTTP's,

@@ -1,4 +1,4 @@
-// Running as a service (issue 13 part 2): the operator listener (--publish-listen) and the
+// Running as a service (docs/operations.md "The operator listener", "Reload (SIGHUP)"): the operator listener (--publish-listen) and the
 // SIGHUP reload of keys and limits, with streams open across it.
 #include <signal.h>
 

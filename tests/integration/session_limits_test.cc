@@ -1,4 +1,4 @@
-// Every per-client table is bounded (issue 9, item 12): 2025 sessions without a stream (one
+// Every per-client table is bounded (docs/security.md "Limits"): 2025 sessions without a stream (one
 // connection pipelining initialize created 50,000 of them in 0.5 s, held for 5 minutes),
 // the URIs of one session, and the listens of one stdio client. Each refusal is the
 // documented answer, is counted, and leaves other clients served.

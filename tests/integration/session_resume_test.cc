@@ -1,4 +1,4 @@
-// Resumable 2025 sessions (issue 12 part 3; README "Resumable 2025 sessions"): event ids on a
+// Resumable 2025 sessions (docs/protocol.md "Resumable 2025 sessions"): event ids on a
 // session's GET stream, the priming event, Last-Event-ID replay of the newest notification
 // per (method, uri) missed while the client was away, the re-read answer for a cursor that
 // cannot be resumed (too old, another session's, malformed, from the future), a resuming GET

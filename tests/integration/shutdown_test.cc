@@ -166,7 +166,7 @@ TEST(Shutdown, SignalAtStartUpIsNeverLost) {
 namespace itest {
 namespace {
 
-// Issue 5: SIGTERM with 1,000 open streams, right after a publish: every client gets the
+// SIGTERM with 1,000 open streams (docs/operations.md "Signals"), right after a publish: every client gets the
 // notification whole, then its final result, then the end of the stream; no event is cut;
 // the process exits 0.
 TEST(Shutdown, SigtermDrainsThousandStreamsCleanly) {

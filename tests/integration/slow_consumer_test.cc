@@ -109,6 +109,7 @@ TEST(SlowConsumer, PastByteBoundStreamIsClosedOthersUnaffected) {
   // The slow subscription is dropped; the fast one stays.
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", 1, Ms(15000)));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", 1, Ms(15000)));
+  EXPECT_TRUE(srv.WaitForStderr("WARN mcpfan: stream closed as a slow consumer", kIo)) << srv.Stderr();  // docs "Logs"
   ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
   std::string err;
   auto m = fast.NextMessage(kIo, &err);
@@ -131,7 +132,7 @@ TEST(SlowConsumer, PastByteBoundStreamIsClosedOthersUnaffected) {
 namespace itest {
 namespace {
 
-// Issue 9, item 2: answers to a stdio client's requests were queued with no bound, so a
+// Regression: answers to a stdio client's requests were queued with no bound, so a
 // client that pipelined requests and never read grew the server's memory until the write
 // timeout. Every byte queued to a stream is now under --max-pending-bytes.
 TEST(SlowConsumer, AStdioClientThatPipelinesRequestsAndNeverReadsIsClosedAtTheBound) {

@@ -1,4 +1,4 @@
-// The live status page (issue 13 part 3): GET /status (a self-contained HTML page with a
+// The live status page (docs/operations.md "Status page"): GET /status (a self-contained HTML page with a
 // strict Content-Security-Policy) and GET /status.json (the numbers of /metrics, as JSON),
 // their headers, HEAD, the access rule of /metrics, and the per-tenant rows bounded by
 // --metrics-tenants. The page itself runs in Chromium in tests/interop/status_page.

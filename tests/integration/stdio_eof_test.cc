@@ -1,4 +1,4 @@
-// The end of a stdio client's input (issue 10, items 7-9): every complete line received
+// The end of a stdio client's input (design §2.3): every complete line received
 // before stdin's EOF is answered, a listen still open gets its final result, and only then
 // does `mcpfan --stdio` exit 0. stdin may be a pipe, a regular file or /dev/null.
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// `mcpfan --stdio > file` (issue 9, item 9): stdout as a regular file is written through
+// `mcpfan --stdio > file` (docs/operations.md "Logging"): stdout as a regular file is written through
 // libuv's threadpool, never with a blocking write on the worker loop; everything the
 // client is answered and sent reaches the file, in order, and the server exits 0 at EOF.
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// The tenant table (issue 9, item 1): publishes only look tenants up, only authenticated
+// The tenant table (docs/security.md "Tenants"): publishes only look tenants up, only authenticated
 // clients create entries, and an entry is reclaimed when its last client (connection or
 // 2025 session) is gone. Before the fix, 2,100 rejected publish bodies naming five fresh
 // tenants each filled the 10,000-tenant table, and every new JWT tenant got 503 until

@@ -1,4 +1,4 @@
-// The receiving side of the subject contract (transports/src/nats/inbound.h, issue 22): one
+// The receiving side of the subject contract (transports/src/nats/inbound.h; docs/operations.md "What a node accepts from NATS"): one
 // notification per message, the subject decides the tenant, everything else is dropped with
 // its reason. And decode_tenant_token(), which reads a tenant token back (subjects.h).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 22 (7): the outage bound (--nats-outage-buffer-bytes) is a reservation taken when a
+// The outage bound (--nats-outage-buffer-bytes; docs/operations.md "Outage policy") is a reservation taken when a
 // publish is admitted (Backplane::can_take) and carried by each Notification until it is sent
 // or suppressed. Two admissions checked at the same moment, or an update the debouncer holds,
 // can no longer pass it. The backplane here never reaches a NATS server (nothing listens on

@@ -1,4 +1,4 @@
-// The embedded Server's threads and lifetimes under load (issue 9, "Thread safety
+// The embedded Server's threads and lifetimes under load ("Thread safety
 // proven"): publishers on several threads, clients opening, subscribing, unsubscribing and
 // closing streams on both eras and on stdio, all while Server::stop() runs. Built into the
 // ThreadSanitizer pass of the test command, where a data race fails the run; in every

@@ -1,5 +1,5 @@
 #pragma once
-// The front proxy's forwarding, checked without a server (issue 22's differential property):
+// The front proxy's forwarding, checked without a server (the differential property of docs/protocol.md "What is rejected, rewritten and never retried"):
 // for any bytes a client may send, what mcpfan's RequestParser accepts and what
 // upstream_request() builds from it must be read back by a strict, independent reader as
 // exactly the same method, target, field list (less the hop-by-hop fields) and body.

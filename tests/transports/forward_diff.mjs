@@ -1,4 +1,4 @@
-// The differential property of issue 22, with an independent strict parser: Node's llhttp
+// The front proxy's differential property (docs/protocol.md "What is rejected, rewritten and never retried"), with an independent strict parser: Node's llhttp
 // (node:http, insecureHTTPParser off). For every case, the bytes a client sends are parsed by
 // mcpfan's RequestParser and forwarded as upstream_request() builds them (mcpfan_forward_dump);
 // the forwarded bytes of all the case's requests, pipelined on one loopback connection to a

@@ -1,4 +1,4 @@
-// ServerConfig::authenticate_client (issue 13, a host's own authentication): an in-process
+// ServerConfig::authenticate_client (docs/embedding.md "The host's own authentication"): an in-process
 // Server on an ephemeral loopback port, clients over real sockets (HTTP) and a socketpair
 // (an attached stdio client). Every wait is for an event (a line, an answer, EOF) with a
 // bound; nothing sleeps.

@@ -1,4 +1,4 @@
-// The listening sockets of a listener (transports/src/server/listen_socket.h; issue 22, defect 6):
+// The listening sockets of a listener (transports/src/server/listen_socket.h; docs/operations.md "A port in use"):
 // one SO_REUSEPORT socket per worker on one port, but an address another group already serves
 // is refused unless shared on purpose; a group that joined ours after our probe is seen; the
 // TIME_WAIT connections of an earlier run are not "in use". A socket of this test with

@@ -1,4 +1,4 @@
-// Server::collect_metrics() (issue 13, a host's own metrics sink): an embedded Server on an
+// Server::collect_metrics() (docs/embedding.md "The host's own metrics sink"): an embedded Server on an
 // ephemeral loopback port, real sockets. The host's sink sees exactly what GET /metrics serves;
 // counters move with a publish that reaches a listen; tenant rows are labelled; and several
 // host threads collect while clients come and go, publishes flow and the server stops (the
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mcpfan/mcp.h"
+#include "mcpfan/version.h"
 #include "mcpfan/transport/server.h"
 #include "support/loopback.h"
 #include "transports/metrics_recorder.h"
@@ -116,6 +117,10 @@ TEST_F(MetricsSink, SeesExactlyWhatGetMetricsServes) {
   RecordingSink sink;
   for (int attempt = 0; attempt < 5; ++attempt) {  // a straggling counter (a write's completion) settles
     text = mcpfan::testing::parse_prometheus(get_keep_alive(conn, "/metrics"));
+    // The process_* families are GET /metrics' alone (mcpfan/transport/metrics.h): a host's
+    // own metrics library reports its process.
+    const auto process_families = std::erase_if(text, [](const auto& f) { return f.name.rfind("process_", 0) == 0; });
+    EXPECT_EQ(process_families, 6u) << "CPU, start time, resident and virtual memory, open and max fds";
     sink = RecordingSink{};
     ASSERT_TRUE(server.collect_metrics(sink).ok());
     if (sink.families == text) break;
@@ -126,6 +131,10 @@ TEST_F(MetricsSink, SeesExactlyWhatGetMetricsServes) {
   EXPECT_EQ(sink.families, text);
   EXPECT_EQ(sink.value("mcpfan_connections_open"), 2);
   EXPECT_EQ(sink.value("mcpfan_listen_streams_open"), 1);
+  EXPECT_EQ(sink.value("mcpfan_build_info", {{"version", std::string(mcpfan::build::kVersion)},
+                                             {"compiler", std::string(mcpfan::build::kCompiler)},
+                                             {"build_type", std::string(mcpfan::build::kBuildType)}}),
+            1);
   ::close(conn);
   ::close(listen);
 }

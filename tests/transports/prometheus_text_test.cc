@@ -65,6 +65,28 @@ TEST(PrometheusText, FixedSnapshot) {
   EXPECT_TRUE(has_line(mcpfan::detail::render_prometheus(s), "mcpfan_backplane_lag_seconds 0.000"));
 }
 
+TEST(PrometheusText, ProcessFamiliesWhenGiven) {
+  StatsSnapshot s = fixed_snapshot();
+  EXPECT_EQ(mcpfan::detail::render_prometheus(s).find("process_"), std::string::npos) << "none unless read (GET /metrics)";
+  mcpfan::detail::ProcessStats p;
+  p.cpu_seconds = 1.25;
+  p.start_time_seconds = 1700000000.5;
+  p.resident_bytes = 4096;
+  p.virtual_bytes = 8192;
+  p.open_fds = 12;
+  p.max_fds = 1024;
+  s.process = p;
+  std::string text = mcpfan::detail::render_prometheus(s);
+  EXPECT_TRUE(has_line(text, "# TYPE process_cpu_seconds_total counter")) << text;
+  EXPECT_TRUE(has_line(text, "process_cpu_seconds_total 1.250")) << text;
+  EXPECT_TRUE(has_line(text, "process_start_time_seconds 1700000000.500")) << text;
+  EXPECT_TRUE(has_line(text, "process_resident_memory_bytes 4096")) << text;
+  EXPECT_TRUE(has_line(text, "process_virtual_memory_bytes 8192")) << text;
+  EXPECT_TRUE(has_line(text, "process_open_fds 12")) << text;
+  EXPECT_TRUE(text.ends_with("\nprocess_max_fds 1024\n")) << text;
+  EXPECT_NE(text.find("\nmcpfan_build_info{version=\""), std::string::npos) << text;
+}
+
 TEST(PrometheusText, LimitRowsByName) {
   std::string text = mcpfan::detail::render_prometheus(fixed_snapshot());
   std::string first = "mcpfan_limit_hits_total{limit=\"" +

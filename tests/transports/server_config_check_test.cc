@@ -1,4 +1,4 @@
-// Server::start() checks the ServerConfig first (issue 13, misuse is a clear error): a value
+// Server::start() checks the ServerConfig first (docs/embedding.md "Misuse is a clear error"): a value
 // out of range is refused with -32602 naming the field, its range and the mcpfan flag, and
 // nothing is started. Building a Server with such a value allocates nothing for it.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// ServerConfig::listen_fd (issue 13, a host's own listening socket): served by every worker
+// ServerConfig::listen_fd (docs/embedding.md "The host's own listening socket"): served by every worker
 // in place of binding host:port; the host's fd stays the host's; anything that is not a
 // listening stream socket is refused by start() with nothing started.
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-// Server::attach_stdio's typed handles (issue 13): each attached client gets a StdioClient,
+// Server::attach_stdio's typed handles (docs/embedding.md "Attached stdio clients"): each attached client gets a StdioClient,
 // its on_end hears once why it ended (input ended, detached, server stopped, refused), and
 // detach_stdio() ends one client in order (final results written, then its fds closed).
 // Misuse (a handle that names nothing, one from another Server) is a clear error.

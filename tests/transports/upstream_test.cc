@@ -192,7 +192,14 @@ TEST(Upstream, ParsesUrls) {
   EXPECT_EQ(v6.value().host, "::1");
   EXPECT_EQ(v6.value().path, "/");
   EXPECT_EQ(parse_upstream_url("http://[::1]").value().port, 80);
-  for (const char* bad : {"https://127.0.0.1/", "http://example.com/mcp", "http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://:80/",
+  auto name = parse_upstream_url("http://localhost:3000/mcp");  // looked up by the pool (upstream_names_test.cc)
+  ASSERT_TRUE(name) << name.error().message;
+  EXPECT_EQ(name.value().host, "localhost");
+  EXPECT_EQ(name.value().authority, "localhost:3000");
+  auto tls = parse_upstream_url("https://mcp.example.com/mcp");
+  ASSERT_FALSE(tls);
+  EXPECT_NE(tls.error().message.find("https:// upstreams are not supported yet"), std::string::npos) << tls.error().message;
+  for (const char* bad : {"https://127.0.0.1/", "http://exa mple.com/mcp", "http://-x/", "http://a!b/", "http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://:80/",
                           "http://[::1/", "ftp://x"}) {
     auto r = parse_upstream_url(bad);
     EXPECT_FALSE(r) << bad;

@@ -27,7 +27,7 @@
 // publishes over several --publish-url's; both are driven over stdin/stdout (control.h).
 // --stream-uris own|both gives stream i its own URI <--own-uri-base><--index-base + i>, and
 // --scenario targeted addresses each publish to one random stream's URI in one process
-// (README "Targeted publishes"), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
+// (docs/performance.md "Targeted publishes"), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
 // location together with --extra-uris K never-published channels) and the SDK hub, at a fixed
 // --rate or at --rate max over P publisher connections with a --window each.
 #include <arpa/inet.h>
@@ -431,7 +431,7 @@ class Loadgen {
     uint64_t subscriptions = 0, lost = 0;
     double warmup_s = 0;
     uint64_t warmup_resent = 0;
-  } tgt_;  // targeted: the figures README "Targeted publishes" reports
+  } tgt_;  // targeted: the figures docs/performance.md "Targeted publishes" reports
   ProcSample rss0_, rss1_;
   uint64_t cpu_ticks_ = 0, phase_deliveries_ = 0, self_cpu_us_ = 0;
   bool cpu_measured_ = false;
@@ -792,7 +792,7 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
   if (self->o_.kind == Kind::Stdio) {
     st->state = SState::AwaitAck;
     st->lines.Reset(LineFramer::Mode::JsonLines);
-    uv_os_fd_t fd;  // a Unix socket: its receive buffer hardly bounds the sender (see README)
+    uv_os_fd_t fd;  // a Unix socket: its receive buffer hardly bounds the sender (see bench/compare/LOADGEN_CLI.md)
     if (st->slow && uv_fileno(st->handle(), &fd) == 0) {
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &self->o_.slow_rcvbuf, sizeof self->o_.slow_rcvbuf);
     }
@@ -1492,7 +1492,7 @@ void Loadgen::OnPublishCommand(const std::string& line) {
   }
 }
 
-// Targeted, in one process (README "Targeted publishes"): N streams, each with its own URI (and
+// Targeted, in one process (docs/performance.md "Targeted publishes"): N streams, each with its own URI (and
 // --extra-uris never-published ones); publishes each addressed to one random stream's URI,
 // spread over the --publish-url's (P connections, at most --window in flight on each): --rate
 // publishes/s for --duration s, or --rate max: as fast as the server answers, for --duration s.

@@ -112,7 +112,7 @@ run targeted --streams 200 --stream-uris own --scenario targeted --rate 500 --du
 [[ "$(json_get "$tmp/targeted.json" '.targeted.tally.misdelivered')" == "0" ]] || fail "targeted: misdelivered"
 
 # Targeted at the maximum rate over 2 publisher connections (window 4), with 2 extra
-# never-published URIs per stream: the issue 14 figures are reported, nothing goes astray.
+# never-published URIs per stream: the targeted-publish figures are reported, nothing goes astray.
 pub="http://127.0.0.1:$port/v1/publish"
 run targeted_max --streams 200 --stream-uris own --extra-uris 2 --scenario targeted --rate max --duration 1 --window 4 \
   --publish-url "$pub,$pub"

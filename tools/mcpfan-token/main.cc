@@ -1,5 +1,5 @@
 // mcpfan-token: mints a client JWT that mcpfan accepts (--jwt-secret-file / --jwt-public-key-file)
-// and prints it on stdout. For operators and tests; see README.md. Exit 2 on bad usage, 1 when the
+// and prints it on stdout. For operators and tests; see docs/security.md. Exit 2 on bad usage, 1 when the
 // key file cannot be used.
 #include <jwt.h>
 #include <openssl/bio.h>
@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "mcpfan/version.h"
 
 namespace {
 
@@ -94,6 +96,7 @@ std::string check_private_key(const std::string& pem, const std::string& alg) {
 
 int main(int argc, char** argv) {
   CLI::App app{"mcpfan-token: mints a client JWT for mcpfan and prints it on stdout"};
+  app.set_version_flag("--version", "mcpfan-token " + std::string(mcpfan::build::kVersion));
   std::string alg, key_file, tenant;
   std::vector<std::string> uris, claims;
   long exp_in = 3600, exp = 0, nbf = 0;

@@ -16,7 +16,10 @@
 #include <map>
 #include <vector>
 
+#include "command_line.h"
+#include "config_file.h"
 #include "control_signals.h"
+#include "program_log.h"
 #include "mcpfan/transport/server.h"
 #include "mcpfan/version.h"
 
@@ -46,10 +49,6 @@ bool parse_host_port(const std::string& s, HostPort& out) {
   return true;
 }
 
-bool is_loopback(const std::string& host) {
-  return host.rfind("127.", 0) == 0 || host == "::1" || host == "localhost";
-}
-
 std::string display(const std::string& host, std::uint16_t port) {
   bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -60,16 +59,16 @@ struct Flags {
   mcpfan::ServerConfig cfg;
   std::string listen = "127.0.0.1:8080";
   std::string publish_listen;
-  bool insecure = false;
+  std::shared_ptr<const mcpfan::tool::ConfigSource> source;  // where the --config file set each key
   bool stdio = false;
 };
 
+std::unique_ptr<CLI::App> scratch_flags_app();
+
 void add_flags(CLI::App& app, Flags& f) {
-  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not a silent default
-  app.set_config("--config", "", "TOML config file; keys are the long flag names (listen = \"127.0.0.1:8080\")");
+  f.source = mcpfan::tool::use_config_file(app, scratch_flags_app);  // --config (config_file.h)
   mcpfan::ServerConfig& cfg = f.cfg;
   std::string& listen = f.listen;
-  bool& insecure = f.insecure;
   bool& stdio = f.stdio;
   app.add_option("--listen", listen, "HOST:PORT for /mcp, /healthz (and /v1/publish, /metrics without --publish-listen)")
       ->capture_default_str();
@@ -96,6 +95,14 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   app.add_option("--shutdown-grace-ms", cfg.shutdown_grace_ms, "time for final writes on SIGTERM before connections are cut")
       ->capture_default_str();
+  app.add_option("--drain-delay-ms", cfg.drain_delay_ms,
+                 "on SIGTERM, keep serving this long with GET /readyz answering 503 (load balancers take the node out) "
+                 "before stopping; a second SIGTERM or SIGINT stops at once; 0: stop at once")
+      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{3'600'000}));
+  app.add_option("--readyz-backplane", cfg.readyz_backplane,
+                 "GET /readyz while the NATS backplane is disconnected: ignore (still 200: local delivery works, and 503 on "
+                 "every node at once would empty the load balancer) or require (503)")
+      ->capture_default_str()->check(CLI::IsMember({"ignore", "require"}));
   app.add_option("--allow-origin", cfg.allow_origins,
                  "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
   app.add_option("--allow-host", cfg.allow_hosts,
@@ -109,10 +116,12 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--debounce-ms", cfg.debounce_ms,
                  "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered (0 = off)")
       ->capture_default_str();
-  app.add_flag("--insecure", insecure, "allow a non-loopback listener without authentication");
+  app.add_flag("--insecure", cfg.insecure,
+               "allow a non-loopback listener without authentication (without it such a listener needs client tokens "
+               "for /mcp and publisher keys for /v1/publish)");
   app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
   app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
-  // The NATS backplane (README "Several nodes"): without --nats, one process, all in memory.
+  // The NATS backplane (docs/operations.md "Several nodes"): without --nats, one process, all in memory.
   app.add_option("--nats", cfg.nats, "NATS server URLs, comma-separated (nats://127.0.0.1:4222): publishes reach every node");
   app.add_option("--nats-prefix", cfg.nats_prefix, "first subject token(s) of this cluster's subjects")->capture_default_str();
   app.add_option("--node-name", cfg.node_name, "this node's NATS connection name");
@@ -147,10 +156,15 @@ void add_flags(CLI::App& app, Flags& f) {
                  "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
                  "nats.c's default; only for a handful of subjects)")
       ->capture_default_str()->check(CLI::Range(0, 64));
-  // The front proxy (README "In front of an MCP server"): without --upstream, mcpfan serves only its own methods.
+  // The front proxy (docs/protocol.md "Front proxy"): without --upstream, mcpfan serves only its own methods.
   app.add_option("--upstream", cfg.upstream,
-                 "http://IP:PORT/path of an MCP server to stand in front of: mcpfan answers subscriptions/listen and "
-                 "2025-era resources/subscribe itself and forwards every other request there");
+                 "http://HOST:PORT/path of an MCP server to stand in front of (HOST an IP or a name, looked up without "
+                 "blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and forwards "
+                 "every other request there");
+  app.add_option("--upstream-resolve-ttl-ms", cfg.upstream_resolve_ttl_ms,
+                 "how long the upstream host name's addresses serve new connections before it is looked up again (a "
+                 "failed connect looks it up again at once); 0: look up for every new connection")
+      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{86'400'000}));
   app.add_option("--upstream-connect-ms", cfg.upstream_connect_ms, "connecting to the upstream (502 past it)")
       ->capture_default_str()->check(CLI::Range(1, 600000));
   app.add_option("--upstream-first-byte-ms", cfg.upstream_first_byte_ms, "the first byte of the upstream's answer (504 past it)")
@@ -169,7 +183,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_flag("--upstream-forward-subscribe", cfg.upstream_forward_subscribe,
                "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)");
   app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
-  // Limits (README "Limits and security"): each hit is counted in mcpfan_limit_hits_total.
+  // Limits (docs/security.md "Limits"): each hit is counted in mcpfan_limit_hits_total.
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();
   app.add_option("--max-url-length", cfg.max_url_length, "longest request target (414 above)")->capture_default_str();
   app.add_option("--request-timeout-ms", cfg.request_timeout_ms,
@@ -203,7 +217,7 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->check(CLI::Range(1, 10000000));
   app.add_option("--metrics-tenants", cfg.metrics_tenants,
                  "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\"")->capture_default_str();
-  // Authentication (README "Limits and security").
+  // Authentication (docs/security.md "Client tokens", "Publisher keys").
   app.add_option("--jwt-secret-file", cfg.jwt_secret_file, "HS256 secret (at least 32 bytes) for client tokens")
       ->check(CLI::ExistingFile);
   app.add_option("--jwt-public-key-file", cfg.jwt_public_key_file, "RS256 (RSA) or ES256 (P-256) PEM public key for client tokens")
@@ -216,6 +230,38 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--publish-burst", cfg.publish_burst, "publish token bucket size (0 = one second's worth)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  // Logging (transport/log.h): the lines on stderr, their least severity and their format.
+  // Taken as words and mapped here: CLI11 would print a one-byte enum's values as raw bytes in --help.
+  app.add_option_function<std::string>(
+         "--log-level",
+         [&cfg](const std::string& v) {
+           const std::string w = CLI::detail::to_lower(v);
+           cfg.log_level = w == "debug" ? mcpfan::LogLevel::Debug
+                           : w == "warn" ? mcpfan::LogLevel::Warn
+                           : w == "error" ? mcpfan::LogLevel::Error
+                                          : mcpfan::LogLevel::Info;
+         },
+         "least severity logged: debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}, CLI::ignore_case))
+      ->default_str("info");
+  app.add_option_function<std::string>(
+         "--log-format",
+         [&cfg](const std::string& v) {
+           cfg.log_format = CLI::detail::to_lower(v) == "json" ? mcpfan::LogFormat::Json : mcpfan::LogFormat::Text;
+         },
+         "stderr lines as text (\"TIME LEVEL mcpfan: message key=value\") or json (one object per line: ts, level, "
+         "kind, msg, fields)")
+      ->check(CLI::IsMember({"text", "json"}, CLI::ignore_case))
+      ->default_str("text");
+}
+
+// A fresh set of the program's flags, on which the --config reader tries each value (config_file.h).
+std::unique_ptr<CLI::App> scratch_flags_app() {
+  struct WithFlags : CLI::App {
+    Flags flags;
+    WithFlags() { add_flags(*this, flags); }
+  };
+  return std::make_unique<WithFlags>();
 }
 
 // The keys of the reloadable settings (Server::reload()); a change to any other is reported as needing a restart.
@@ -255,39 +301,20 @@ std::vector<std::string> changed_keys(const std::string& before, const std::stri
   return keys;
 }
 
-// Resolves HOST:PORT flags into the config and refuses an open listener without authentication.
-// Returns false after printing why.
+// Resolves HOST:PORT flags into the config (Server::check() then judges the addresses, and
+// refuses an open listener without authentication). Returns false after printing why.
 bool resolve_listeners(Flags& f) {
   mcpfan::ServerConfig& cfg = f.cfg;
   HostPort hp;
   if (!parse_host_port(f.listen, hp)) {
-    std::fprintf(stderr, "mcpfan: --listen %s: expected HOST:PORT\n", f.listen.c_str());
+    mcpfan::tool::report_config_problem(*f.source, "--listen " + f.listen + ": expected HOST:PORT");
     return false;
   }
   HostPort php;
   bool split = !f.publish_listen.empty();
   if (split && !parse_host_port(f.publish_listen, php)) {
-    std::fprintf(stderr, "mcpfan: --publish-listen %s: expected HOST:PORT\n", f.publish_listen.c_str());
+    mcpfan::tool::report_config_problem(*f.source, "--publish-listen " + f.publish_listen + ": expected HOST:PORT");
     return false;
-  }
-  bool clients_auth = !cfg.jwt_secret_file.empty() || !cfg.jwt_public_key_file.empty();
-  bool publishers_auth = !cfg.publish_keys_file.empty();
-  // An open listener needs authentication for what it serves: client tokens alone would leave
-  // publishing open to anyone who can connect. With --publish-listen each listener is judged
-  // by its own paths.
-  auto refuse = [&](const char* flag, const std::string& host, const char* needs) {
-    std::fprintf(stderr, "mcpfan: refusing %s on %s without authentication (%s); use a loopback address, configure it, or pass --insecure\n",
-                 flag, host.c_str(), needs);
-    return false;
-  };
-  if (!f.insecure && !is_loopback(hp.host)) {
-    if (!split && !(clients_auth && publishers_auth)) {
-      return refuse("--listen", hp.host, "--jwt-secret-file or --jwt-public-key-file, and --publish-keys-file");
-    }
-    if (split && !clients_auth) return refuse("--listen", hp.host, "--jwt-secret-file or --jwt-public-key-file");
-  }
-  if (split && !f.insecure && !is_loopback(php.host) && !publishers_auth) {
-    return refuse("--publish-listen", php.host, "--publish-keys-file");
   }
   cfg.host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
   cfg.port = hp.port;
@@ -307,19 +334,23 @@ void reload(mcpfan::Server& server, int argc, char** argv, const std::string& ru
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mcpfan: reload failed, the running configuration is kept: %s\n", e.what());
+    mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Error, "reload_failed",
+                              std::string("reload failed, the running configuration is kept: ") + e.what());
     return;
   }
   for (const std::string& key : changed_keys(running_settings, app.config_to_str(true, false))) {
-    if (!reloadable_key(key)) std::fprintf(stderr, "mcpfan: reload: %s changed; it takes effect after a restart\n", key.c_str());
+    if (!reloadable_key(key)) {
+      mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Warn, "reload_needs_restart",
+                                "reload: " + key + " changed; it takes effect after a restart");
+    }
   }
   auto applied = server.reload(next.cfg);
   if (!applied) {
-    std::fprintf(stderr, "mcpfan: reload failed, the running configuration is kept: %s\n", applied.error().message.c_str());
+    mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Error, "reload_failed",
+                              "reload failed, the running configuration is kept: " + applied.error().message);
   } else {
-    std::fprintf(stderr, "mcpfan: reloaded: %s\n", applied.value().c_str());
+    mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Info, "reloaded", "reloaded: " + applied.value());
   }
-  std::fflush(stderr);
 }
 
 }  // namespace
@@ -329,11 +360,29 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "mcpfan " + std::string(mcpfan::build::kVersion) + " (" +
                                         std::string(mcpfan::build::kCompiler) + ", " +
                                         std::string(mcpfan::build::kBuildType) + ")");
+  bool check_only = false;
+  app.add_flag("--check-config", check_only,
+               "check the command line and the --config file as a start would (addresses, the non-loopback rule, key "
+               "files, NATS files, upstream URL, ranges), print \"configuration OK\" and exit 0, or name the problem and "
+               "exit 2; binds no port and connects to nothing (safe next to the running server, e.g. before a reload)")
+      ->configurable(false);
+  app.footer(mcpfan::tool::kExitStatusHelp);
   Flags flags;
   add_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
-  if (!resolve_listeners(flags)) return 2;
+  if (auto exit_status = mcpfan::tool::parse_command_line(app, argc, argv)) return *exit_status;
+  if (!resolve_listeners(flags)) return mcpfan::tool::kExitConfig;
   mcpfan::ServerConfig& cfg = flags.cfg;
+  // Everything start() would refuse, before anything starts: a configuration error exits 2,
+  // a failure of the start itself 1 (command_line.h).
+  auto checked = mcpfan::Server::check(cfg);
+  if (!checked) {
+    mcpfan::tool::report_config_problem(*flags.source, checked.error().message);
+    return mcpfan::tool::kExitConfig;
+  }
+  if (check_only) {
+    mcpfan::tool::print_check_summary(flags.source->file, flags.listen, flags.publish_listen, cfg, checked.value());
+    return mcpfan::tool::kExitOk;
+  }
   // What a reload compares against: the settings as parsed at start.
   const std::string running_settings = app.config_to_str(true, false);
 
@@ -341,7 +390,8 @@ int main(int argc, char** argv) {
   // Before any thread starts (the Server's workers inherit the mask): see control_signals.h.
   std::string signal_error;
   if (!mcpfan::tool::ControlSignals::block(signal_error)) {
-    std::fprintf(stderr, "mcpfan: %s\n", signal_error.c_str());
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "start_failed", signal_error, {}, true);
+    mcpfan::tool::flush_program_log();
     return 1;
   }
   uv_loop_t* loop = uv_default_loop();
@@ -358,7 +408,11 @@ int main(int argc, char** argv) {
     int argc;
     char** argv;
     const std::string* settings;
-  } signal_ctx{loop, 0, &server, argc, argv, &running_settings};
+    uv_timer_t* drain_timer;  // --drain-delay-ms: between SIGTERM and the stop
+  } signal_ctx{loop, 0, &server, argc, argv, &running_settings, nullptr};
+  uv_timer_t drain_timer;
+  uv_timer_init(loop, &drain_timer);
+  signal_ctx.drain_timer = &drain_timer;
   // Watched before the port is announced: whoever reads the announcement may signal at once
   // (and one sent earlier waits, blocked, until the loop reads it).
   mcpfan::tool::ControlSignals signals;
@@ -370,50 +424,76 @@ int main(int argc, char** argv) {
               reload(*c->server, c->argc, c->argv, *c->settings);
             } else if (c->caught == 0) {
               c->caught = signo;
-              uv_stop(c->loop);
+              const std::uint64_t delay = c->server->config().drain_delay_ms;
+              if (signo != SIGTERM || delay == 0) return uv_stop(c->loop);
+              // Readiness goes first and the listeners stay open, so that load balancers see
+              // /readyz fail and move new clients away before this node stops (docs/operations.md "Health checks").
+              c->server->drain();
+              mcpfan::tool::program_log(c->server->config(), mcpfan::LogLevel::Info, "draining",
+                                        "draining (signal=SIGTERM): /readyz answers 503; stopping in " +
+                                            std::to_string(delay) + " ms");
+              uv_timer_start(c->drain_timer, [](uv_timer_t* t) { uv_stop(t->loop); }, delay, 0);
+            } else {
+              uv_stop(c->loop);  // a second SIGTERM or SIGINT: no more waiting
             }
           },
           &signal_ctx, signal_error)) {
-    std::fprintf(stderr, "mcpfan: %s\n", signal_error.c_str());
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "start_failed", signal_error, {}, true);
+    mcpfan::tool::flush_program_log();
     return 1;
   }
+  mcpfan::tool::log_startup_summary(cfg);
   auto started = server.start();
   if (!started) {
-    std::fprintf(stderr, "mcpfan: %s\n", started.error().message.c_str());
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "start_failed", started.error().message, {}, true);
+    mcpfan::tool::flush_program_log();
     return 1;
   }
-  std::fprintf(stderr, "mcpfan: listening on %s workers=%u pid=%d\n", display(cfg.host, started.value()).c_str(),
-               server.config().workers, static_cast<int>(getpid()));
+  // The body after "mcpfan: " is what scripts parse: "listening on HOST:PORT workers=N pid=P".
+  mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening", "listening on " + display(cfg.host, started.value()),
+                            {{"workers", std::to_string(server.config().workers), true},
+                             {"pid", std::to_string(getpid()), true}},
+                            true);
   if (!cfg.publish_host.empty()) {
-    std::fprintf(stderr, "mcpfan: publish listener on %s\n", display(cfg.publish_host, server.publish_port()).c_str());
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening_publish",
+                              "publish listener on " + display(cfg.publish_host, server.publish_port()), {}, true);
   }
-  std::fflush(stderr);
+  if (!cfg.unix_path.empty()) {
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening_unix", "stdio-framed clients on Unix socket " + cfg.unix_path);
+  }
   if (flags.stdio) {
     // The server owns (and libuv closes) what it is given: duplicates, so that 0 and 1 stay
     // this process's (libuv asserts it never closes a descriptor below 3).
     int in = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
     int out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
     if (in < 0 || out < 0) {
-      std::fprintf(stderr, "mcpfan: --stdio: cannot use stdin/stdout: %s\n", std::strerror(errno));
+      mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "stdio_failed",
+                                std::string("--stdio: cannot use stdin/stdout: ") + std::strerror(errno), {}, true);
+      mcpfan::tool::flush_program_log();
       return 1;
     }
     mcpfan::StdioOptions stdio;
     stdio.on_end = [&stdio_done](mcpfan::StdioClient, mcpfan::StdioEnd) { uv_async_send(&stdio_done); };
     if (auto attached = server.attach_stdio(in, out, std::move(stdio)); !attached) {
-      std::fprintf(stderr, "mcpfan: --stdio: %s\n", attached.error().message.c_str());
+      mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "stdio_failed", "--stdio: " + attached.error().message, {}, true);
       ::close(in);
       ::close(out);
+      mcpfan::tool::flush_program_log();
       return 1;
     }
   }
 
   uv_run(loop, UV_RUN_DEFAULT);
-  if (auto stopped = server.stop(); !stopped) std::fprintf(stderr, "mcpfan: %s\n", stopped.error().message.c_str());
+  if (auto stopped = server.stop(); !stopped) {
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "stop_failed", stopped.error().message, {}, true);
+  }
   const int caught = signal_ctx.caught;
   const char* why = caught == SIGINT ? "signal=SIGINT" : caught == SIGTERM ? "signal=SIGTERM" : "stdin closed";
-  std::fprintf(stderr, "mcpfan: stopped (%s)\n", why);
+  mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "stopped", std::string("stopped (") + why + ")", {}, true);
+  mcpfan::tool::flush_program_log();
   signals.close();
   uv_close(reinterpret_cast<uv_handle_t*>(&stdio_done), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer), nullptr);
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);
   return 0;

@@ -2,7 +2,7 @@
 /**
  * Which worker loops (shards) hold a subscription that a notification may match, so that a
  * publish is posted to, and wakes, only those: a targeted publish then costs the same with 1
- * or 8 workers instead of waking every loop (README "Several nodes").
+ * or 8 workers instead of waking every loop (docs/performance.md "Interest-aware dispatch").
  *
  * Keys are the index's: (tenant, kind, uri), a prefix key's uri ending in '/'. Each shard's
  * index reports its keys' first and last subscription (KeyListener, through the Hub); a

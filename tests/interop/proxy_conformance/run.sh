@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interop test: the official MCP conformance suite (@modelcontextprotocol/conformance
 # 0.2.0-alpha.12 on Node 22, the pins of ../conformance_next) against real MCP servers, first
-# alone and then through `mcpfan --upstream` in front of them (issue 12, front proxy).
+# alone and then through `mcpfan --upstream` in front of them (docs/protocol.md "Front proxy").
 #
 #   bash run.sh /path/to/mcpfan
 #

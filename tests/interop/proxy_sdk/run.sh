@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop test: `mcpfan --upstream` in front of real MCP servers built on the official SDKs,
-# driven by the official TypeScript SDK clients (issue 12, front proxy).
+# driven by the official TypeScript SDK clients (docs/protocol.md "Front proxy").
 #
 #   bash run.sh /path/to/mcpfan
 #

@@ -1,5 +1,5 @@
 // Interop test: the official MCP TypeScript SDK v1 client's own reconnection against mcpfan's
-// resumable 2025 sessions (README "Resumable 2025 sessions").
+// resumable 2025 sessions (docs/protocol.md "Resumable 2025 sessions").
 //
 //   node resume.mjs http://127.0.0.1:PORT
 //

@@ -5,6 +5,7 @@
 #include "http/field_syntax.h"
 #include "http/http_conn.h"
 #include "mcp/messages.h"
+#include "server/log.h"
 #include "server/worker.h"
 
 namespace mcpfan::detail {
@@ -107,7 +108,9 @@ void ProxyExchange::on_body(std::string_view bytes) {
       if (call_ && pool_) pool_->cancel(call_);
       call_ = nullptr;
       conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
-      fail_before_head(502, "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)");
+      std::string why = "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)";
+      log_failure("too_large", why, 502);
+      fail_before_head(502, std::move(why));
       return;
     }
     buffered_.body.append(bytes);
@@ -147,13 +150,26 @@ void ProxyExchange::on_failure(proxy::UpstreamFailure kind, const std::string& w
   if (done_) return;
   call_ = nullptr;
   conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  bool timeout = kind == proxy::UpstreamFailure::FirstByte || kind == proxy::UpstreamFailure::Idle;
+  log_failure(proxy::failure_name(kind), what, head_written_ ? 0 : timeout ? 504 : 502);
   if (head_written_) {  // the client's answer has begun: all it can be told is that it did not end
     done_ = true;
     conn_.proxy_done(false);
     return;
   }
-  bool timeout = kind == proxy::UpstreamFailure::FirstByte || kind == proxy::UpstreamFailure::Idle;
   fail_before_head(timeout ? 504 : 502, "upstream " + std::string(proxy::failure_name(kind)) + ": " + what);
+}
+
+void ProxyExchange::log_failure(std::string_view failure, const std::string& what, int status) noexcept {
+  if (!log::enabled(LogLevel::Warn)) return;
+  try {
+    std::string message = "upstream request failed (" + std::string(failure) + "): " + what;
+    message += status ? "; answered " + std::to_string(status) : "; the answer was cut short";
+    log::line(LogLevel::Warn, "upstream_failed", std::move(message),
+              {{"upstream", conn_.worker().config().upstream}, {"failure", std::string(failure)}});
+  } catch (...) {  // out of memory: the line is lost, the client still gets its answer
+    log::count_dropped();
+  }
 }
 
 void ProxyExchange::fail_before_head(int status, std::string message) {

@@ -1,5 +1,5 @@
 #pragma once
-// One client request answered by the --upstream MCP server (README "In front of an MCP server"). The
+// One client request answered by the --upstream MCP server (docs/protocol.md "Front proxy"). The
 // request goes out over the worker's UpstreamPool; the answer comes back to the client as it
 // arrives — status, end-to-end headers, body re-framed (chunked unless the upstream gave a
 // length), the upstream paused while the client reads slower than it writes — or, for the
@@ -54,6 +54,8 @@ class ProxyExchange final : public proxy::UpstreamSink {
  private:
   void write_head(int status, const proxy::HeaderList& headers, std::size_t content_length, bool length_known);
   void fail_before_head(int status, std::string message);
+  // Logs an upstream failure (warn, kind upstream_failed); status 0: the answer had begun and is cut.
+  void log_failure(std::string_view failure, const std::string& what, int status) noexcept;
 
   HttpConn& conn_;
   std::string id_json_;

@@ -5,8 +5,8 @@
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
-#include "nats/backplane.h"
 #include "server/metrics.h"
+#include "server/process_stats.h"
 #include "server/worker.h"
 #include "status/status.h"
 
@@ -29,14 +29,14 @@ namespace {
 // With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
 bool wrong_listener(HttpConn& c, std::string_view path) {
   const ServerConfig& cfg = c.worker().config();
-  if (cfg.publish_host.empty() || path == "/healthz") return false;
+  if (cfg.publish_host.empty() || is_health_path(path)) return false;
   bool operator_path = is_operator_path(path);
   if (operator_path == c.on_operator_listener()) return false;
   std::string p(path);
   c.respond(404, "application/json",
             json_error_body(operator_path ? p + " is served on the operator listener (--publish-listen), not on this one"
                                           : p + " is not served on the operator listener (--publish-listen): it serves "
-                                                "/v1/publish, /metrics, /status and /healthz; MCP clients use the public listener"));
+                                                "/v1/publish, /metrics, /status, /livez, /readyz and /healthz; MCP clients use the public listener"));
   return true;
 }
 
@@ -74,22 +74,17 @@ void route_request(HttpConn& c, HttpRequest& req) {
     else only(HTTP_POST, "POST, GET, DELETE");
   } else if (path == "/v1/publish") {
     if (only(HTTP_POST, "POST")) handle_publish(c, req);
-  } else if (path == "/healthz") {
-    if (!only(HTTP_GET, "GET")) return;
-    // A node cut off from its backplane still serves its own streams, but a load balancer
-    // should know: not "ok" while other nodes' publishes cannot reach it.
-    if (nats::Backplane* b = c.worker().backplane(); b && !b->connected()) {
-      c.respond(503, "text/plain", "backplane disconnected\n");
-      return;
-    }
-    c.respond(200, "text/plain", "ok\n");
+  } else if (is_health_path(path)) {
+    route_health(c, req, path);  // routes_health.cc
   } else if (path == "/metrics") {
     if (!only(HTTP_GET, "GET")) return;
     if (!may_read_metrics(c, req)) {
       c.respond(403, "application/json", json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
       return;
     }
-    c.respond(200, "text/plain; version=0.0.4", render_prometheus(c.worker().stats_snapshot()));
+    StatsSnapshot s = c.worker().stats_snapshot();
+    s.process = read_process_stats();  // GET /metrics only: a host's collect_metrics() has its own
+    c.respond(200, "text/plain; version=0.0.4", render_prometheus(s));
   } else if (is_status_path(path)) {
     route_status(c, req, path);
   } else {

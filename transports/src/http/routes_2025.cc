@@ -65,6 +65,7 @@ std::shared_ptr<Session> find_session(HttpConn& c, const HttpRequest& req, const
   auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
   if (s && s->tenant != caller.tenant) {
     w.clients().counters().client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+    log_auth_failure("client", "wrong_tenant", "a session used with another tenant's token");
     return nullptr;
   }
   return s;
@@ -161,7 +162,7 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> up
   }
   auto s = find_session(c, req, *caller);
   if (!s) return session_not_found(c, {});
-  // With Last-Event-ID the client resumes (README "Resumable 2025 sessions"): it takes over
+  // With Last-Event-ID the client resumes (docs/protocol.md "Resumable 2025 sessions"): it takes over
   // a stream whose close the server has not noticed yet. Without, a second stream is a 409.
   switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id, std::move(upstream_cursor))) {
     case SessionRegistry::Claim::Ended: return session_not_found(c, {});

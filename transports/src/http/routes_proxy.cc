@@ -13,7 +13,7 @@
 #include "proxy/capabilities.h"
 #include "server/worker.h"
 
-// /mcp with --upstream (README "In front of an MCP server"): mcpfan serves what it is there for —
+// /mcp with --upstream (docs/protocol.md "Front proxy"): mcpfan serves what it is there for —
 // 2026-07-28 `subscriptions/listen`, and for the 2025-era sessions it saw initialized,
 // `resources/subscribe`/`unsubscribe` and their GET stream's notifications — and forwards
 // everything else to the upstream MCP server, whose answers stream back as they come.

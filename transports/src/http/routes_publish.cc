@@ -28,6 +28,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
     if (!grant) {
       bool sent = !req.authorization.empty();
       (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
+      log_auth_failure("publisher", sent ? "unknown_key" : "missing", sent ? "unknown publisher key" : "no publisher key");
       std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan-publish\"";
       if (sent) challenge += ", error=\"invalid_token\"";
       c.respond(401, "application/json",
@@ -44,7 +45,10 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
                                             /*for_backplane=*/backplane != nullptr);
   if (!decoded) {
     bool forbidden = decoded.error().code == rpc_code::kForbidden;
-    if (forbidden) pub.counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
+    if (forbidden) {
+      pub.counters.publisher_forbidden_tenant.fetch_add(1, std::memory_order_relaxed);
+      log_auth_failure("publisher", "forbidden_tenant", decoded.error().message);
+    }
     c.respond(forbidden ? 403 : 400, "application/json", json_error_body(decoded.error().message));
     return;
   }

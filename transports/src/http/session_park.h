@@ -1,5 +1,5 @@
 #pragma once
-// A 2025-era session between GET streams (README "Resumable 2025 sessions"). When the session's
+// A 2025-era session between GET streams (docs/protocol.md "Resumable 2025 sessions"). When the session's
 // GET connection closes (not DELETE, not expiry, not shutdown), the session stays subscribed
 // on that worker through a ParkedStream: a shard stream that writes nothing and whose
 // SessionTap only journals, so what is published during the outage is there (coalesced per

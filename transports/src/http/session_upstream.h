@@ -1,5 +1,5 @@
 #pragma once
-// The upstream half of a proxied 2025-era session's GET stream (README "In front of an MCP server"). With --upstream,
+// The upstream half of a proxied 2025-era session's GET stream (docs/protocol.md "Front proxy"). With --upstream,
 // a session's one GET stream carries two sources: mcpfan's notifications (the shard writes
 // them) and whatever the upstream MCP server sends on its own GET stream for the session
 // (server requests, logging, its own notifications). This leg holds the upstream's GET and

@@ -10,6 +10,7 @@
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
 #include "server/batch_write.h"
+#include "server/log.h"
 #include "server/worker.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/json_text.h"
@@ -311,6 +312,7 @@ void HttpConn::close_requested(CloseReason reason) {
   // A session's stream ended by its owner (DELETE, expiry, a GET that took over): the
   // chunked terminator, then close. The shard has closed the stream already.
   if (reason == CloseReason::Ended) return finish_stream();
+  log_stream_close(reason, "http");
   // The shard already closed our stream; end the connection without the final result,
   // which would only add to the backlog that got it closed.
   stream_open_ = false;

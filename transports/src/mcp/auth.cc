@@ -1,5 +1,7 @@
 #include "mcp/auth.h"
 
+#include "server/log.h"
+
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
 #include <openssl/decoder.h>
@@ -285,6 +287,18 @@ std::optional<AuthError> check_times(const Claims& c, std::int64_t now, std::int
 }  // namespace
 
 bool valid_tenant_name(std::string_view tenant) noexcept { return valid_tenant(tenant); }
+
+void log_auth_failure(std::string_view scope, std::string_view reason, std::string detail) noexcept {
+  // A client that has not been given a token yet (or an OAuth client's first try) is routine.
+  const LogLevel level = reason == "missing" ? LogLevel::Info : LogLevel::Warn;
+  if (!log::enabled(level)) return;
+  try {
+    log::line(level, "auth_failed", std::string(scope) + " authentication failed: " + std::move(detail),
+              {{"scope", std::string(scope)}, {"reason", std::string(reason)}});
+  } catch (...) {  // out of memory: the line is lost, the refusal is not
+    log::count_dropped();
+  }
+}
 
 std::string_view auth_failure_name(AuthFailure kind) noexcept {
   switch (kind) {

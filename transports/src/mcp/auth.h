@@ -1,5 +1,5 @@
 #pragma once
-// Authentication building blocks (README "Limits and security"; design §6 --jwt-secret-file, --jwt-public-key-file,
+// Authentication building blocks (docs/security.md; design §6 --jwt-secret-file, --jwt-public-key-file,
 // --publish-keys-file): client JWTs (HS256 with a shared secret, RS256/ES256 with a public key)
 // and static publisher keys.
 //
@@ -49,6 +49,13 @@ inline constexpr std::size_t kAuthFailureCount = static_cast<std::size_t>(AuthFa
 
 /** snake_case name of a failure, for a Prometheus label value ("bad_signature"). */
 [[nodiscard]] std::string_view auth_failure_name(AuthFailure kind) noexcept;
+
+/**
+ * Logs refused credentials (kind "auth_failed": warn, info for "missing"), on the calling
+ * thread's log (server/log.h). `scope`: "client" or "publisher"; `reason`: the metric's label
+ * (mcpfan_auth_failures_total); `detail` never holds the credential.
+ */
+void log_auth_failure(std::string_view scope, std::string_view reason, std::string detail) noexcept;
 
 /** The rule of the `tenant` claim (and of a host's grant): 1..64 characters of [A-Za-z0-9._-]. */
 [[nodiscard]] bool valid_tenant_name(std::string_view tenant) noexcept;

@@ -23,6 +23,7 @@ std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view 
     AuthResult res = bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
     if (auto* e = std::get_if<AuthError>(&res)) {
       counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
+      log_auth_failure("client", auth_failure_name(e->kind), e->message);
       return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};
     }
     id = std::move(std::get<ClientIdentity>(res));
@@ -44,16 +45,17 @@ std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view cred
     answer = host_(ClientCredentials{credential, transport});
   } catch (const std::exception& e) {
     counters_.host_exceptions.fetch_add(1, std::memory_order_relaxed);
-    log::line("host_auth_exception", std::string("the host's authenticator threw: ") + e.what());
+    log::line(LogLevel::Error, "host_auth_exception", std::string("the host's authenticator threw: ") + e.what());
     return host_error("the host's authenticator failed (an exception)");
   } catch (...) {
     counters_.host_exceptions.fetch_add(1, std::memory_order_relaxed);
-    log::line("host_auth_exception", "the host's authenticator threw a non-standard exception");
+    log::line(LogLevel::Error, "host_auth_exception", "the host's authenticator threw a non-standard exception");
     return host_error("the host's authenticator failed (an exception)");
   }
   if (auto* denied = std::get_if<ClientDenial>(&answer)) {
     counters_.client[static_cast<std::size_t>(AuthFailure::Rejected)].fetch_add(1, std::memory_order_relaxed);
     std::string message = denied->message.empty() ? "authentication refused" : std::move(denied->message);
+    log_auth_failure("client", auth_failure_name(AuthFailure::Rejected), "the host's authenticator refused: " + message);
     // Counted as rejected either way; the challenge carries no error code when nothing was sent (RFC 6750 §3).
     AuthFailure challenge = credential.empty() ? AuthFailure::Missing : AuthFailure::Rejected;
     return Refusal{rpc_code::kUnauthorized, std::move(message), 401, challenge, false};
@@ -72,11 +74,13 @@ std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view cred
 
 Refusal ClientCore::host_error(std::string message) {
   counters_.client[static_cast<std::size_t>(AuthFailure::HostError)].fetch_add(1, std::memory_order_relaxed);
+  log_auth_failure("client", auth_failure_name(AuthFailure::HostError), message);
   return Refusal{rpc_code::kInternalError, std::move(message), 500, {}, false};
 }
 
 Refusal ClientCore::credentials_required() {
   counters_.client[static_cast<std::size_t>(AuthFailure::Missing)].fetch_add(1, std::memory_order_relaxed);
+  log_auth_failure("client", auth_failure_name(AuthFailure::Missing), "no credentials");
   return Refusal{rpc_code::kUnauthorized,
                  "authentication required: send \"Bearer <token>\" in params._meta[\"" + std::string(kAuthorizationMetaKey) + "\"]",
                  401, AuthFailure::Missing, false};
@@ -84,6 +88,7 @@ Refusal ClientCore::credentials_required() {
 
 Refusal ClientCore::wrong_tenant(TenantId bound) {
   counters_.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
+  log_auth_failure("client", "wrong_tenant", "a request for a connection bound to another tenant");
   return Refusal{rpc_code::kForbidden, "this connection is bound to tenant \"" + tenants_.name(bound) + "\"", 403, {}, false};
 }
 
@@ -104,6 +109,7 @@ Refusal ClientCore::refusal(Limit limit, TenantId tenant) const {
 std::optional<Refusal> ClientCore::check_uri(const Caller& caller, const std::string& uri) {
   if (caller.may_subscribe(uri)) return std::nullopt;
   counters_.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+  log_auth_failure("client", "forbidden_uri", "a resource URI the token does not cover");
   return Refusal{rpc_code::kInvalidParams, "resource URI not allowed for this token: " + uri, 403, {}, false};
 }
 

@@ -1,5 +1,7 @@
 #include "mcp/limits.h"
 
+#include "server/log.h"
+
 namespace mcpfan::detail {
 
 std::string_view limit_name(Limit l) {
@@ -27,6 +29,42 @@ std::string_view limit_name(Limit l) {
   return "unknown";
 }
 
+namespace {
+
+// The log's view of a limit hit: its kind (each limit rate-limited on its own) and the flag
+// that sets it, so that the operator knows what to change.
+struct LimitLog {
+  std::string_view kind;
+  std::string_view flag;
+};
+
+LimitLog limit_log(Limit l) {
+  switch (l) {
+    case Limit::HeaderBytes: return {"limit_header_bytes", "--max-header-bytes"};
+    case Limit::BodyBytes: return {"limit_body_bytes", "--max-body"};
+    case Limit::UrlLength: return {"limit_url_length", "--max-url-length"};
+    case Limit::UriLength: return {"limit_uri_length", "--max-uri-length"};
+    case Limit::UrisPerListen: return {"limit_uris_per_listen", "--max-uris-per-listen"};
+    case Limit::LineBytes: return {"limit_line_bytes", "--max-line-bytes"};
+    case Limit::RequestsPerConnection: return {"limit_requests_per_connection", "--max-requests-per-connection"};
+    case Limit::RequestTimeout: return {"limit_request_timeout", "--request-timeout-ms"};
+    case Limit::IdleTimeout: return {"limit_idle_timeout", "--idle-timeout-ms"};
+    case Limit::WriteTimeout: return {"limit_write_timeout", "--write-timeout-ms"};
+    case Limit::ConnectionsPerTenant: return {"limit_connections_per_tenant", "--max-connections-per-tenant"};
+    case Limit::StreamsPerTenant: return {"limit_streams_per_tenant", "--max-streams-per-tenant"};
+    case Limit::SubscriptionsPerTenant: return {"limit_subscriptions_per_tenant", "--max-subscriptions-per-tenant"};
+    case Limit::Tenants: return {"limit_tenants", "--max-tenants"};
+    case Limit::PublishRate: return {"limit_publish_rate", "--publish-rate"};
+    case Limit::IdleSessions: return {"limit_idle_sessions", "--max-idle-sessions"};
+    case Limit::IdleSessionsPerTenant: return {"limit_idle_sessions_per_tenant", "--max-idle-sessions-per-tenant"};
+    case Limit::ListensPerConnection: return {"limit_listens_per_connection", "--max-listens-per-connection"};
+    case Limit::kCount: break;
+  }
+  return {"limit_unknown", ""};
+}
+
+}  // namespace
+
 std::string per_client_refusal(Limit l, std::size_t ceiling) {
   if (l == Limit::ListensPerConnection) {
     return "this connection already holds " + std::to_string(ceiling) + " listens (--max-listens-per-connection); cancel one first";
@@ -51,6 +89,18 @@ void Limits::set_ceilings(const TenantCeilings& c) noexcept {
 void Limits::hit(Limit l, TenantId tenant) noexcept {
   hits_[static_cast<std::size_t>(l)].fetch_add(1, std::memory_order_relaxed);
   if (tenant.index < max_tenants_) usage_[tenant.index].limit_hits.fetch_add(1, std::memory_order_relaxed);
+  // A keep-alive connection closed when idle, or after its last request, is the limit
+  // working as meant, not a problem: debug. Every other hit refused or cut someone.
+  const bool routine = l == Limit::IdleTimeout || l == Limit::RequestsPerConnection;
+  const LogLevel level = routine ? LogLevel::Debug : LogLevel::Warn;
+  if (!log::enabled(level)) return;
+  const LimitLog what = limit_log(l);
+  try {
+    log::line(level, what.kind, "limit hit: " + std::string(limit_name(l)) + " (" + std::string(what.flag) + ")",
+              {{"limit", std::string(limit_name(l))}});
+  } catch (...) {  // out of memory: the line is lost, the hit is counted
+    log::count_dropped();
+  }
 }
 
 void Limits::reset_slot(std::uint32_t slot) noexcept {

@@ -1,6 +1,6 @@
 #pragma once
 // What a 2025-era session's GET stream carried, so a client that reconnects with
-// Last-Event-ID gets what it missed (README "Resumable 2025
+// Last-Event-ID gets what it missed (docs/protocol.md "Resumable 2025
 // sessions").
 //
 // Every notification matched for the session gets the next number of the session's one

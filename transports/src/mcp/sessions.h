@@ -11,7 +11,7 @@
 //    operation under it is O(1) (expiry: O(sessions expired)). Session::mu may be held
 //    while the registry's is taken, never the reverse.
 //
-// Resumable streams (session_journal.h; README "Resumable 2025 sessions"): every notification matched for a session
+// Resumable streams (session_journal.h; docs/protocol.md "Resumable 2025 sessions"): every notification matched for a session
 // is numbered and journaled under Session::mu. When its GET stream's connection closes, the
 // session stays subscribed on that worker through a parked stream (http/session_park.h) that
 // only journals, until a new GET takes over (on any worker), DELETE or expiry; so `owner`,

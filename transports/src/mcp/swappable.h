@@ -1,6 +1,6 @@
 #pragma once
-// A value that SIGHUP may replace while workers read it (README "Install as a service":
-// reload): readers take a reference to the current immutable snapshot and keep it as long as
+// A value that SIGHUP may replace while workers read it (docs/operations.md,
+// "Reload (SIGHUP)"): readers take a reference to the current immutable snapshot and keep it as long as
 // they use it; a reload builds a whole new value and swaps it in. A reader never sees a
 // half-loaded value, and one that took the old snapshot finishes its request with it.
 //

@@ -34,6 +34,13 @@ constexpr std::size_t kOpsPerTick = 4096;
 // At stop: how long the loop may write what was queued before the connection closes.
 constexpr std::uint64_t kFinalWriteMs = 20;
 
+// The server the connection is on ("nats://127.0.0.1:4222"), or "" when it has none.
+std::string connected_url(natsConnection* nc) {
+  char buf[256] = {};
+  if (nc == nullptr || natsConnection_GetConnectedUrl(nc, buf, sizeof buf) != NATS_OK) return {};
+  return buf;
+}
+
 Error nats_error(const char* what, natsStatus s) {
   return Error{rpc_code::kInternalError, std::string("NATS ") + what + ": " + natsStatus_GetText(s)};
 }
@@ -72,8 +79,21 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   }
   if ((s = natsOptions_Create(&b->opts_)) != NATS_OK) return nats_error("options", s);
   natsOptions* opts = b->opts_;
-  auto on_disconnected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->connected_.store(false, std::memory_order_release); };
-  auto on_connected = [](natsConnection*, void* self) { static_cast<Backplane*>(self)->mark_connected(); };
+  // On nats.c's callback thread.
+  auto on_disconnected = [](natsConnection*, void* self) {
+    auto* b = static_cast<Backplane*>(self);
+    b->connected_.store(false, std::memory_order_release);
+    {
+      std::lock_guard lock(b->queue_mu_);
+      b->in_outage_ = true;
+    }
+    if (b->stopping_.load(std::memory_order_acquire)) return;  // our own close at stop()
+    b->logger().write(LogLevel::Warn, "nats_disconnected",
+                      "NATS disconnected; local delivery goes on, notifications for other nodes wait in the outage queue "
+                      "(--nats-outage-buffer-bytes) while nats.c reconnects",
+                      {{"node", b->node_name_}});
+  };
+  auto on_connected = [](natsConnection* nc, void* self) { static_cast<Backplane*>(self)->mark_connected(nc); };
   // nats.c runs connection callbacks on its own thread, in order, after natsConnection_Close()
   // returned; the closed callback is the last of them (nats.c conn.c _close): the destructor
   // waits for it, so no callback runs on a freed backplane.
@@ -85,9 +105,18 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   };
   auto on_error = [](natsConnection*, natsSubscription*, natsStatus err, void* self) {
     // Slow consumer: messages past a subscription's pending bound were dropped.
-    if (err == NATS_SLOW_CONSUMER) static_cast<Backplane*>(self)->dropped_.fetch_add(1, std::memory_order_relaxed);
+    auto* b = static_cast<Backplane*>(self);
+    if (err == NATS_SLOW_CONSUMER) {
+      b->dropped_.fetch_add(1, std::memory_order_relaxed);
+      b->logger().write(LogLevel::Warn, "nats_slow_consumer",
+                        "NATS slow consumer: messages from other nodes dropped (a subscription's pending bound, "
+                        "--nats-receive-buffer-bytes, was full)");
+    } else {
+      b->logger().write(LogLevel::Warn, "nats_error", std::string("NATS asynchronous error: ") + natsStatus_GetText(err));
+    }
   };
   const std::string name = c.node_name.empty() ? "mcpfan" : c.node_name;
+  b->node_name_ = name;
   const bool on_loop = c.io == NatsIo::Libuv;
   if (uv_loop_init(&b->loop_) != 0) return Error{rpc_code::kInternalError, "NATS: uv_loop_init failed"};
   b->loop_ready_ = true;
@@ -104,7 +133,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       // writability, so what piles up while it is busy still goes out in one write.
       (on_loop && (s = libuv::use_loop(opts, &b->loop_)) != NATS_OK) ||
       (s = natsOptions_SetSendAsap(opts, !c.publish_batching)) != NATS_OK ||
-      // A shared pool, not a thread per subject (measured: README "Several nodes").
+      // A shared pool, not a thread per subject (measured: docs/performance.md "NATS hop: IO and delivery").
       (s = natsOptions_UseGlobalMessageDelivery(opts, c.delivery_threads > 0)) != NATS_OK ||
       (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
       (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
@@ -130,12 +159,21 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   b->thread_ = std::thread([p = b.get(), first = std::move(first)]() mutable { p->run(std::move(first)); });
   s = static_cast<natsStatus>(outcome.get());
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED && s != NATS_NO_SERVER) return nats_error("connect", s);
+  if (s != NATS_OK) {
+    b->logger().write(LogLevel::Error, "nats_unreachable",
+                      std::string("cannot reach NATS (") + natsStatus_GetText(s) +
+                          "); serving local clients only and retrying; notifications for other nodes wait in the outage queue",
+                      {{"nats", c.servers}, {"node", name}});
+  }
   return b;
 }
 
-void Backplane::mark_connected() {
+void Backplane::mark_connected(natsConnection* nc) {
   connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
   connected_.store(true, std::memory_order_release);
+  const bool again = ever_connected_.exchange(true, std::memory_order_acq_rel);
+  logger().write(LogLevel::Info, again ? "nats_reconnected" : "nats_connected", again ? "NATS reconnected" : "NATS connected",
+                 {{"url", connected_url(nc)}, {"node", node_name_}});
 }
 
 Backplane::~Backplane() {
@@ -152,7 +190,8 @@ Backplane::~Backplane() {
     // A message handler may still be running on nats.c's delivery pool (it uses the hub and
     // this object): wait, bounded, until every subscription has said it is done.
     if (!closed_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return live_handlers_ == 0; })) {
-      log::line("nats", std::to_string(live_handlers_) + " subscription handlers did not report their end within 5 s; stopping anyway");
+      logger().write(LogLevel::Warn, "nats_stop",
+                     std::to_string(live_handlers_) + " subscription handlers did not report their end within 5 s; stopping anyway");
     }
   }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
@@ -166,7 +205,7 @@ bool Backplane::try_connect() {
   natsConnection* c = nullptr;
   natsStatus s = natsConnection_Connect(&c, opts_);
   if (c) conn_.store(c, std::memory_order_release);
-  if (s == NATS_OK) mark_connected();
+  if (s == NATS_OK) mark_connected(c);
   last_connect_ = static_cast<int>(s);
   return s == NATS_OK || s == NATS_NOT_YET_CONNECTED;  // else (on the loop): retried by the tick
 }
@@ -176,6 +215,7 @@ void Backplane::run(std::promise<int> first) {
   // signal. Its handles are initialised here, on the thread that runs it, before start()
   // returns (so the destructor's uv_async_send always has a handle to signal).
   if (config_.io == NatsIo::Libuv) libuv::set_thread_loop(&loop_);
+  log::Bind logging(&logger());
   uv_async_init(&loop_, &stop_, [](uv_async_t* h) { static_cast<Backplane*>(h->data)->close_loop(); });
   stop_.data = this;
   uv_timer_init(&loop_, &tick_);
@@ -186,6 +226,10 @@ void Backplane::run(std::promise<int> first) {
   batch_timer_.data = this;
   (void)try_connect();
   const auto outcome = static_cast<natsStatus>(last_connect_);
+  if (outcome != NATS_OK) {  // what is forwarded until the first connect waits, and is logged when it goes
+    std::lock_guard lock(queue_mu_);
+    in_outage_ = true;
+  }
   const bool fatal = outcome != NATS_OK && outcome != NATS_NOT_YET_CONNECTED && outcome != NATS_NO_SERVER;
   // On a fatal error start() reports it and destroys the backplane, whose stop signal ends
   // this loop like any other: stop_ is only ever closed by its own callback.
@@ -379,7 +423,17 @@ void Backplane::release_queue() {
     flush_requested_ = false;
     // Held while disconnected, and for the settle delay after a (re)connect (peers may not
     // have re-subscribed yet); the interest tick retries every 10 ms.
-    if (queue_.empty() || !settled()) return;
+    if (!settled()) return;
+    if (in_outage_) {  // the first release since a disconnect: what waited goes out now
+      in_outage_ = false;
+      std::int64_t bytes = 0;
+      for (const Waiting& w : queue_) bytes += cost(w.note);
+      logger().write(LogLevel::Info, "nats_outage_released",
+                     "NATS outage queue released: what waited for other nodes is sent",
+                     {log::num("notifications", queue_.size()), log::num("bytes", bytes),
+                      log::num("waited_ms", queue_.empty() ? 0 : steady_ms() - queue_.front().since_ms)});
+    }
+    if (queue_.empty()) return;
     // Held too while nats.c's own buffer is past the bound (the server does not keep up):
     // nats.c would grow it without limit; ours is bounded, and can_take() refuses past it.
     natsConnection* c = conn_.load(std::memory_order_acquire);

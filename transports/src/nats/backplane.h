@@ -1,5 +1,5 @@
 #pragma once
-// The NATS backplane (README "Several nodes"): a publish accepted by any node reaches every matching stream
+// The NATS backplane (docs/operations.md "Several nodes"): a publish accepted by any node reaches every matching stream
 // on every node, and a node receives only the subjects its own subscribers need.
 //
 //  - Interest: each shard's index reports its keys' first and last subscription (KeyListener,
@@ -60,6 +60,7 @@
 #include "mcpfan/result.h"
 #include "nats/inbound.h"
 #include "nats/interest.h"
+#include "server/log.h"
 
 struct __natsConnection;
 struct __natsOptions;
@@ -93,6 +94,9 @@ struct BackplaneConfig {
   // matched by every shard they go to; past it a message is dropped (Reject::ReceiveBudget).
   // Also each subscription's pending-bytes bound inside nats.c, ahead of the delivery thread.
   std::int64_t receive_buffer_bytes = 64 << 20;
+  // Its Server's log (outlives the backplane): connects, disconnects, the outage queue's
+  // release, logged from the backplane's loop and nats.c's threads. Null: log::current().
+  log::Logger* logger = nullptr;
 };
 
 class Backplane final : public KeyListener {
@@ -152,7 +156,8 @@ class Backplane final : public KeyListener {
   Backplane(BackplaneConfig config, Hub& hub);
   void run(std::promise<int> first);  // the backplane thread: its loop; `first` gets the first connect's natsStatus
   bool try_connect();
-  void mark_connected();
+  void mark_connected(__natsConnection* nc);
+  [[nodiscard]] log::Logger& logger() const noexcept { return config_.logger ? *config_.logger : log::current(); }
   void tick();
   void close_loop();        // on the loop, at the stop signal: sends what is queued, then close_connection()
   void close_connection();  // closes the connection and the loop's handles
@@ -205,6 +210,9 @@ class Backplane final : public KeyListener {
   std::shared_ptr<ByteBudget> receive_budget_;
   bool flush_requested_ = false;   // guarded by queue_mu_: the loop has been asked to send
   std::atomic<std::uint64_t> connected_at_ms_{0};
+  std::string node_name_;           // the connection's name, for the log (set before the thread starts)
+  std::atomic<bool> ever_connected_{false};  // the first connect logs "connected", later ones "reconnected"
+  bool in_outage_ = false;         // guarded by queue_mu_: disconnected since the last release (logged at it)
   // The backplane thread's loop: socket IO (NatsIo::Libuv), the interest tick, the stop signal.
   uv_loop_t loop_{};
   uv_timer_t tick_{};

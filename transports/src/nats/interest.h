@@ -1,5 +1,5 @@
 #pragma once
-// The node's interest in NATS subjects (README "Several nodes"): subject -> how many local
+// The node's interest in NATS subjects (docs/operations.md "Interest"): subject -> how many local
 // subscriptions need it. Shards report deltas from their loops as subscriptions come and go;
 // the backplane takes the resulting SUB/UNSUB operations in batches.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// What the front proxy changes in an upstream's answers (README "In front of an MCP server"): the `capabilities` of an
+// What the front proxy changes in an upstream's answers (docs/protocol.md "Front proxy"): the `capabilities` of an
 // `initialize` (2025-era) or `server/discover` (2026-07-28) result gain what mcpfan serves in
 // front of the upstream — resource subscriptions and list_changed notifications — and keep
 // everything else the upstream declared. Pure functions; thread-safe.

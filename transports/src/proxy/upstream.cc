@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <strings.h>
 
 namespace mcpfan::detail::proxy {
@@ -20,6 +21,9 @@ struct Conn {
   int open_handles = 2;
   bool closing = false;
   bool connected = false;
+  bool awaiting_addr = false;  // waiting in the pool's waiting_ for a look-up
+  std::shared_ptr<const std::vector<sockaddr_storage>> addrs;  // being tried, in order
+  std::size_t addr_index = 0;
   UpstreamFailure timer_kind = UpstreamFailure::Connect;
   std::array<char, 64 * 1024> buf{};
 };
@@ -137,6 +141,7 @@ std::string_view failure_name(UpstreamFailure f) noexcept {
     case UpstreamFailure::Idle: return "idle";
     case UpstreamFailure::Protocol: return "protocol";
     case UpstreamFailure::Closed: return "closed";
+    case UpstreamFailure::Resolve: return "resolve";
   }
   return "?";
 }
@@ -144,6 +149,10 @@ std::string_view failure_name(UpstreamFailure f) noexcept {
 Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
   auto bad = [&](std::string why) { return Error{rpc_code::kInvalidParams, "--upstream " + std::string(url) + ": " + why}; };
   constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, 8) == "https://") {
+    return bad("https:// upstreams are not supported yet (no TLS to the upstream): use http://, e.g. to a sidecar or a "
+               "loopback port of the MCP server");
+  }
   if (url.substr(0, kScheme.size()) != kScheme) return bad("only http:// upstreams are supported");
   std::string_view rest = url.substr(kScheme.size());
   std::size_t slash = rest.find('/');
@@ -169,7 +178,12 @@ Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
   sockaddr_in6 a6{};
   sockaddr_in a4{};
   if (uv_ip4_addr(t.host.c_str(), 0, &a4) != 0 && uv_ip6_addr(t.host.c_str(), 0, &a6) != 0) {
-    return bad("the host must be an IP address (resolve names before, e.g. in the service's configuration)");
+    // A name: letters, digits, '-', '_' and dots (RFC 1123 host names; '_' as resolvers take it).
+    bool ok = t.host.size() <= 253 && t.host.front() != '.' && t.host.front() != '-';
+    for (char ch : t.host) {
+      ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_');
+    }
+    if (!ok) return bad("\"" + t.host + "\" is neither an IP address nor a host name");
   }
   if (!port.empty()) {
     unsigned v = 0;
@@ -181,7 +195,15 @@ Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
 }
 
 UpstreamPool::UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits, UpstreamCounters* counters)
-    : loop_(loop), target_(std::move(target)), limits_(limits), counters_(counters ? *counters : own_counters_) {}
+    : loop_(loop), target_(std::move(target)), limits_(limits), counters_(counters ? *counters : own_counters_) {
+  sockaddr_storage addr{};
+  if (uv_ip4_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0 &&
+      uv_ip6_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in6*>(&addr)) != 0) {
+    host_is_name_ = true;  // looked up on the first connection (connect())
+    return;
+  }
+  addrs_ = std::make_shared<const std::vector<sockaddr_storage>>(1, addr);
+}
 
 UpstreamPool::~UpstreamPool() {
   // Destroying a pool whose handles are still open would leave libuv pointing at freed
@@ -201,6 +223,8 @@ UpstreamPool::Stats UpstreamPool::stats() const {
   s.not_retried = get(counters_.not_retried);
   s.expired = get(counters_.expired);
   s.failures = get(counters_.failures);
+  s.resolutions = get(counters_.resolutions);
+  s.resolve_failures = get(counters_.resolve_failures);
   s.idle = idle_.size();
   s.active = active_.size();
   return s;
@@ -234,7 +258,38 @@ UpstreamCall* UpstreamPool::start(ForwardedRequest request, UpstreamSink* sink) 
   return std::find(active_.begin(), active_.end(), c) != active_.end() ? c : nullptr;
 }
 
-void UpstreamPool::connect(UpstreamCall* c) {
+// A uv_getaddrinfo in flight. Heap-allocated apart from the pool: libuv cannot stop a look-up
+// the threadpool has begun, so one may finish after close(); its callback then only frees it.
+struct UpstreamPool::Lookup {
+  uv_getaddrinfo_t req{};
+  UpstreamPool* pool = nullptr;  // null once the pool has closed
+};
+
+namespace {
+
+// RFC 6761 §6.4: a name under .invalid never resolves, and resolvers should say so at once.
+bool is_invalid_tld(std::string_view host) noexcept {
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  constexpr std::string_view kInvalid = "invalid";
+  if (host.size() < kInvalid.size()) return false;
+  std::string_view tail = host.substr(host.size() - kInvalid.size());
+  bool match = strncasecmp(tail.data(), kInvalid.data(), kInvalid.size()) == 0;
+  return match && (host.size() == kInvalid.size() || host[host.size() - kInvalid.size() - 1] == '.');
+}
+
+std::string address_text(const sockaddr_storage& a) {
+  char ip[64] = "?";
+  if (a.ss_family == AF_INET6) {
+    uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(&a), ip, sizeof ip);
+    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port));
+  }
+  uv_ip4_name(reinterpret_cast<const sockaddr_in*>(&a), ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port));
+}
+
+}  // namespace
+
+Conn* UpstreamPool::open_conn(UpstreamCall* c) {
   auto* conn = new Conn;
   conn->pool = this;
   conn->call = c;
@@ -243,26 +298,116 @@ void UpstreamPool::connect(UpstreamCall* c) {
   uv_timer_init(loop_, &conn->timer);
   conn->tcp.data = conn;
   conn->timer.data = conn;
-  conn->connect_req.data = conn;
-  counters_.connects.fetch_add(1, std::memory_order_relaxed);
-  sockaddr_storage addr{};
-  if (uv_ip4_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in*>(&addr)) != 0) {
-    (void)uv_ip6_addr(target_.host.c_str(), target_.port, reinterpret_cast<sockaddr_in6*>(&addr));
+  return conn;
+}
+
+void UpstreamPool::connect(UpstreamCall* c) {
+  bool fresh = addrs_ && (!host_is_name_ || (limits_.resolve_ttl_ms > 0 && uv_now(loop_) - resolved_at_ < limits_.resolve_ttl_ms));
+  if (fresh) return dial(c, addrs_, 0);
+  Conn* conn = open_conn(c);  // its timer bounds the look-up and the connect together (connect_ms)
+  conn->awaiting_addr = true;
+  arm(c, limits_.connect_ms, UpstreamFailure::Connect);
+  waiting_.push_back(c);
+  if (!lookup_) resolve();
+}
+
+void UpstreamPool::resolve() {
+  if (is_invalid_tld(target_.host)) {
+    return resolved(UV_EAI_NONAME, {});
   }
+  auto* l = new Lookup;
+  l->pool = this;
+  l->req.data = l;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_protocol = IPPROTO_TCP;
+  const std::string port = std::to_string(target_.port);
+  int rc = uv_getaddrinfo(
+      loop_, &l->req,
+      [](uv_getaddrinfo_t* req, int status, addrinfo* res) {
+        auto* l = static_cast<Lookup*>(req->data);
+        std::vector<sockaddr_storage> addrs;
+        for (addrinfo* ai = res; status == 0 && ai; ai = ai->ai_next) {
+          if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
+          sockaddr_storage a{};
+          std::memcpy(&a, ai->ai_addr, ai->ai_addrlen);
+          addrs.push_back(a);
+        }
+        uv_freeaddrinfo(res);
+        UpstreamPool* pool = l->pool;
+        delete l;
+        if (!pool) return;  // closed meanwhile
+        pool->lookup_ = nullptr;
+        pool->resolved(status, std::move(addrs));
+      },
+      target_.host.c_str(), port.c_str(), &hints);
+  if (rc < 0) {
+    delete l;
+    return resolved(rc, {});
+  }
+  lookup_ = l;
+}
+
+void UpstreamPool::resolved(int status, std::vector<sockaddr_storage> addrs) {
+  std::vector<UpstreamCall*> calls;
+  calls.swap(waiting_);
+  auto still_waiting = [this](UpstreamCall* c) {
+    // A sink called below may have ended other calls of this batch.
+    return std::find(active_.begin(), active_.end(), c) != active_.end() && c->conn && c->conn->awaiting_addr;
+  };
+  if (status < 0 || addrs.empty()) {
+    counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+    std::string what = "cannot resolve the upstream host " + target_.host + ": " +
+                       (is_invalid_tld(target_.host) ? std::string("names under .invalid never resolve (RFC 6761)")
+                        : status < 0                 ? std::string(uv_strerror(status))
+                                                     : std::string("no IPv4 or IPv6 address"));
+    for (UpstreamCall* c : calls) {
+      if (still_waiting(c)) fail(c, UpstreamFailure::Resolve, what);
+    }
+    return;
+  }
+  counters_.resolutions.fetch_add(1, std::memory_order_relaxed);
+  addrs_ = std::make_shared<const std::vector<sockaddr_storage>>(std::move(addrs));
+  resolved_at_ = uv_now(loop_);
+  for (UpstreamCall* c : calls) {
+    if (!still_waiting(c)) continue;
+    unhook(c);  // the connection made to bound the wait: dial() opens the one it connects
+    dial(c, addrs_, 0);
+  }
+}
+
+void UpstreamPool::dial(UpstreamCall* c, std::shared_ptr<const std::vector<sockaddr_storage>> addrs, std::size_t index) {
+  Conn* conn = open_conn(c);
+  conn->connect_req.data = conn;
+  conn->addrs = std::move(addrs);
+  conn->addr_index = index;
+  counters_.connects.fetch_add(1, std::memory_order_relaxed);
+  const sockaddr_storage& addr = (*conn->addrs)[index];
   arm(c, limits_.connect_ms, UpstreamFailure::Connect);
   int rc = uv_tcp_connect(&conn->connect_req, &conn->tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* req, int status) {
     auto* conn = static_cast<Conn*>(req->data);
     if (conn->closing) return;  // cancelled by uv_close
     UpstreamPool* pool = conn->pool;
     if (status < 0) {
-      pool->fail(conn->call, UpstreamFailure::Connect, std::string("connect: ") + uv_strerror(status));
+      UpstreamCall* c = conn->call;
+      if (conn->addr_index + 1 < conn->addrs->size()) {  // the name's next address
+        auto addrs = conn->addrs;
+        std::size_t next = conn->addr_index + 1;
+        pool->unhook(c);
+        return pool->dial(c, std::move(addrs), next);
+      }
+      // Every address failed: the next connection looks the name up again.
+      if (pool->host_is_name_ && pool->addrs_ == conn->addrs) pool->addrs_.reset();
+      pool->fail(c, UpstreamFailure::Connect,
+                 "connect to " + address_text((*conn->addrs)[conn->addr_index]) + ": " + uv_strerror(status));
       return;
     }
     conn->connected = true;
     uv_tcp_nodelay(&conn->tcp, 1);
     pool->send_on(conn->call);
   });
-  if (rc < 0) fail(c, UpstreamFailure::Connect, std::string("connect: ") + uv_strerror(rc));
+  if (rc < 0) fail(c, UpstreamFailure::Connect, "connect to " + address_text(addr) + ": " + uv_strerror(rc));
 }
 
 void UpstreamPool::send_on(UpstreamCall* c) {
@@ -395,7 +540,11 @@ void UpstreamPool::arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind) 
     UpstreamPool* pool = conn->pool;
     std::string what;
     switch (conn->timer_kind) {
-      case UpstreamFailure::Connect: what = "not connected within " + std::to_string(pool->limits_.connect_ms) + " ms"; break;
+      case UpstreamFailure::Connect:
+        what = (conn->awaiting_addr ? "the upstream host " + pool->target_.host + " did not resolve within "
+                                    : std::string("not connected within ")) +
+               std::to_string(pool->limits_.connect_ms) + " ms";
+        break;
       case UpstreamFailure::FirstByte: what = "no answer within " + std::to_string(pool->limits_.first_byte_ms) + " ms"; break;
       default: what = "the answer went quiet for " + std::to_string(pool->limits_.idle_ms) + " ms"; break;
     }
@@ -406,7 +555,7 @@ void UpstreamPool::arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind) 
 void UpstreamPool::finish(UpstreamCall* c, bool reusable) {
   Conn* conn = c->conn;
   UpstreamSink* sink = c->sink;
-  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  forget(c);
   conn->call = nullptr;
   c->conn = nullptr;
   uv_timer_stop(&conn->timer);
@@ -422,16 +571,21 @@ void UpstreamPool::finish(UpstreamCall* c, bool reusable) {
 void UpstreamPool::fail(UpstreamCall* c, UpstreamFailure kind, std::string what) {
   UpstreamSink* sink = c->sink;
   counters_.failures.fetch_add(1, std::memory_order_relaxed);
-  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  forget(c);
   unhook(c);
   delete c;
   sink->on_failure(kind, what);
 }
 
 void UpstreamPool::drop(UpstreamCall* c) {
-  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  forget(c);
   unhook(c);
   delete c;
+}
+
+void UpstreamPool::forget(UpstreamCall* c) {
+  active_.erase(std::remove(active_.begin(), active_.end(), c), active_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), c), waiting_.end());
 }
 
 void UpstreamPool::unhook(UpstreamCall* c) {
@@ -487,6 +641,11 @@ void UpstreamPool::resume(UpstreamCall* c) {
 void UpstreamPool::close() {
   if (shut_) return;
   shut_ = true;
+  if (lookup_) {  // its callback frees it, whenever the threadpool is done
+    lookup_->pool = nullptr;
+    (void)uv_cancel(reinterpret_cast<uv_req_t*>(&lookup_->req));
+    lookup_ = nullptr;
+  }
   while (!active_.empty()) fail(active_.back(), UpstreamFailure::Closed, "the upstream pool is closing");
   for (Conn* conn : idle_) close_conn(conn);
   idle_.clear();

@@ -1,5 +1,5 @@
 #pragma once
-// The upstream leg of the front proxy (README "In front of an MCP server"): HTTP/1.1 requests to one upstream MCP
+// The upstream leg of the front proxy (docs/protocol.md "Front proxy"): HTTP/1.1 requests to one upstream MCP
 // server, from one worker loop, over keep-alive connections that the loop pools. The answer
 // is streamed to a sink as it arrives (status and headers, then body bytes with the chunked
 // framing removed), never buffered whole; an SSE answer is just a body that does not end.
@@ -17,13 +17,21 @@
 //    have read is never sent twice: it fails (Closed) and the client gets a 502.
 //  - A pooled connection idle for `keepalive_ms` is closed, not reused: set below the
 //    upstream's own keep-alive timeout, a request never races the upstream's close.
+//  - Host names: looked up with uv_getaddrinfo (libuv's threadpool; the loop never waits),
+//    one look-up per pool at a time, the calls that need it waiting. The answer serves new
+//    connections for `resolve_ttl_ms`; a connect that fails on every address forgets it, so
+//    the next connection looks the name up again (an upstream that moved is found). Each
+//    address is tried in turn (localhost may answer ::1 first while the upstream listens on
+//    127.0.0.1). A failed look-up fails the waiting calls with Resolve, naming the host.
+//    Names under .invalid fail at once without a look-up (RFC 6761 §6.4).
 //
 // Thread affinity: every method and every sink call on the loop given to the constructor.
 // Lifetime: a call ends with exactly one of on_end() / on_failure() (or cancel(), after
 // which the sink hears nothing); the caller forgets the call then. close() ends every call
 // (their sinks hear on_failure(Closed)) and closes the connections; the pool may be
 // destroyed once close() was called and the loop has run its close callbacks
-// (closed() is true).
+// (closed() is true). A look-up still running then finishes on the threadpool and its
+// callback, on the loop, only frees itself.
 #include <http_parser.h>
 #include <uv.h>
 
@@ -41,12 +49,12 @@ namespace mcpfan::detail::proxy {
 
 /** Where the upstream is: from `http://host:port/path`. */
 struct UpstreamTarget {
-  std::string host;       // an IP address (v4 or v6); names are resolved by the operator
+  std::string host;       // an IP address (v4 or v6, without brackets) or a host name
   std::uint16_t port = 80;
   std::string path = "/";  // the MCP endpoint's path on the upstream
   std::string authority;   // host[:port] as written: the Host header
 };
-/** Parses an `http://` URL whose host is an IP address literal. The error names the problem. */
+/** Parses an `http://` URL (the host an IP literal or a name). https:// and others are refused; the error names the problem. */
 [[nodiscard]] Result<UpstreamTarget> parse_upstream_url(std::string_view url);
 
 /** One request for the upstream: its bytes and what the pool must know of it. */
@@ -63,6 +71,7 @@ struct UpstreamLimits {
   std::size_t max_head_bytes = 64 * 1024;
   std::size_t max_idle = 16;
   std::uint64_t keepalive_ms = 4000;  // a pooled connection idle this long is closed (Node's server closes at 5 s)
+  std::uint64_t resolve_ttl_ms = 5000;  // a host name's addresses serve new connections this long; 0: look up for each
 };
 
 enum class UpstreamFailure {
@@ -71,6 +80,7 @@ enum class UpstreamFailure {
   Idle,       // a streaming answer went quiet for idle_ms
   Protocol,   // not HTTP/1.x, or a head past max_head_bytes
   Closed,     // the upstream closed the connection before the answer was complete
+  Resolve,    // the host name did not resolve (the resolver's error in the message)
 };
 [[nodiscard]] std::string_view failure_name(UpstreamFailure f) noexcept;
 
@@ -105,6 +115,8 @@ struct UpstreamCounters {
   std::atomic<std::uint64_t> not_retried{0};  // a stale pooled connection failed a request it may have received: not sent twice
   std::atomic<std::uint64_t> expired{0};      // pooled connections closed after keepalive_ms idle
   std::atomic<std::uint64_t> failures{0};
+  std::atomic<std::uint64_t> resolutions{0};       // host name look-ups that answered
+  std::atomic<std::uint64_t> resolve_failures{0};  // look-ups that failed
 };
 
 class UpstreamPool;
@@ -122,6 +134,8 @@ class UpstreamPool {
     std::uint64_t not_retried = 0;  // a stale pooled connection failed a request it may have received: not sent twice
     std::uint64_t expired = 0;      // pooled connections closed after keepalive_ms idle
     std::uint64_t failures = 0;
+    std::uint64_t resolutions = 0;
+    std::uint64_t resolve_failures = 0;
     std::size_t idle = 0;           // pooled now
     std::size_t active = 0;         // calls in flight now
   };
@@ -149,7 +163,12 @@ class UpstreamPool {
   [[nodiscard]] Stats stats() const;
 
  private:
-  void connect(UpstreamCall* c);  // on a fresh connection
+  Conn* open_conn(UpstreamCall* c);  // a Conn with its handles initialised, owned by c
+  void connect(UpstreamCall* c);  // on a fresh connection (after a look-up, for a name whose addresses are stale)
+  void dial(UpstreamCall* c, std::shared_ptr<const std::vector<sockaddr_storage>> addrs, std::size_t index);
+  void resolve();                 // starts the look-up the waiting calls need
+  void resolved(int status, std::vector<sockaddr_storage> addrs);
+  void forget(UpstreamCall* c);   // out of active_ and waiting_
   void send_on(UpstreamCall* c);  // writes the request, reads the answer
   /** A pooled connection failed `c` before any answer: sent again on a fresh one if that is safe, else failed. */
   void stale(UpstreamCall* c, bool nothing_sent, std::string what);
@@ -168,6 +187,12 @@ class UpstreamPool {
   UpstreamLimits limits_;
   std::vector<Conn*> idle_;            // pooled connections, most recent last
   std::vector<UpstreamCall*> active_;  // calls in flight
+  struct Lookup;                       // a uv_getaddrinfo in flight; outlives the pool if need be (upstream.cc)
+  Lookup* lookup_ = nullptr;
+  std::vector<UpstreamCall*> waiting_;  // calls whose connection waits for lookup_
+  std::shared_ptr<const std::vector<sockaddr_storage>> addrs_;  // the literal, or the last look-up's answer
+  std::uint64_t resolved_at_ = 0;      // uv_now() of that answer
+  bool host_is_name_ = false;          // target_.host is not an IP literal: looked up
   std::size_t closing_ = 0;            // handles whose close callback has not run yet
   bool shut_ = false;
   UpstreamCounters own_counters_;

@@ -42,6 +42,7 @@ Status check_config(const ServerConfig& c) {
       {"max_uris_per_listen", "--max-uris-per-listen", d(c.max_uris_per_listen), 1, 1 << 24},
       {"keepalive_ms", "--keepalive-ms", d(c.keepalive_ms), 10, kHour},
       {"shutdown_grace_ms", "--shutdown-grace-ms", d(c.shutdown_grace_ms), 0, kHour},
+      {"drain_delay_ms", "--drain-delay-ms", d(c.drain_delay_ms), 0, kHour},
       {"session_idle_ms", "--session-idle-ms", d(c.session_idle_ms), 10, kDay},
       {"session_replay_bytes", "--session-replay-bytes", d(c.session_replay_bytes), 0, kGiB},
       {"debounce_ms", "--debounce-ms", d(c.debounce_ms), 0, kHour},
@@ -69,6 +70,7 @@ Status check_config(const ServerConfig& c) {
       {"nats_max_subjects", "--nats-max-subjects", d(c.nats_max_subjects), 1, 100'000'000},
       {"nats_batch_window_us", "--nats-batch-us", d(c.nats_batch_window_us), 0, 1'000'000},
       {"nats_delivery_threads", "--nats-delivery-threads", d(c.nats_delivery_threads), 0, 64},
+      {"upstream_resolve_ttl_ms", "--upstream-resolve-ttl-ms", d(c.upstream_resolve_ttl_ms), 0, kDay},
       {"upstream_connect_ms", "--upstream-connect-ms", d(c.upstream_connect_ms), 1, 600'000},
       {"upstream_first_byte_ms", "--upstream-first-byte-ms", d(c.upstream_first_byte_ms), 1, kDay},
       {"upstream_idle_ms", "--upstream-idle-ms", d(c.upstream_idle_ms), 1, kDay},
@@ -89,6 +91,10 @@ Status check_config(const ServerConfig& c) {
   }
   if (c.nats_io != "libuv" && c.nats_io != "threads") {
     return Error{rpc_code::kInvalidParams, "ServerConfig::nats_io = \"" + c.nats_io + "\" is neither \"libuv\" nor \"threads\" (--nats-io)"};
+  }
+  if (c.readyz_backplane != "ignore" && c.readyz_backplane != "require") {
+    return Error{rpc_code::kInvalidParams,
+                 "ServerConfig::readyz_backplane = \"" + c.readyz_backplane + "\" is neither \"ignore\" nor \"require\" (--readyz-backplane)"};
   }
   return {};
 }

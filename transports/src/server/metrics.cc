@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include "mcpfan/version.h"
+
 // The families of GET /metrics and Server::collect_metrics(), walked over a StatsSnapshot
 // (stats_snapshot.cc collects it). Adding a metric here adds it to both.
 namespace mcpfan::detail {
@@ -98,6 +100,17 @@ void backplane_families(Walk& w, const nats::Backplane::Stats& b) {
   }
 }
 
+// The Prometheus process-metric conventions (client libraries' "process collector"): the
+// same names, types and units, so existing dashboards and alerts apply unchanged.
+void process_families(Walk& w, const ProcessStats& p) {
+  w.one("process_cpu_seconds_total", kCounter, "Total user and system CPU time spent in seconds.", p.cpu_seconds);
+  w.one("process_start_time_seconds", kGauge, "Start time of the process since unix epoch in seconds.", p.start_time_seconds);
+  w.one("process_resident_memory_bytes", kGauge, "Resident memory size in bytes.", num(p.resident_bytes));
+  w.one("process_virtual_memory_bytes", kGauge, "Virtual memory size in bytes.", num(p.virtual_bytes));
+  w.one("process_open_fds", kGauge, "Number of open file descriptors.", num(p.open_fds));
+  w.one("process_max_fds", kGauge, "Maximum number of open file descriptors.", num(p.max_fds));
+}
+
 }  // namespace
 
 void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
@@ -141,6 +154,9 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
         "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms.", num(s.debounce_suppressed));
   w.one("mcpfan_debounce_trailing_total", kCounter, "Held updates fanned out when their interval passed.", num(s.debounce_trailing));
   w.one("mcpfan_workers", kGauge, "Worker loops.", num(s.workers));
+  // The info-metric pattern: a constant 1 whose labels say what runs, to join on or alert on.
+  w.family("mcpfan_build_info", kGauge, "The running mcpfan's version, compiler and build type (value 1).");
+  w.sample({{"version", build::kVersion}, {"compiler", build::kCompiler}, {"build_type", build::kBuildType}}, 1);
   w.one("mcpfan_log_lines_dropped_total", kCounter,
         "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate.", num(s.log_lines_dropped));
   w.one("mcpfan_read_pauses_total", kCounter,
@@ -168,6 +184,12 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
           num(s.upstream->not_retried));
     w.one("mcpfan_upstream_expired_total", kCounter, "Pooled upstream connections closed after --upstream-keepalive-ms idle.",
           num(s.upstream->expired));
+    w.one("mcpfan_upstream_resolutions_total", kCounter,
+          "Look-ups of the upstream's host name that answered (cached for --upstream-resolve-ttl-ms; none for an IP address).",
+          num(s.upstream->resolutions));
+    w.one("mcpfan_upstream_resolve_failures_total", kCounter,
+          "Look-ups of the upstream's host name that failed; the requests waiting on them were answered 502.",
+          num(s.upstream->resolve_failures));
   }
   w.one("mcpfan_callback_exceptions_total", kCounter,
         "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on).",
@@ -178,6 +200,7 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
   for (const StatsSnapshot::AuthFailure& f : s.auth_failures) w.sample({{"scope", f.scope}, {"reason", f.reason}}, num(f.count));
   tenant_families(w, s);
   if (s.backplane) backplane_families(w, *s.backplane);
+  if (s.process) process_families(w, *s.process);
 }
 
 }  // namespace mcpfan::detail

@@ -41,7 +41,7 @@ void append_value(std::string& out, double v, bool seconds) {
 
 void PrometheusText::family(std::string_view name, MetricType type, std::string_view help) {
   name_.assign(name);
-  seconds_ = name.ends_with("_seconds");
+  seconds_ = name.ends_with("_seconds") || name.ends_with("_seconds_total");
   out_ += "# HELP ";
   out_ += name;
   out_ += ' ';

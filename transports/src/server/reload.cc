@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "server/preflight.h"
 #include "server/server_impl.h"
 
 namespace mcpfan {
@@ -25,49 +26,63 @@ std::string rate_text(double rate, double burst) {
 
 }  // namespace
 
-Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, bool starting) {
+namespace detail {
+
+Result<Reloadable> load_reloadable(const ServerConfig& next, bool host_authenticator) {
   // The host's authenticator replaces client tokens: with both, which one decides would be a
-  // guess. It is fixed at start (config, not `next`): a reload can neither add nor drop it.
+  // guess. It is fixed at start (the running config, not `next`): a reload can neither add nor drop it.
   bool jwt_files = !next.jwt_secret_file.empty() || !next.jwt_public_key_file.empty();
-  if (config.authenticate_client && jwt_files) {
+  if (host_authenticator && jwt_files) {
     return Error{rpc_code::kInvalidParams,
-                 std::string(starting ? "" : "reload: ") +
-                     "authenticate_client (the host's authenticator) and client tokens (jwt_secret_file, "
-                     "jwt_public_key_file) cannot both be configured: the host's authenticator replaces tokens"};
+                 "authenticate_client (the host's authenticator) and client tokens (jwt_secret_file, "
+                 "jwt_public_key_file) cannot both be configured: the host's authenticator replaces tokens"};
   }
-  // Everything is loaded before anything is installed: a file that does not load leaves the
-  // running configuration whole.
-  auto auth = detail::ClientAuth::load(next.jwt_secret_file, next.jwt_public_key_file);
-  if (!auth) return auth.error();
-  auto policy = std::make_shared<detail::PublisherPolicy>();
+  auto auth = ClientAuth::load(next.jwt_secret_file, next.jwt_public_key_file);
+  if (!auth) {
+    // Which flag: the operator (and --check-config, which points at the config file's line) needs it.
+    bool secret_bad = !next.jwt_secret_file.empty() && !ClientAuth::load(next.jwt_secret_file, "");
+    return Error{auth.error().code, std::string(secret_bad ? "--jwt-secret-file: " : "--jwt-public-key-file: ") +
+                                        auth.error().message};
+  }
+  auto policy = std::make_shared<PublisherPolicy>();
   if (!next.publish_keys_file.empty()) {
-    auto keys = detail::PublisherKeys::load(next.publish_keys_file);
-    if (!keys) return keys.error();
+    auto keys = PublisherKeys::load(next.publish_keys_file);
+    if (!keys) return Error{keys.error().code, "--publish-keys-file: " + keys.error().message};
     policy->keys = std::move(keys.value());
   }
+  policy->rate.configure(next.publish_rate, next.publish_burst, policy->keys.size());
+  TenantCeilings ceilings = tenant_ceilings(next);
+  std::string client_auth = host_authenticator ? "client authentication: the host's authenticator"
+                                               : "client token algorithms: " + auth.value().accepted_algorithms();
+  std::string summary = client_auth + "; publisher keys: " + std::to_string(policy->keys.size()) +
+                        "; publish rate: " + rate_text(next.publish_rate, policy->rate.burst()) +
+                        "; tenant ceilings (0 = unlimited): " + ceilings_text(ceilings);
+  return Reloadable{std::move(auth.value()), std::move(policy), ceilings, std::move(summary)};
+}
+
+}  // namespace detail
+
+Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, bool starting) {
+  // Everything is loaded before anything is installed: a file that does not load leaves the
+  // running configuration whole.
+  auto loaded = detail::load_reloadable(next, static_cast<bool>(config.authenticate_client));
+  if (!loaded) return loaded.error();
+  detail::Reloadable& r = loaded.value();
   if (!starting) {
     // Turning authentication on or off changes who may connect at all (and the listener checks
     // made at start): that takes a restart.
-    if (auth.value().enabled() != state.client_auth.load()->enabled()) {
+    if (r.auth.enabled() != state.client_auth.load()->enabled()) {
       return Error{rpc_code::kInvalidParams,
                    "client tokens (--jwt-secret-file, --jwt-public-key-file) cannot be turned on or off by a reload; restart"};
     }
-    if (policy->keys.enabled() != state.publishers.policy.load()->keys.enabled()) {
+    if (r.policy->keys.enabled() != state.publishers.policy.load()->keys.enabled()) {
       return Error{rpc_code::kInvalidParams, "publisher keys (--publish-keys-file) cannot be turned on or off by a reload; restart"};
     }
   }
-  policy->rate.configure(next.publish_rate, next.publish_burst, policy->keys.size());
-  detail::TenantCeilings ceilings = detail::tenant_ceilings(next);
-  std::string client_auth = config.authenticate_client ? "client authentication: the host's authenticator"
-                                                        : "client token algorithms: " + auth.value().accepted_algorithms();
-  std::string summary = client_auth +
-                        "; publisher keys: " + std::to_string(policy->keys.size()) +
-                        "; publish rate: " + rate_text(next.publish_rate, policy->rate.burst()) +
-                        "; tenant ceilings (0 = unlimited): " + ceilings_text(ceilings);
-  state.client_auth.store(std::make_shared<const detail::ClientAuth>(std::move(auth.value())));
-  state.publishers.policy.store(std::move(policy));
-  state.limits.set_ceilings(ceilings);
-  return summary;
+  state.client_auth.store(std::make_shared<const detail::ClientAuth>(std::move(r.auth)));
+  state.publishers.policy.store(std::move(r.policy));
+  state.limits.set_ceilings(r.ceilings);
+  return std::move(r.summary);
 }
 
 Result<std::string> Server::reload(const ServerConfig& next) {

@@ -15,6 +15,7 @@
 #include "http/session_park.h"
 #include "server/config_check.h"
 #include "server/listen_socket.h"
+#include "server/preflight.h"
 #include "server/server_impl.h"
 
 namespace mcpfan {
@@ -23,41 +24,10 @@ using detail::Worker;
 
 namespace {
 
-// ServerConfig::listen_fd: a listening TCP stream socket (refused otherwise); `addr` gets its
-// address, so start() returns its port.
-bool host_listener_port(int fd, sockaddr_storage& addr, std::string& err) {
-  int type = 0, accepting = 0;
-  socklen_t len = sizeof type;
-  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) {
-    err = std::string("not a socket: ") + std::strerror(errno);
-    return false;
-  }
-  len = sizeof accepting;
-  if (type != SOCK_STREAM || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) {
-    err = "not a listening stream socket (bind() and listen() it first)";
-    return false;
-  }
-  sockaddr_storage bound{};
-  len = sizeof bound;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 ||
-      (bound.ss_family != AF_INET && bound.ss_family != AF_INET6)) {
-    err = "not a TCP socket (IPv4 or IPv6)";
-    return false;
-  }
-  addr = bound;
-  return true;
-}
-
 // A stream socket at `path`; a stale socket file from an earlier run is replaced.
 std::uint16_t port_of(const sockaddr_storage& a) {
   return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
                                        : reinterpret_cast<const sockaddr_in&>(a).sin_port);
-}
-
-// An IPv4 or IPv6 literal and a port.
-bool parse_ip(const std::string& host, std::uint16_t port, sockaddr_storage& addr) {
-  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr)) == 0 ||
-         uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr)) == 0;
 }
 
 }  // namespace
@@ -84,6 +54,7 @@ TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept {
 
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
+      logger(config.log_sink, config.log_level, config.log_format),
       limits(tenant_ceilings(config), clamped_tenants(config)),
       sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
       publishers(auth_counters),
@@ -111,26 +82,25 @@ Hub& Server::hub() noexcept { return *impl_->hub; }
 std::uint16_t Server::publish_port() const noexcept { return impl_->publish_port; }
 const ServerConfig& Server::config() const noexcept { return impl_->config; }
 
+Result<std::string> Server::check(const ServerConfig& config) {
+  auto pre = detail::preflight(config);
+  if (!pre) return pre.error();
+  auto loaded = detail::load_reloadable(config, static_cast<bool>(config.authenticate_client));
+  if (!loaded) return loaded.error();
+  return std::move(loaded.value().summary);
+}
+
 Result<std::uint16_t> Server::start() {
   Impl& m = *impl_;
+  detail::log::Bind logging(&m.state.logger);  // what start() logs (a first NATS connect) is this Server's
   if (m.started) return Error{rpc_code::kInternalError, "server already started"};
-  if (auto checked = detail::check_config(m.config); !checked) return checked.error();
-  sockaddr_storage addr{};
-  const std::string& host = m.config.host;
-  if (!parse_ip(host, m.config.port, addr)) {
-    return Error{rpc_code::kInvalidParams, "cannot parse listen address " + host + " (use an IPv4 or IPv6 literal)"};
-  }
+  // Everything Server::check() checks, before anything is bound, started or connected.
+  auto pre = detail::preflight(m.config);
+  if (!pre) return pre.error();
+  sockaddr_storage addr = pre.value().addr;
+  sockaddr_storage publish_addr = pre.value().publish_addr;
   if (auto loaded = m.install_reloadable(m.config, /*starting=*/true); !loaded) return loaded.error();
-  sockaddr_storage publish_addr{};
-  if (!m.config.publish_host.empty() && !parse_ip(m.config.publish_host, m.config.publish_port, publish_addr)) {
-    return Error{rpc_code::kInvalidParams,
-                 "cannot parse publish listen address " + m.config.publish_host + " (use an IPv4 or IPv6 literal)"};
-  }
-  if (!m.config.upstream.empty()) {
-    auto target = detail::proxy::parse_upstream_url(m.config.upstream);
-    if (!target) return target.error();
-    m.state.upstream = std::move(target.value());
-  }
+  m.state.upstream = std::move(pre.value().upstream);
   if (!m.config.nats.empty()) {
     detail::nats::BackplaneConfig bc;
     bc.servers = m.config.nats;
@@ -148,6 +118,7 @@ Result<std::uint16_t> Server::start() {
     bc.batch_window_us = m.config.nats_batch_window_us;
     bc.io = m.config.nats_io == "threads" ? detail::nats::NatsIo::Threads : detail::nats::NatsIo::Libuv;
     bc.max_uri_length = m.config.max_uri_length;
+    bc.logger = &m.state.logger;
     auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
     if (!b) return b.error();
     m.state.backplane = std::move(b.value());
@@ -159,11 +130,7 @@ Result<std::uint16_t> Server::start() {
   // and every key a shard ever holds is also reported to the backplane's interest.
   m.hub->route_by_interest(m.state.backplane.get());
   std::vector<int> fds;
-  if (m.config.listen_fd >= 0) {  // the host's own listening socket: each worker serves a duplicate
-    std::string err;
-    if (!host_listener_port(m.config.listen_fd, addr, err)) {
-      return Error{rpc_code::kInvalidParams, "ServerConfig::listen_fd: " + err};
-    }
+  if (m.config.listen_fd >= 0) {  // the host's own listening socket (checked by preflight): each worker serves a duplicate
     for (unsigned i = 0; i < m.config.workers; ++i) {
       int fd = ::fcntl(m.config.listen_fd, F_DUPFD_CLOEXEC, 0);
       if (fd < 0) {
@@ -218,6 +185,7 @@ Result<std::uint16_t> Server::start() {
 
 Status Server::stop() {
   Impl& m = *impl_;
+  detail::log::Bind logging(&m.state.logger);  // never the process's stderr: after stop() records are dropped
   for (auto& w : m.workers) {
     if (w->on_own_thread()) {
       return Error{rpc_code::kInternalError, "Server::stop() called on a worker thread (from a callback); call it from the controlling thread"};
@@ -225,6 +193,7 @@ Status Server::stop() {
   }
   if (!m.started || m.stopped) return {};
   m.stopped = true;
+  m.draining.store(true, std::memory_order_relaxed);  // a request answered during the grace period sees it
   // Publishing ends first: what is accepted from here on would reach no stream. Held
   // debounced updates go out now, while the workers can still deliver them.
   m.hub->close();
@@ -239,9 +208,12 @@ Status Server::stop() {
     backplane = std::move(m.state.backplane);
   }
   backplane.reset();
+  m.state.logger.stop();  // after every thread that logs: what they queued reaches the sink, then the sink is done
   if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
   return {};
 }
+
+void Server::drain() noexcept { impl_->draining.store(true, std::memory_order_relaxed); }
 
 Result<StdioClient> Server::attach_stdio(int in_fd, int out_fd, StdioOptions options) {
   Impl& m = *impl_;

@@ -23,6 +23,7 @@ struct Server::Impl {
   detail::SessionRegistry& sessions;
   std::vector<std::unique_ptr<detail::Worker>> workers;
   std::atomic<bool> started{false};  // read by attach_stdio() on any thread
+  std::atomic<bool> draining{false};  // drain() or stop() began: GET /readyz answers 503 (routes_health.cc)
   bool stopped = false;
   std::atomic<std::uint64_t> next_worker{0};  // attach_stdio's: client n (from 1) is on worker (n - 1) % W
   const std::uint64_t serial;                 // this Server among the process's: StdioClient handles name it

@@ -13,6 +13,7 @@
 #include "mcp/swappable.h"
 #include "nats/backplane.h"
 #include "proxy/upstream.h"
+#include "server/log.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
 
@@ -25,6 +26,7 @@ struct ServerState {
   explicit ServerState(ServerConfig cfg);
 
   ServerConfig config;
+  log::Logger logger;        // before the rest: destroyed after everything that may log (server/log.h)
   std::unique_ptr<Hub> hub;
   Limits limits;             // before sessions: a session gives back its usage when destroyed
   SessionRegistry sessions;

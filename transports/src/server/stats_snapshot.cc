@@ -32,6 +32,8 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     up.retried += load(ws.upstream.retried);
     up.not_retried += load(ws.upstream.not_retried);
     up.expired += load(ws.upstream.expired);
+    up.resolutions += load(ws.upstream.resolutions);
+    up.resolve_failures += load(ws.upstream.resolve_failures);
     s.read_pauses += load(ws.read_pauses);
     s.uring_workers += load(ws.sends.rings);
     s.uring_sends += load(ws.sends.sends);
@@ -72,6 +74,8 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     s.debounce_trailing = ll(d->trailing());
   }
   s.workers = static_cast<long long>(workers.size());
+  s.serving = started.load(std::memory_order_acquire);
+  s.draining = draining.load(std::memory_order_relaxed);
   s.log_lines_dropped = ll(detail::log::dropped() + detail::log::suppressed());
   if (!config.upstream.empty()) s.upstream = up;
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));

@@ -15,6 +15,7 @@
 #include "mcp/auth.h"
 #include "mcp/limits.h"
 #include "nats/backplane.h"
+#include "server/process_stats.h"
 
 namespace mcpfan::detail {
 
@@ -62,6 +63,8 @@ struct StatsSnapshot {
     long long retried = 0;      // sent again: the pooled connection had closed, and a retry was safe
     long long not_retried = 0;  // failed instead (502): the upstream may have received the request
     long long expired = 0;      // pooled connections closed after --upstream-keepalive-ms
+    long long resolutions = 0;       // host name look-ups that answered (an IP literal needs none)
+    long long resolve_failures = 0;  // look-ups that failed: the requests waiting on them got 502
   };
   std::optional<Upstream> upstream;
   /** By detail::Limit. */
@@ -93,6 +96,16 @@ struct StatsSnapshot {
 
   /** With --nats. */
   std::optional<nats::Backplane::Stats> backplane;
+
+  // Readiness (http/routes_health.cc): start() has finished; drain() or stop() has begun.
+  bool serving = false;
+  bool draining = false;
+  /**
+   * The process's own numbers: filled by GET /metrics only (process_stats.h). A host's
+   * collect_metrics() does not get them: they describe the host's process, which its own
+   * metrics library already reports under the same names.
+   */
+  std::optional<ProcessStats> process;
 };
 
 }  // namespace mcpfan::detail

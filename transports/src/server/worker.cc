@@ -27,6 +27,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       shard_(state.hub->shard(index)),
       sessions_(state.sessions),
       limits_(state.limits),
+      logger_(state.logger),
       clients_(state.clients),
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
@@ -87,6 +88,7 @@ Worker::~Worker() { join(); }
 void Worker::start(int listen_fd, int publish_fd) {
   thread_ = std::thread([this, listen_fd, publish_fd] {
     thread_id_.store(std::this_thread::get_id());
+    log::Bind logging(&logger_);
     run(listen_fd, publish_fd);
   });
 }
@@ -135,7 +137,7 @@ bool Worker::open_listener(uv_tcp_t& listener, int fd, const char* what) {
   if (rc != 0) ::close(fd);  // not libuv's: uv_close(listener) will not close it
   else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), SOMAXCONN, &Worker::on_connection);
   // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
-  if (rc != 0) log::line("listen", "worker " + std::to_string(index_) + " cannot listen" + what + ": " + uv_strerror(rc));
+  if (rc != 0) log::line(LogLevel::Error, "listen", "worker " + std::to_string(index_) + " cannot listen" + what + ": " + uv_strerror(rc));
   return rc == 0;
 }
 
@@ -161,6 +163,7 @@ void Worker::run(int listen_fd, int publish_fd) {
     ul.idle_ms = config_.upstream_idle_ms;
     ul.max_idle = config_.upstream_max_idle;
     ul.keepalive_ms = config_.upstream_keepalive_ms;
+    ul.resolve_ttl_ms = config_.upstream_resolve_ttl_ms;
     upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul, &stats_.upstream);
   }
   (void)open_listener(listener_, listen_fd, "");

@@ -19,6 +19,7 @@
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/transport/server.h"
 #include "proxy/upstream.h"
+#include "server/log.h"
 #include "server/send_ring.h"
 #include "server/stats_snapshot.h"
 
@@ -180,6 +181,7 @@ class Worker {
   Shard& shard_;
   SessionRegistry& sessions_;
   Limits& limits_;
+  log::Logger& logger_;  // bound to the loop's thread: what its connections log goes to this Server's sink
   ClientCore& clients_;
   Publishers& publishers_;
   nats::Backplane* backplane_;

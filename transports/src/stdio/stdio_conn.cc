@@ -315,7 +315,8 @@ void StdioConn::sweep(std::uint64_t now) {
   close();
 }
 
-void StdioConn::close_requested(CloseReason) {
+void StdioConn::close_requested(CloseReason reason) {
+  log_stream_close(reason, "stdio");
   stream_open_ = false;  // the shard already closed the stream
   close();
 }

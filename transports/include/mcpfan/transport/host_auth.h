@@ -1,6 +1,6 @@
 #pragma once
 /**
- * A host's own client authentication (README "Embedding"): ServerConfig::authenticate_client maps a
+ * A host's own client authentication (docs/embedding.md): ServerConfig::authenticate_client maps a
  * request's credentials to a tenant and the resource URI prefixes it may subscribe to, in
  * place of mcpfan's JWT verifier. It cannot be combined with jwt_secret_file or
  * jwt_public_key_file (Server::start() refuses, -32602).

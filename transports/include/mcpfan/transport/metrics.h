@@ -1,6 +1,6 @@
 #pragma once
 /**
- * A host's own metrics sink (README "Embedding"): mcpfan's numbers handed to the host's metrics system
+ * A host's own metrics sink (docs/embedding.md): mcpfan's numbers handed to the host's metrics system
  * (a Prometheus registry, OpenTelemetry, statsd, ...) without scraping GET /metrics.
  *
  * Pull model, in the style of a Prometheus collector: the host calls
@@ -12,9 +12,13 @@
  * (its Prometheus text) fed by the same walk, so the two cannot disagree. A family may have
  * no sample (the per-tenant families before any tenant has clients); optional families (the
  * backplane's with --nats, the upstream's with --upstream) are walked only when configured.
+ * One exception: the process_* families of GET /metrics (CPU, memory, descriptors, start
+ * time) are not walked into a host's sink. They describe the whole process, the host's, and
+ * the host's own metrics library reports them under the same names already.
  *
  * Values: every value is a whole number (exact in a double below 2^53) except those of the
- * families whose name ends in "_seconds", which are fractional seconds. A counter only grows
+ * families whose name ends in "_seconds", which are fractional seconds. mcpfan_build_info is
+ * always 1; its labels (version, compiler, build_type) are what it says. A counter only grows
  * while the server runs (mcpfan_tenant_limit_hits_total restarts when its tenant has no
  * clients left, as in /metrics).
  *

@@ -2,7 +2,8 @@
 /**
  * The mcpfan network server: W libuv worker loops, each accepting on its own SO_REUSEPORT
  * socket and owning its connections and one engine Shard; HTTP/1.1 for /mcp (MCP
- * Streamable HTTP, `subscriptions/listen` over SSE), /v1/publish, /healthz and /metrics.
+ * Streamable HTTP, `subscriptions/listen` over SSE), /v1/publish, /livez, /readyz, /healthz
+ * and /metrics.
  *
  * Thread affinity: construct, start(), stop() and destroy from one controlling thread (not
  * from a worker: callbacks such as StdioOptions::on_end run on worker threads, and stop()
@@ -12,6 +13,18 @@
  * Signals: the host must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN), as the mcpfan program
  * does) before start(): a write to a pipe whose reader has gone (an attached stdio client
  * that exited) raises it, and its default action ends the process.
+ *
+ * Logging: records (transport/log.h) go to ServerConfig::log_sink, or to stderr when it is
+ * empty: NATS connect, disconnect, reconnect, the outage queue's release and a first connect
+ * that fails (the node then serves locally and retries); upstream failures; client and
+ * publisher authentication failures; streams closed as slow consumers; every limit hit; a
+ * worker's listener or io_uring problems; stdio clients refused. Worker loops and NATS
+ * threads only queue a record (bounded, rate-limited per kind, never blocking); one log
+ * thread per Server calls the sink, from the first record until stop() (or the destructor)
+ * has delivered what was queued. Nothing else of the Server's writes to stderr, but for the
+ * last words of a process about to abort (an io_uring that fails, an invariant). The start-up
+ * summary (version, listeners, workers, auth, backplane, upstream) is the host's to log: the
+ * mcpfan program does.
  *
  * Lifetimes: hub() stays valid until the Server is destroyed. stop() first closes the hub
  * (publishes in progress finish, later ones return false and deliver nothing; debounced
@@ -28,6 +41,7 @@
 #include "mcpfan/hub.h"
 #include "mcpfan/result.h"
 #include "mcpfan/transport/host_auth.h"
+#include "mcpfan/transport/log.h"
 #include "mcpfan/transport/metrics.h"
 
 namespace mcpfan {
@@ -63,6 +77,15 @@ struct ServerConfig {
    * Either way the workers of one Server share each listener with SO_REUSEPORT.
    */
   bool reuse_port = false;
+  /**
+   * false (default): a listener that is not on a loopback address (host, publish_host, or the
+   * address of listen_fd) needs authentication for what it serves, or start() and check() fail
+   * with -32602 naming the listener and what is missing: client authentication (jwt_secret_file,
+   * jwt_public_key_file or authenticate_client) for /mcp, and publish_keys_file for /v1/publish
+   * (both on host:port without publish_host; with publish_host each listener needs only its
+   * own). true: serve such a listener without it (the mcpfan program's --insecure).
+   */
+  bool insecure = false;
   std::size_t max_body = 1u << 20;    // bytes; larger bodies get 413
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_url_length = 8 * 1024;
@@ -70,6 +93,20 @@ struct ServerConfig {
   std::size_t max_uris_per_listen = 1024;
   std::uint64_t keepalive_ms = 15000; // SSE keepalive comment interval
   std::uint64_t shutdown_grace_ms = 1500;
+  /**
+   * Between drain() (SIGTERM in the mcpfan program) and stop(): how long the node keeps
+   * serving everything while GET /readyz answers 503, so that load balancers take it out
+   * before its listeners close. 0 (default): stop at once. The Server does not act on it
+   * itself: the mcpfan program waits this long between drain() and stop() on SIGTERM, and a
+   * host embedding mcpfan does the same with its own timer.
+   */
+  std::uint64_t drain_delay_ms = 0;
+  /**
+   * GET /readyz while the NATS backplane is disconnected: "ignore" (default: still 200; the
+   * node serves its own streams, and 503 on every node at once would take the whole tier out
+   * of a load balancer) or "require" (503: new clients go to nodes that reach the cluster).
+   */
+  std::string readyz_backplane = "ignore";
   std::vector<std::string> allow_origins;  // empty: http(s)://localhost|127.0.0.1|[::1][:port]
   std::vector<std::string> allow_hosts;    // Host header allow-list; empty: localhost|127.0.0.1|[::1]|listen host
   std::uint64_t session_idle_ms = 300000;  // a 2025-era session with no open stream expires after this
@@ -95,6 +132,18 @@ struct ServerConfig {
   std::int64_t max_idle_sessions_per_tenant = 5000; // per tenant (429 past it)
   std::size_t max_listens_per_connection = 256;     // 2026 listens one stdio client may hold
   std::size_t metrics_tenants = 100;              // tenants labelled by name in /metrics; the rest sum as "_other"
+
+  // ---- logging (transport/log.h; what is logged and on which thread: "Logging" above) ----
+  /**
+   * Receives every record at or above log_level, on the Server's log thread (never a worker
+   * loop; LogSink says when it is called and for how long). Empty (default): the built-in
+   * sink, which writes log_format lines to stderr through a bounded queue and its own thread
+   * (a stderr nobody drains never stops a loop). With a sink of its own, the Server writes
+   * nothing to stderr.
+   */
+  LogSink log_sink;
+  LogLevel log_level = LogLevel::Info;
+  LogFormat log_format = LogFormat::Text;  // the built-in sink's; ignored with log_sink
 
   // ---- authentication (all empty: no auth, every client is tenant "default") ----
   std::string jwt_secret_file;      // HS256 secret for client tokens
@@ -134,7 +183,12 @@ struct ServerConfig {
   bool nats_publish_batching = false;  // nats.c's flusher thread waits 1 ms to batch; off: sent at once (libuv: at the loop's next turn)
   int nats_delivery_threads = 1;  // nats.c's shared delivery pool; 0 = its default, a thread per subscription  // past it the tenant with the most subjects is folded into one
   // ---- front proxy (empty `upstream`: mcpfan serves only what it serves itself) ----
-  std::string upstream;             // http://IP:PORT/path of an MCP server: every request mcpfan does not serve goes there
+  std::string upstream;             // http://HOST:PORT/path of an MCP server (an IP or a name): every request mcpfan does not serve goes there
+  /**
+   * A resolved --upstream host name is reused for new connections this long; a failed
+   * connect forgets it at once. 0: resolve for every new connection.
+   */
+  std::uint64_t upstream_resolve_ttl_ms = 5000;
   std::uint64_t upstream_connect_ms = 5000;      // connecting to it (502 past it)
   std::uint64_t upstream_first_byte_ms = 30000;  // the first byte of its answer (504 past it)
   std::uint64_t upstream_idle_ms = 300000;       // a gap in a streaming answer (the stream is cut)
@@ -192,13 +246,34 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  /** Binds and starts the worker threads; returns the bound port. Once only. */
+  /**
+   * What start() would refuse, checked without binding a port, starting a thread or connecting
+   * to NATS (the mcpfan program's --check-config, safe beside a running server): the ranges of
+   * the numeric fields, the listen addresses and the loopback rule (ServerConfig::insecure),
+   * the key files (read and parsed: a JWT secret of at least 32 bytes, a PEM public key, the
+   * publisher keys), the Unix socket path, the upstream URL and the NATS URLs, prefix,
+   * credentials and CA files. Returns the one-line summary reload() would return, or the first
+   * problem (-32602) naming the flag. Cannot see what only binding or connecting tells (a port
+   * in use, a NATS server that refuses). Thread-safe: reads `config` and files only.
+   */
+  [[nodiscard]] static Result<std::string> check(const ServerConfig& config);
+
+  /**
+   * Checks as check() does (nothing is bound before that passes), then binds and starts the
+   * worker threads; returns the bound port. Once only.
+   */
   [[nodiscard]] Result<std::uint16_t> start();
   /**
    * Closes the hub, ends every listen with its final result, closes every connection, joins
    * the workers. Idempotent. Refused (an error, nothing done) when called on a worker thread.
    */
   Status stop();
+  /**
+   * Readiness off: GET /readyz answers 503 ("draining") from now on, and /healthz reports
+   * draining; everything else is served as before, until stop(). stop() implies it.
+   * Thread-safe and idempotent; any time after construction.
+   */
+  void drain() noexcept;
 
   /**
    * Serves one stdio-framed client on these fds (equal for a socket), on the next worker

@@ -1,0 +1,230 @@
+// Server::check() (the program's --check-config) and the checks start() shares with it: a
+// listener that is not on loopback needs authentication for what it serves unless
+// ServerConfig::insecure, and the message names what is missing; key files, the NATS files
+// and URLs, the Unix socket path are read and judged without binding or connecting anything.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "mcpfan/transport/server.h"
+
+namespace {
+
+class Dir {
+ public:
+  Dir() {
+    char tmpl[] = "/tmp/mcpfan-check-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~Dir() { (void)!std::system(("rm -rf '" + path_ + "'").c_str()); }
+  std::string file(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ + "/" + name) << text;
+    return path_ + "/" + name;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::string kSecret(40, 's');                       // HS256 needs at least 32 bytes
+const std::string kKeys = std::string(24, 'k') + " *\n";  // a publisher key for any tenant
+
+std::string check_error(const mcpfan::ServerConfig& c) {
+  auto r = mcpfan::Server::check(c);
+  if (r) return "";
+  EXPECT_EQ(r.error().code, -32602) << r.error().message;
+  return r.error().message;
+}
+
+std::string start_error(mcpfan::ServerConfig c) {
+  c.port = 0;
+  c.workers = 1;
+  mcpfan::Server server(c);
+  auto started = server.start();
+  if (started) {
+    (void)server.stop();
+    return "";
+  }
+  return started.error().message;
+}
+
+mcpfan::ServerConfig open_config() {
+  mcpfan::ServerConfig c;
+  c.host = "0.0.0.0";
+  c.port = 0;
+  c.workers = 1;
+  return c;
+}
+
+TEST(ServerCheck, OpenListenerWithoutAuthIsRefusedByStartAndCheck) {
+  mcpfan::ServerConfig c = open_config();
+  std::string err = start_error(c);
+  EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or --jwt-public-key-file, "
+                     "and --publish-keys-file)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("ServerConfig::insecure"), std::string::npos) << err;
+  EXPECT_EQ(check_error(c), err);
+}
+
+TEST(ServerCheck, ClientTokensAloneNamePublisherKeysAsMissing) {
+  Dir d;
+  mcpfan::ServerConfig c = open_config();
+  c.jwt_secret_file = d.file("secret", kSecret);
+  std::string err = start_error(c);
+  EXPECT_NE(err.find("without authentication (--publish-keys-file): client tokens are configured"), std::string::npos) << err;
+  // Publisher keys alone: the clients' part is missing.
+  c.jwt_secret_file.clear();
+  c.publish_keys_file = d.file("keys", kKeys);
+  err = check_error(c);
+  EXPECT_NE(err.find("without authentication (--jwt-secret-file or --jwt-public-key-file): publisher keys are configured"),
+            std::string::npos)
+      << err;
+  // Both: served.
+  c.jwt_secret_file = d.file("secret", kSecret);
+  EXPECT_EQ(check_error(c), "");
+  EXPECT_EQ(start_error(c), "");
+}
+
+TEST(ServerCheck, InsecureServesAnOpenListener) {
+  mcpfan::ServerConfig c = open_config();
+  c.insecure = true;
+  EXPECT_EQ(check_error(c), "");
+  EXPECT_EQ(start_error(c), "");
+}
+
+TEST(ServerCheck, EachListenerNeedsWhatItServes) {
+  Dir d;
+  mcpfan::ServerConfig c;
+  c.publish_host = "0.0.0.0";
+  std::string err = check_error(c);
+  EXPECT_NE(err.find("refusing --publish-listen on 0.0.0.0 without authentication (--publish-keys-file)"), std::string::npos)
+      << err;
+  // The public listener without publishing needs client authentication only.
+  c = open_config();
+  c.publish_host = "127.0.0.1";
+  err = check_error(c);
+  EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or --jwt-public-key-file)"),
+            std::string::npos)
+      << err;
+  c.jwt_secret_file = d.file("secret", kSecret);
+  EXPECT_EQ(check_error(c), "");
+}
+
+TEST(ServerCheck, LoopbackAddressesNeedNoAuth) {
+  for (const char* host : {"127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"}) {
+    mcpfan::ServerConfig c;
+    c.host = host;
+    EXPECT_EQ(check_error(c), "") << host;
+  }
+  mcpfan::ServerConfig c;
+  c.host = "::";
+  EXPECT_NE(check_error(c).find("refusing --listen on ::"), std::string::npos);
+}
+
+TEST(ServerCheck, TheHostsOwnSocketIsJudgedByItsAddress) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  mcpfan::ServerConfig c;  // host stays 127.0.0.1: the socket's address is what clients reach
+  c.listen_fd = fd;
+  EXPECT_NE(check_error(c).find("refusing ServerConfig::listen_fd on 0.0.0.0:"), std::string::npos) << check_error(c);
+  c.insecure = true;
+  EXPECT_EQ(check_error(c), "");
+  ::close(fd);
+}
+
+TEST(ServerCheck, BindsNothing) {
+  // A port another socket holds: start() fails with "address in use", check() does not see it
+  // (it is run next to the live server before a reload).
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  mcpfan::ServerConfig c;
+  c.port = ntohs(a.sin_port);
+  c.workers = 1;
+  auto checked = mcpfan::Server::check(c);
+  ASSERT_TRUE(checked) << checked.error().message;
+  EXPECT_NE(checked.value().find("publisher keys: 0"), std::string::npos) << checked.value();
+  mcpfan::Server server(c);
+  auto started = server.start();
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find("address in use"), std::string::npos) << started.error().message;
+  ::close(fd);
+}
+
+TEST(ServerCheck, KeyFilesAreReadAndNamedByFlag) {
+  Dir d;
+  mcpfan::ServerConfig c;
+  c.jwt_secret_file = d.file("short", "too short\n");
+  std::string err = check_error(c);
+  EXPECT_EQ(err.rfind("--jwt-secret-file: secret file " + c.jwt_secret_file + ": 9 bytes", 0), 0u) << err;
+  c.jwt_secret_file = d.file("secret", kSecret);
+  c.jwt_public_key_file = d.file("pub.pem", "not a key\n");
+  err = check_error(c);
+  EXPECT_EQ(err.rfind("--jwt-public-key-file: public key file", 0), 0u) << err;
+  c.jwt_public_key_file.clear();
+  c.publish_keys_file = d.path() + "/missing";
+  err = check_error(c);
+  EXPECT_EQ(err.rfind("--publish-keys-file: ", 0), 0u) << err;
+  EXPECT_NE(err.find("missing"), std::string::npos) << err;
+  c.publish_keys_file = d.file("keys", kKeys);
+  auto ok = mcpfan::Server::check(c);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_NE(ok.value().find("client token algorithms: HS256; publisher keys: 1"), std::string::npos) << ok.value();
+}
+
+TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
+  Dir d;
+  mcpfan::ServerConfig c;
+  c.nats = "nats://127.0.0.1:1";  // nothing listens there: check() does not try
+  EXPECT_EQ(check_error(c), "");
+  c.nats = "nats://127.0.0.1:99999";
+  EXPECT_NE(check_error(c).find("--nats: \"nats://127.0.0.1:99999\": the port must be 1..65535"), std::string::npos);
+  c.nats = "http://127.0.0.1:4222";
+  EXPECT_NE(check_error(c).find("the scheme must be nats:// or tls://"), std::string::npos);
+  c.nats = " , ";
+  EXPECT_NE(check_error(c).find("--nats"), std::string::npos);
+  c.nats = "nats://127.0.0.1:4222";
+  c.nats_prefix = "a b";
+  EXPECT_EQ(check_error(c).rfind("--nats-prefix: ", 0), 0u) << check_error(c);
+  c.nats_prefix = "mcpfan";
+  c.nats_creds_file = d.path() + "/none.creds";
+  EXPECT_EQ(check_error(c).rfind("--nats-creds " + c.nats_creds_file + ": ", 0), 0u) << check_error(c);
+  c.nats_creds_file.clear();
+  c.nats_tls_ca_file = d.file("ca.pem", "not a certificate\n");
+  EXPECT_NE(check_error(c).find("--nats-tls-ca " + c.nats_tls_ca_file + ": no PEM certificate"), std::string::npos)
+      << check_error(c);
+}
+
+TEST(ServerCheck, UnixPathIsJudgedWithoutBinding) {
+  Dir d;
+  mcpfan::ServerConfig c;
+  c.unix_path = d.path() + "/no-such-dir/mcpfan.sock";
+  EXPECT_EQ(check_error(c).rfind("--unix " + c.unix_path + ": directory ", 0), 0u) << check_error(c);
+  c.unix_path = d.file("plain", "x");
+  EXPECT_NE(check_error(c).find("exists and is not a socket"), std::string::npos) << check_error(c);
+  c.unix_path = d.path() + "/mcpfan.sock";
+  EXPECT_EQ(check_error(c), "");
+  EXPECT_NE(::access(c.unix_path.c_str(), F_OK), 0) << "check() created the socket";
+}
+
+}  // namespace
