@@ -39,7 +39,7 @@ fi
 
 # libFuzzer targets (tests/fuzz): each replays its regressions, then fuzzes for a bounded time.
 # MCPFAN_FUZZ_SECONDS=0 skips them.
-fuzz_seconds="${MCPFAN_FUZZ_SECONDS:-60}"
+fuzz_seconds="${MCPFAN_FUZZ_SECONDS:-30}"
 if [ "$fuzz_seconds" != "0" ]; then
   echo "== fuzzing: ${fuzz_seconds} s per target =="
   bash "$root/tools/run-fuzz.sh" "$fuzz_seconds"

@@ -31,6 +31,9 @@ using Deadline = Clock::time_point;
 
 inline constexpr Ms kIo{5000};        // default bound for one request/response
 inline constexpr Ms kStart{10000};    // bound for the server to log its port
+// Bound for a process to exit after SIGTERM or EOF: it catches a hang, not slowness (a TSan
+// build alone sleeps 1 s at exit, its atexit_sleep_ms, and a loaded machine adds more).
+inline constexpr Ms kExitBound{10000};
 inline constexpr std::string_view kV2026 = "2026-07-28";
 inline constexpr std::string_view kDraft = "DRAFT-2026-v1";
 inline constexpr std::string_view kSubId = "io.modelcontextprotocol/subscriptionId";

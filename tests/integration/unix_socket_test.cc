@@ -186,7 +186,7 @@ TEST(Unix, SigtermEndsListensWithCompleteResultAndRemovesSocket) {
     EXPECT_EQ(got, want) << "client " << i;
     EXPECT_TRUE(clients[i]->eof()) << "client " << i << ": the connection must close after the final results";
   }
-  ASSERT_TRUE(srv.WaitExit(Ms(3000)));
+  ASSERT_TRUE(srv.WaitExit(kExitBound));
   EXPECT_EQ(srv.DescribeStatus(), "exit 0");
   EXPECT_FALSE(PathExists(sock)) << sock;
 }
