@@ -1,4 +1,4 @@
-// The io_uring send ring (transports/src/server/send_ring.h) through write_batch_to, on real
+// The io_uring send ring (transports/src/net/send_ring.h) through write_batch_to, on real
 // loopback TCP connections: batches wait in the ring until flush() and then go out together;
 // a full ring flushes before it takes more; what a socket does not take goes to libuv's queue
 // ahead of later writes, in order; a reset peer fails the send with an error; a stream with
@@ -17,9 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "server/batch_write.h"
-#include "server/send_ring.h"
+#include "net/batch_write.h"
+#include "net/send_ring.h"
 #include "support/loopback.h"
+#include "support/uv_loop.h"
 
 namespace mcpfan::detail {
 namespace {
@@ -61,18 +62,9 @@ class SendRingTest : public ::testing::Test {
   }
 
   Conn& Connect() {
-    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(lfd, 1), 0);
-    EXPECT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    auto [fd, peer] = mcpfan::testing::loopback_pair();
     auto c = std::make_unique<Conn>();
-    c->peer = mcpfan::testing::connect_loopback(ntohs(a.sin_port));
-    int fd = ::accept(lfd, nullptr, nullptr);
-    ::close(lfd);
+    c->peer = peer;
     EXPECT_GE(c->peer, 0);
     EXPECT_GE(fd, 0);
     EXPECT_EQ(uv_tcp_init(&loop_, &c->tcp), 0);
@@ -105,18 +97,9 @@ class SendRingTest : public ::testing::Test {
     return write_batch_to(reinterpret_cast<uv_stream_t*>(&c.tcp), Batch(pieces), frame, &c, OnWritten, ring_.get());
   }
 
-  // Runs the loop until pred() holds; false after 10 s (a timer stops it).
   template <class P>
   bool RunUntil(P pred) {
-    uv_timer_t t;
-    uv_timer_init(&loop_, &t);
-    bool timed_out = false;
-    t.data = &timed_out;
-    uv_timer_start(&t, [](uv_timer_t* h) { *static_cast<bool*>(h->data) = true; }, 10000, 0);
-    while (!pred() && !timed_out) uv_run(&loop_, UV_RUN_ONCE);
-    uv_close(reinterpret_cast<uv_handle_t*>(&t), nullptr);
-    uv_run(&loop_, UV_RUN_NOWAIT);
-    return pred();
+    return mcpfan::testing::run_until(&loop_, pred);
   }
 
   static bool Readable(int fd) {

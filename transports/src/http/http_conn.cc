@@ -3,10 +3,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <stdexcept>
 #include <strings.h>
-#include <sys/socket.h>
 
 #include "http/proxy_exchange.h"
 #include "http/router.h"
@@ -16,17 +14,6 @@
 #include "server/worker.h"
 
 namespace mcpfan::detail {
-
-namespace {
-
-struct RawWrite {
-  uv_write_t req;
-  std::string data;
-  HttpConn* conn;
-  bool then_close;
-};
-
-}  // namespace
 
 const char* http_reason_phrase(int status) {
   switch (status) {
@@ -75,10 +62,9 @@ RequestLimits request_limits(const ServerConfig& cfg) {
 
 HttpConn::HttpConn(Worker& w, bool operator_listener)
     // The field list is kept only where a request may be forwarded (--upstream).
-    : w_(w), parser_(*this, request_limits(w.config()), w.upstream() != nullptr), binding_(w.limits()),
-      operator_listener_(operator_listener) {
-  uv_tcp_init(w_.loop(), &tcp_);
-  tcp_.data = this;
+    : w_(w), sock_(w.io(), *this), parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
+      binding_(w.limits()), operator_listener_(operator_listener) {
+  if (int rc = sock_.init_tcp(); rc != 0) throw std::runtime_error(std::string("uv_tcp_init: ") + uv_strerror(rc));
   w_.link(this);
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
 }
@@ -86,22 +72,9 @@ HttpConn::HttpConn(Worker& w, bool operator_listener)
 HttpConn::~HttpConn() = default;
 
 void HttpConn::start() {
-  uv_tcp_nodelay(&tcp_, 1);
+  uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(sock_.stream()), 1);
   const ServerConfig& cfg = w_.config();
-  if (cfg.tcp_keepalive_s > 0) {
-    // Dead peers (a host gone without FIN) are found by keep-alive probes when idle, and by
-    // TCP_USER_TIMEOUT when data sits unacknowledged; the write timeout covers live peers
-    // that stop reading.
-    uv_tcp_keepalive(&tcp_, 1, cfg.tcp_keepalive_s);
-    uv_os_fd_t fd;
-    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
-      int interval = 10, count = 3;
-      auto user_timeout = static_cast<unsigned>(std::min<std::uint64_t>(cfg.write_timeout_ms, 0x7fffffff));
-      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-      ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
-    }
-  }
+  if (cfg.tcp_keepalive_s > 0) sock_.set_keepalive(cfg.tcp_keepalive_s, cfg.write_timeout_ms);
   // The first request must arrive within the request timeout: a connection that sends
   // nothing holds a descriptor as surely as one that sends slowly.
   deadline_ = Deadline::Request;
@@ -110,14 +83,7 @@ void HttpConn::start() {
 }
 
 void HttpConn::start_reading() {
-  int rc = uv_read_start(
-      reinterpret_cast<uv_stream_t*>(&tcp_),
-      [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<HttpConn*>(h->data)->w_.read_buffer(); },
-      [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
-        auto* c = static_cast<HttpConn*>(s->data);
-        guarded(c->w_.stats(), [&] { c->on_read(nread, buf); }, [&] { c->close(); });
-      });
-  if (rc != 0) close();
+  if (sock_.read_start() != 0) close();
 }
 
 void HttpConn::linger() {
@@ -127,17 +93,8 @@ void HttpConn::linger() {
   std::uint64_t now = uv_now(w_.loop());
   linger_until_ms_ = now + kLingerQuietMs;
   linger_end_ms_ = now + kLingerMaxMs;
-  shutdown_req_.data = this;
-  // libuv shuts the write side down once every queued write is out; a send still in the ring
-  // goes out (or into libuv's queue) first.
-  w_.flush_sends();
-  if (mode_ == Mode::Closing) return;  // a completion there closed the connection
-  int rc = uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&tcp_), [](uv_shutdown_t* req, int status) {
-    auto* c = static_cast<HttpConn*>(req->data);
-    if (status == UV_ECANCELED || c->mode_ == Mode::Closing) return;  // closed meanwhile
-    if (status < 0) c->close();
-  });
-  if (rc != 0) {
+  // After every answer queued before it (the socket keeps the order).
+  if (!sock_.shutdown()) {
     close();
     return;
   }
@@ -148,9 +105,6 @@ void HttpConn::linger() {
 }
 
 void HttpConn::close() {
-  // A send of this socket still in the ring goes out before its fd closes. Its completion
-  // may close the connection itself, so the check comes after.
-  w_.flush_sends();
   if (mode_ == Mode::Closing) return;
   mode_ = Mode::Closing;
   if (proxy_) {  // freed with the connection: close() may be called from the exchange's own callback
@@ -165,50 +119,48 @@ void HttpConn::close() {
   }
   stream_usage_.release();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
-    auto* c = static_cast<HttpConn*>(h->data);
-    c->w_.unlink(c);
-    c->w_.stats().connections.fetch_sub(1, std::memory_order_relaxed);
-    delete c;
-  });
+  sock_.close();  // on_closed() follows, once the socket's last write is handed over
 }
 
-void HttpConn::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread < 0) {  // EOF or error: for a listen this is the client cancelling
-    if (nread == UV_EOF && mode_ == Mode::Proxying) {
-      // A half-close ends the client's requests, not its wish for the answer (RFC 9112 §9.6):
-      // the upstream's answer is written, then the connection closes. A client that is gone
-      // for good is found by the first write that fails, and the exchange is cancelled then.
-      peer_eof_ = true;
-      read_paused_ = true;
-      uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
-      return;
-    }
-    close();
+void HttpConn::on_closed(net::Socket&) {
+  w_.unlink(this);
+  w_.stats().connections.fetch_sub(1, std::memory_order_relaxed);
+  delete this;
+}
+
+void HttpConn::on_read_end(net::Socket&, int status) {
+  // EOF or error: for a listen this is the client cancelling.
+  if (status == UV_EOF && mode_ == Mode::Proxying) {
+    // A half-close ends the client's requests, not its wish for the answer (RFC 9112 §9.6):
+    // the upstream's answer is written, then the connection closes. A client that is gone
+    // for good is found by the first write that fails, and the exchange is cancelled then.
+    peer_eof_ = true;
+    read_paused_ = true;
+    sock_.read_stop();
     return;
   }
+  close();
+}
+
+void HttpConn::on_data(net::Socket&, const char* data, std::size_t len) {
   if (mode_ == Mode::Lingering) {
-    lingered_bytes_ += static_cast<std::size_t>(nread);
+    lingered_bytes_ += len;
     linger_until_ms_ = uv_now(w_.loop()) + kLingerQuietMs;
     if (lingered_bytes_ > kLingerMaxBytes) close();
     return;
   }
-  if (nread == 0) return;
-  if (mode_ == Mode::Proxying) return keep_proxied_input(buf->base, static_cast<std::size_t>(nread));
+  if (mode_ == Mode::Proxying) return keep_proxied_input(data, len);
   if (mode_ != Mode::Requests) return;  // bytes after a listen are ignored
-  parse(buf->base, static_cast<std::size_t>(nread));
+  parse(data, len);
 }
 
-std::size_t HttpConn::unwritten() const noexcept {
-  return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_));
-}
+std::size_t HttpConn::unwritten() const noexcept { return sock_.queued_bytes(); }
 
 void HttpConn::pause_reading(const char* rest, std::size_t len) {
   stash_.assign(rest, len);  // at most one read buffer's worth
   if (!read_paused_) {
     read_paused_ = true;
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+    sock_.read_stop();
     w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -308,42 +260,19 @@ void HttpConn::respond(int status, std::string_view content_type, std::string_vi
 void HttpConn::pause_parser() { parser_.pause(); }
 
 void HttpConn::write_raw(std::string data, bool then_close) {
-  w_.flush_sends();  // a stream batch still in the ring was written before this: it goes first
-  auto* wr = new RawWrite{{}, std::move(data), this, then_close};
-  wr->req.data = wr;
-  uv_buf_t b = uv_buf_init(wr->data.data(), static_cast<unsigned>(wr->data.size()));
-  int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* req, int status) {
-    auto* wr = static_cast<RawWrite*>(req->data);
-    HttpConn* c = wr->conn;
-    bool then_close = wr->then_close;
-    delete wr;
-    c->write_progressed();
-    if (status < 0) {
-      c->close();
-    } else if (then_close) {
-      c->linger();
-    } else {
-      guarded(c->w_.stats(), [&] {
-        if (c->proxy_ && c->unwritten() <= kResumeBytes) c->proxy_->drained();
-        c->maybe_resume_reading();
-      }, [&] { c->close(); });
-    }
-  });
-  if (rc != 0) {
-    delete wr;
-    close();
-    return;
-  }
-  write_queued();
+  if (sock_.write(std::move(data), then_close ? kLastAnswer : kAnswer) == net::Socket::Sent::Failed) close();
 }
 
-void HttpConn::write_queued() {
-  if (writes_queued_++ == 0) write_progress_ms_ = uv_now(w_.loop());
+void HttpConn::on_written(net::Socket&, std::uint32_t tag, int status) {
+  if (tag == kBatch) return batch_written(status);
+  if (status < 0) return close();
+  answer_written(tag == kLastAnswer);
 }
 
-void HttpConn::write_progressed() {
-  --writes_queued_;
-  write_progress_ms_ = uv_now(w_.loop());
+void HttpConn::answer_written(bool last) {
+  if (last) return linger();
+  if (proxy_ && unwritten() <= kResumeBytes) proxy_->drained();
+  maybe_resume_reading();
 }
 
 void HttpConn::sweep(std::uint64_t now) {
@@ -353,7 +282,7 @@ void HttpConn::sweep(std::uint64_t now) {
     return;
   }
   const ServerConfig& cfg = w_.config();
-  if (writes_queued_ > 0 && now - write_progress_ms_ >= cfg.write_timeout_ms) {
+  if (sock_.write_stalled(now, cfg.write_timeout_ms)) {
     // A peer that stopped reading (or vanished): its unwritten bytes would otherwise stay
     // until the pending-bytes bound, which a quiet stream never reaches.
     w_.limits().hit(Limit::WriteTimeout);
@@ -397,7 +326,7 @@ void HttpConn::keep_proxied_input(const char* data, std::size_t len) {
   stash_.append(data, len);
   if (stash_.size() > kPauseBytes && !read_paused_) {
     read_paused_ = true;
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+    sock_.read_stop();
     w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -438,19 +367,6 @@ bool HttpConn::inject_event(std::string event) {
   return true;
 }
 
-bool HttpConn::peer_is_loopback() {
-  sockaddr_storage addr{};
-  int len = sizeof addr;
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
-  if (addr.ss_family == AF_INET) {
-    return (ntohl(reinterpret_cast<sockaddr_in&>(addr).sin_addr.s_addr) >> 24) == 127;
-  }
-  if (addr.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<sockaddr_in6&>(addr).sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
-  }
-  return false;
-}
+bool HttpConn::peer_is_loopback() { return sock_.peer_is_loopback(); }
 
 }  // namespace mcpfan::detail

@@ -16,6 +16,7 @@
 #include "mcp/sessions.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
+#include "net/socket.h"
 #include "proxy/upstream.h"
 #include "server/conn.h"
 
@@ -29,7 +30,7 @@ struct Session;
 /** The reason phrase of an HTTP status ("Unknown" for one mcpfan does not write). */
 [[nodiscard]] const char* http_reason_phrase(int status);
 
-class HttpConn final : public Conn, public StreamSink, private RequestParser::Events {
+class HttpConn final : public Conn, public StreamSink, private RequestParser::Events, private net::SocketEvents {
  public:
   /** `operator_listener`: accepted on --publish-listen's listener (router.cc serves the operator paths there). */
   HttpConn(Worker& w, bool operator_listener);
@@ -37,7 +38,8 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   HttpConn(const HttpConn&) = delete;
   HttpConn& operator=(const HttpConn&) = delete;
 
-  [[nodiscard]] uv_tcp_t* tcp() noexcept { return &tcp_; }
+  /** Its socket, to uv_accept() into (the only writer of the connection: net/socket.h). */
+  [[nodiscard]] net::Socket& socket() noexcept { return sock_; }
   void start();
   /** Idempotent; frees the connection once libuv has closed the handle. */
   void close();
@@ -123,7 +125,18 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   enum class Mode : std::uint8_t { Requests, Proxying, Listen, Draining, Lingering, Closing };
   enum class Deadline : std::uint8_t { None, Request, Idle };
 
-  void on_read(ssize_t nread, const uv_buf_t* buf);
+  // What its writes are, given back when one completes.
+  enum WriteTag : std::uint32_t { kAnswer, kLastAnswer, kBatch };
+
+  // net::SocketEvents
+  void on_data(net::Socket& s, const char* data, std::size_t len) override;
+  void on_read_end(net::Socket& s, int status) override;
+  void on_written(net::Socket& s, std::uint32_t tag, int status) override;
+  void on_shutdown_failed(net::Socket&) override { close(); }
+  void on_closed(net::Socket& s) override;
+  void on_failure(net::Socket&) override { close(); }
+  void answer_written(bool last);
+  void batch_written(int status);
   void parse(const char* data, std::size_t len);
   void parse_some(const char* data, std::size_t len);
   /** Bytes of answers queued and not yet written (streams are bounded by their shard). */
@@ -145,8 +158,6 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   void send_session_start(std::string first);
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void reject(int status, std::string_view message);
-  void write_queued();
-  void write_progressed();
 
   // RequestParser::Events (http_parse.cc)
   void request_begun() override;
@@ -154,7 +165,7 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   void request_complete(HttpRequest& req) override;
 
   Worker& w_;
-  uv_tcp_t tcp_{};
+  net::Socket sock_;
   RequestParser parser_;
   Mode mode_ = Mode::Requests;
   bool close_after_ = false;  // respond() found keep-alive off
@@ -174,13 +185,10 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   TenantBinding binding_;     // counted against its tenant's connections
   const bool operator_listener_;  // accepted on the --publish-listen listener
   StreamUsage stream_usage_;  // a listen's stream and subscriptions
-  std::uint32_t writes_queued_ = 0;     // uv_writes not yet completed
-  std::uint64_t write_progress_ms_ = 0; // when a write last completed (or the first was queued)
   std::uint64_t linger_until_ms_ = 0;   // Lingering: close when nothing arrived by then...
   std::uint64_t linger_end_ms_ = 0;     // ...or at this time, whatever arrives
   std::size_t lingered_bytes_ = 0;      // input discarded while lingering
   std::string stash_;                   // unparsed input kept while reading is paused
-  uv_shutdown_t shutdown_req_{};
   StreamId stream_{};
   std::string listen_id_;             // empty for a session stream
   std::shared_ptr<Session> session_;  // the session whose GET stream this is

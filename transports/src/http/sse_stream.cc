@@ -1,7 +1,3 @@
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <cstdio>
 
 #include "http/http_conn.h"
@@ -9,7 +5,6 @@
 #include "mcp/client.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
-#include "server/batch_write.h"
 #include "server/log.h"
 #include "server/worker.h"
 #include "mcpfan/hub.h"
@@ -28,10 +23,7 @@ constexpr int kNotSentLowat = 128 * 1024;
 }  // namespace
 
 void HttpConn::start_sse(StreamJournal* journal) {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &kNotSentLowat, sizeof kNotSentLowat);
-  }
+  sock_.limit_unsent(kNotSentLowat);
   mode_ = Mode::Listen;
   deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
   pause_parser();
@@ -283,23 +275,18 @@ void HttpConn::write_batch(OutBatch&& batch) {
   char chunk_header[24];
   int hn = std::snprintf(chunk_header, sizeof chunk_header, "%zx\r\n", batch.bytes);
   batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
-  auto result = write_batch_to(reinterpret_cast<uv_stream_t*>(&tcp_), std::move(batch),
-                               std::string_view(chunk_header, static_cast<std::size_t>(hn)), this,
-                               [](uv_write_t* req, int status) {
-                                 auto* c = static_cast<HttpConn*>(req->data);
-                                 QueuedBatch::release(req);
-                                 c->write_progressed();
-                                 if (status < 0) return c->close();
-                                 if (c->stream_open_) c->stream_written();
-                               },
-                               w_.send_ring());
-  switch (result) {
-    case BatchWrite::Written: return stream_written();
-    case BatchWrite::Queued: return write_queued();
-    case BatchWrite::Failed:
+  switch (sock_.write_batch(std::move(batch), std::string_view(chunk_header, static_cast<std::size_t>(hn)), kBatch)) {
+    case net::Socket::Sent::Done: return stream_written();
+    case net::Socket::Sent::Queued: return;
+    case net::Socket::Sent::Failed:
       w_.shard().write_done(stream_);
       return close();
   }
+}
+
+void HttpConn::batch_written(int status) {
+  if (status < 0) return close();
+  if (stream_open_) stream_written();
 }
 
 void HttpConn::stream_written() {

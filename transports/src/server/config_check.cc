@@ -1,6 +1,6 @@
 #include "server/config_check.h"
 
-#include "server/send_ring.h"
+#include "net/send_ring.h"
 
 #include <cmath>
 #include <cstdint>

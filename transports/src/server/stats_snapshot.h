@@ -49,7 +49,7 @@ struct StatsSnapshot {
   long long log_lines_dropped = 0;
   long long read_pauses = 0;
   long long callback_exceptions = 0;
-  // io_uring sends (server/send_ring.h): loops with a ring, completed sends, submits, short sends.
+  // io_uring sends (net/send_ring.h): loops with a ring, completed sends, submits, short sends.
   long long uring_workers = 0;
   long long uring_sends = 0;
   long long uring_submits = 0;

@@ -37,6 +37,10 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
       read_buf_(64 * 1024, '\0') {
   uv_loop_init(&loop_);
+  io_.loop = &loop_;
+  io_.read_buffer = read_buf_.data();
+  io_.read_buffer_size = read_buf_.size();
+  io_.callback_exceptions = &stats_.callback_exceptions;
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
@@ -151,6 +155,7 @@ void Worker::run(int listen_fd, int publish_fd) {
         &flush_idle_, &why);
     // Said by each loop that has none (the log's rate limit keeps it short): on old kernels
     // a later loop's ring can fail where the first one's did not (locked-memory limit).
+    io_.ring = send_ring_.get();
     if (!send_ring_) {
       log::line("io_uring", "worker " + std::to_string(index_) + ": io_uring sends are off (" + why +
                                 "): stream batches use libuv writes");
@@ -205,6 +210,7 @@ void Worker::run(int listen_fd, int publish_fd) {
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
   uv_run(&loop_, UV_RUN_DEFAULT);
   upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
+  io_.ring = nullptr;
   send_ring_.reset();  // on this thread, which set it up
   uv_loop_close(&loop_);
 }
@@ -226,7 +232,7 @@ void Worker::on_connection(uv_stream_t* server, int status) {
       w->stats_,
       [&] {
         c = new HttpConn(*w, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
-        if (uv_accept(server, reinterpret_cast<uv_stream_t*>(c->tcp())) == 0 && !w->stopping_) {
+        if (uv_accept(server, c->socket().stream()) == 0 && !w->stopping_) {
           c->start();
         } else {
           c->close();
@@ -318,7 +324,7 @@ void Worker::begin_stop() {
 
 void Worker::maybe_finish_stop() {
   if (conns_ || handles_closed_) return;
-  flush_sends();  // empty with every connection closed (each flushed first); the idle handle goes now
+  flush_sends();  // empty with every connection closed (each socket waited for its send); the idle handle goes now
   {
     std::lock_guard lock(wake_mu_);
     handles_closed_ = true;

@@ -20,7 +20,8 @@
 #include "mcpfan/transport/server.h"
 #include "proxy/upstream.h"
 #include "server/log.h"
-#include "server/send_ring.h"
+#include "net/send_ring.h"
+#include "net/socket.h"
 #include "server/stats_snapshot.h"
 
 namespace mcpfan::detail {
@@ -138,19 +139,10 @@ class Worker {
   [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
   [[nodiscard]] WorkerStats& stats() noexcept { return stats_; }
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
-  /** This loop's io_uring sends, or null (--io-uring-entries 0, or the kernel refused a ring). */
-  [[nodiscard]] SendRing* send_ring() noexcept { return send_ring_.get(); }
-  /**
-   * Sends what the ring holds. A connection calls it before writing to, shutting down or
-   * closing its socket in any other way, so nothing overtakes or outlives a queued send.
-   */
-  void flush_sends() {
-    if (send_ring_) send_ring_->flush();
-  }
+  /** What this loop's sockets share (net/socket.h): the loop, its io_uring sends, its read buffer. */
+  [[nodiscard]] net::LoopIo& io() noexcept { return io_; }
   /** The whole server's numbers now, for /metrics and /status.json. */
   [[nodiscard]] StatsSnapshot stats_snapshot() const { return snapshot_(); }
-  /** The loop-wide read buffer: every read is consumed before the next, so one suffices. */
-  [[nodiscard]] uv_buf_t read_buffer() noexcept { return uv_buf_init(read_buf_.data(), static_cast<unsigned>(read_buf_.size())); }
   void link(Conn* c) noexcept;
   void unlink(Conn* c) noexcept;
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
@@ -169,6 +161,10 @@ class Worker {
   void wake(uv_async_t* handle);
   /** A post to this worker's shard from its own loop: drained by the check handle, no wake-up. */
   void self_post() noexcept;
+  /** Sends what the ring holds (after each shard flush, and at the stop). */
+  void flush_sends() {
+    if (send_ring_) send_ring_->flush();
+  }
   /** An Adopt the loop will not serve: closes its fds and tells its on_end (`why`). */
   void refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept;
   static void on_connection(uv_stream_t* server, int status);
@@ -192,7 +188,8 @@ class Worker {
   WorkerStats stats_;
   PublishDecoder publish_decoder_;
   RpcDecoder rpc_decoder_;
-  std::string read_buf_;
+  std::string read_buf_;  // the loop-wide read buffer: every read is consumed before the next, so one suffices
+  net::LoopIo io_;
   std::vector<Worker*> peers_;
 
   uv_loop_t loop_{};

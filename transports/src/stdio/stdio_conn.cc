@@ -14,7 +14,6 @@
 #include "server/log.h"
 #include "mcp/limits.h"
 #include "mcp/messages.h"
-#include "server/batch_write.h"
 #include "server/worker.h"
 
 namespace mcpfan::detail {
@@ -31,37 +30,17 @@ void StdioConn::maybe_free() {
   if (on_end) guarded(w.stats(), [&] { on_end(why); });
 }
 
-StdioConn::StdioConn(Worker& w) : w_(w), binding_(w.limits()) {}
+StdioConn::StdioConn(Worker& w) : w_(w), in_(w.io(), *this), out_(w.io(), *this), binding_(w.limits()) {}
 
 void StdioConn::detach() {
   note_end(StdioEnd::Detached);
   on_eof();  // answers what it sent, ends its listens with their final results, then closes
 }
 
-int StdioConn::init_handle(Handle& h, bool& initialised, int fd, bool readable) {
-  // Once a handle is initialised only uv_close may end it, so it is counted at once; the
-  // fd becomes libuv's only when the open call succeeds.
-  int rc;
-  h.handle.data = this;
-  switch (uv_guess_handle(fd)) {
-    case UV_NAMED_PIPE:  // pipes and Unix-domain sockets
-      if ((rc = uv_pipe_init(w_.loop(), &h.pipe, 0)) != 0) return rc;
-      ++open_handles_;
-      initialised = true;
-      return uv_pipe_open(&h.pipe, fd);
-    case UV_TTY:
-      if ((rc = uv_tty_init(w_.loop(), &h.tty, fd, readable ? 1 : 0)) != 0) return rc;
-      ++open_handles_;
-      initialised = true;
-      return 0;
-    case UV_TCP:
-      if ((rc = uv_tcp_init(w_.loop(), &h.tcp)) != 0) return rc;
-      ++open_handles_;
-      initialised = true;
-      return uv_tcp_open(&h.tcp, fd);
-    default:
-      return UV_EINVAL;  // a regular file cannot carry a stream of JSON-RPC messages
-  }
+int StdioConn::open_socket(net::Socket& sock, int fd, bool readable) {
+  int rc = sock.open(fd, readable);
+  if (sock.opened()) ++open_handles_;  // from here only its close ends it
+  return rc;
 }
 
 StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
@@ -97,16 +76,16 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
     c->in_is_file_ = true;
     c->in_file_fd_ = in_fd;
     // A handle all the same, so that the connection is freed in a close callback as always.
-    rc = uv_timer_init(w.loop(), &c->in_.timer);
-    c->in_.handle.data = c;
+    rc = uv_timer_init(w.loop(), &c->file_anchor_);
+    c->file_anchor_.data = c;
     if (rc == 0) {
       ++c->open_handles_;
-      c->in_handle_ = true;
+      c->anchor_open_ = true;
     } else {
       c->in_file_fd_ = -1;  // not taken: closed below as the caller's
     }
   } else {
-    rc = c->init_handle(c->in_, c->in_handle_, in_fd, true);
+    rc = c->open_socket(c->in_, in_fd, true);
   }
   bool in_owned = rc == 0;
   bool out_owned = !c->separate_out_;
@@ -115,13 +94,10 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
       c->out_file_fd_ = out_fd;
       out_owned = true;
     } else {
-      out_owned = (rc = c->init_handle(c->out_, c->out_handle_, out_fd, false)) == 0;
+      out_owned = (rc = c->open_socket(c->out_, out_fd, false)) == 0;
     }
   }
   if (rc == 0) {
-    int type = 0;
-    socklen_t len = sizeof type;
-    c->out_is_socket_ = c->out_file_fd_ < 0 && ::getsockopt(out_fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
     c->number_ = number;
     c->on_end_ = std::move(on_end);
     w.register_stdio(number, c);
@@ -131,14 +107,8 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
       c->read_file();
       return c;
     }
-    rc = uv_read_start(
-        &c->in_.stream,
-        [](uv_handle_t* h, std::size_t, uv_buf_t* buf) { *buf = static_cast<StdioConn*>(h->data)->w_.read_buffer(); },
-        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
-          // An exception (an allocation failing for an over-long line) ends this client only.
-          auto* c = static_cast<StdioConn*>(s->data);
-          guarded(c->w_.stats(), [&] { c->on_read(nread, buf); }, [&] { c->close(); });
-        });
+    // An exception in reading (an allocation failing for an over-long line) ends this client only.
+    rc = c->in_.read_start();
     if (rc == 0) return c;
   }
   err = std::string("cannot serve this fd as a stdio stream: ") + uv_strerror(rc);
@@ -159,9 +129,6 @@ StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_list
 }
 
 void StdioConn::close() {
-  // A batch of this client's still in the send ring goes out before its fd closes; its
-  // completion may close the connection itself, so the check comes after.
-  w_.flush_sends();
   if (closing_) return;
   closing_ = true;
   if (stream_open_) {
@@ -175,11 +142,6 @@ void StdioConn::close() {
   session_usage_.release();
   binding_.release();
   tenant_ref_.reset();
-  auto on_closed = [](uv_handle_t* h) {
-    auto* c = static_cast<StdioConn*>(h->data);
-    --c->open_handles_;
-    c->maybe_free();
-  };
   // A file read or write in the threadpool still uses its descriptor: its callback closes it.
   if (out_file_fd_ >= 0 && !file_write_in_flight_) {
     ::close(out_file_fd_);
@@ -189,16 +151,28 @@ void StdioConn::close() {
     ::close(in_file_fd_);
     in_file_fd_ = -1;
   }
-  // Only initialised handles are closed: open() may fail before the second one exists.
-  if (in_handle_) uv_close(&in_.handle, on_closed);
-  if (out_handle_) uv_close(&out_.handle, on_closed);
+  // Only opened handles are closed: open() may fail before the second one exists. A socket
+  // closes once its last batch is off the ring (net/socket.h); handle_closed() counts each.
+  if (in_.opened()) in_.close();
+  if (out_.opened()) out_.close();
+  if (anchor_open_) {
+    anchor_open_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&file_anchor_), [](uv_handle_t* h) {
+      static_cast<StdioConn*>(h->data)->handle_closed();
+    });
+  }
+}
+
+void StdioConn::handle_closed() {
+  --open_handles_;
+  maybe_free();
 }
 
 void StdioConn::on_eof() {
   if (closing_ || eof_) return;
   eof_ = true;
   note_end(StdioEnd::InputEnded);
-  if (in_handle_ && !in_is_file_) uv_read_stop(&in_.stream);
+  if (!in_is_file_) in_.read_stop();
   // A last line without its newline is still a message (`printf '{...}' | mcpfan --stdio`).
   if (!line_.empty() && !skipping_ && !ending_) {
     std::string last = std::move(line_);
@@ -210,9 +184,9 @@ void StdioConn::on_eof() {
   begin_shutdown();
 }
 
-void StdioConn::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread < 0) return on_eof();
-  std::string_view data(buf->base, static_cast<std::size_t>(nread));
+void StdioConn::on_data(net::Socket&, const char* data, std::size_t len) { on_input(std::string_view(data, len)); }
+
+void StdioConn::on_input(std::string_view data) {
   const std::size_t cap = w_.config().max_line_bytes;
   while (!data.empty() && !closing_ && !ending_) {
     auto nl = data.find('\n');
@@ -279,38 +253,40 @@ void StdioConn::begin_shutdown() {
 
 void StdioConn::maybe_finish() {
   if (file_read_paused_) read_file();  // answers drained: read on
-  if (ending_ && stream_open_ && writes_in_flight_ == 0 && w_.shard().pending_bytes(stream_) == 0) close();
+  if (ending_ && stream_open_ && writes_in_flight_ == 0 && !out().writes_pending() &&
+      w_.shard().pending_bytes(stream_) == 0) {
+    close();
+  }
 }
 
 void StdioConn::write_batch(OutBatch&& batch) {
   if (out_file_fd_ >= 0) return write_batch_to_file(std::move(batch));
-  auto result = write_batch_to(out(), std::move(batch), {}, this, [](uv_write_t* req, int status) {
-    auto* c = static_cast<StdioConn*>(req->data);
-    QueuedBatch::release(req);
-    --c->writes_in_flight_;
-    c->write_progress_ms_ = uv_now(c->w_.loop());
-    if (status < 0) return c->close();
-    if (!c->stream_open_) return;
-    c->w_.shard().write_done(c->stream_);
-    c->maybe_finish();
-  }, out_is_socket_ ? w_.send_ring() : nullptr);  // the ring sends with sendmsg: sockets only
-  switch (result) {
-    case BatchWrite::Written:
+  switch (out().write_batch(std::move(batch), {}, 0)) {  // no framing slot: lines carry their own newline
+    case net::Socket::Sent::Done:
       w_.shard().write_done(stream_);
       return maybe_finish();
-    case BatchWrite::Queued:
-      if (writes_in_flight_++ == 0) write_progress_ms_ = uv_now(w_.loop());
+    case net::Socket::Sent::Queued:
       return;
-    case BatchWrite::Failed:
+    case net::Socket::Sent::Failed:
       w_.shard().write_done(stream_);
       return close();
   }
 }
 
+void StdioConn::on_written(net::Socket&, std::uint32_t, int status) {
+  if (status < 0) return close();
+  if (!stream_open_) return;
+  w_.shard().write_done(stream_);
+  maybe_finish();
+}
+
 void StdioConn::sweep(std::uint64_t now) {
   // A client that stopped reading: its output would otherwise wait for the pending-bytes
   // bound, which a quiet stream never reaches.
-  if (closing_ || writes_in_flight_ == 0 || now - write_progress_ms_ < w_.config().write_timeout_ms) return;
+  if (closing_) return;
+  std::uint64_t timeout = w_.config().write_timeout_ms;
+  bool file_stalled = writes_in_flight_ > 0 && now - write_progress_ms_ >= timeout;
+  if (!file_stalled && !out().write_stalled(now, timeout)) return;
   w_.limits().hit(Limit::WriteTimeout, caller_.tenant);
   close();
 }

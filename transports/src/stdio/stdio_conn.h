@@ -22,6 +22,7 @@
 #include "mcp/usage.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
+#include "net/socket.h"
 #include "server/conn.h"
 #include "server/worker.h"
 
@@ -29,7 +30,7 @@ namespace mcpfan::detail {
 
 class Worker;
 
-class StdioConn final : public Conn, public StreamSink {
+class StdioConn final : public Conn, public StreamSink, private net::SocketEvents {
  public:
   /**
    * Adopts the fds (in_fd == out_fd for a socket) and starts reading. `number` is the host's
@@ -52,15 +53,6 @@ class StdioConn final : public Conn, public StreamSink {
   void close_requested(CloseReason reason) override;
 
  private:
-  union Handle {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_pipe_t pipe;
-    uv_tty_t tty;
-    uv_tcp_t tcp;
-    uv_timer_t timer;  // stdin is a file: never started, it only anchors the close callback
-  };
-
   struct Listen {
     SubId sub;
     StreamUsage usage;  // counted against the tenant until the listen ends
@@ -76,15 +68,23 @@ class StdioConn final : public Conn, public StreamSink {
   /** Answers a request the client core refused (a notification gets nothing). */
   void reply_refusal(const RpcRequest& r, const Refusal& refusal);
   void handle_session_request(RpcRequest& r);
-  /** Sets `initialised` once the handle exists (only uv_close may end it then). */
-  int init_handle(Handle& h, bool& initialised, int fd, bool readable);
+  /** Opens `sock` on `fd`, counting its handle once it exists (only a close may end it then). */
+  int open_socket(net::Socket& sock, int fd, bool readable);
+  // net::SocketEvents: input arrives on in_, output is written to out() (in_ itself for one socket)
+  void on_data(net::Socket& s, const char* data, std::size_t len) override;
+  void on_read_end(net::Socket&, int) override { on_eof(); }
+  void on_written(net::Socket& s, std::uint32_t tag, int status) override;
+  void on_shutdown_failed(net::Socket&) override {}
+  void on_closed(net::Socket&) override { handle_closed(); }
+  void on_failure(net::Socket&) override { close(); }
+  void handle_closed();
   void on_eof();
   // stdio_files.cc
   void write_batch_to_file(OutBatch&& batch);
   void read_file();
   void file_read(ssize_t result);
-  uv_stream_t* out() noexcept { return separate_out_ ? &out_.stream : &in_.stream; }
-  void on_read(ssize_t nread, const uv_buf_t* buf);
+  net::Socket& out() noexcept { return separate_out_ ? out_ : in_; }
+  void on_input(std::string_view data);
   void handle_line(std::string_view line);
   void handle_request(RpcRequest& r);
   void start_listen(RpcRequest& r);
@@ -99,10 +99,10 @@ class StdioConn final : public Conn, public StreamSink {
   void maybe_free();
 
   Worker& w_;
-  Handle in_{};
-  Handle out_{};
-  bool in_handle_ = false;   // in_ / out_ initialised: close() must uv_close them
-  bool out_handle_ = false;
+  net::Socket in_;
+  net::Socket out_;            // with separate_out_ (and stdout not a file)
+  uv_timer_t file_anchor_{};   // stdin is a file: never started, it only anchors the close callback
+  bool anchor_open_ = false;
   bool separate_out_ = false;
   bool in_is_file_ = false;
   int in_file_fd_ = -1;     // stdin redirected from a regular file: read in libuv's threadpool
@@ -110,7 +110,6 @@ class StdioConn final : public Conn, public StreamSink {
   bool file_read_paused_ = false;  // its answers backed up: the next read waits for them to drain
   uv_fs_t file_read_req_{};
   std::string file_buf_;
-  bool out_is_socket_ = false;  // a --unix client or an attached socket: its batches may go through the send ring
   int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
   bool file_write_in_flight_ = false;
   std::uint64_t number_ = 0;          // the host's StdioClient handle, 0 for none
@@ -121,8 +120,8 @@ class StdioConn final : public Conn, public StreamSink {
   bool skipping_ = false;   // discarding the rest of an over-long line
   bool eof_ = false;        // the input ended
   int open_handles_ = 0;
-  int writes_in_flight_ = 0;
-  std::uint64_t write_progress_ms_ = 0;  // when a write last completed (or the first was queued)
+  int writes_in_flight_ = 0;             // file writes (socket writes: the socket counts them)
+  std::uint64_t write_progress_ms_ = 0;  // when a file write last completed (or the first was queued)
   std::string line_;        // a partial line carried between reads
   StreamId stream_{};
   bool stream_open_ = false;

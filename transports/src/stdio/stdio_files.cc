@@ -107,8 +107,7 @@ void StdioConn::file_read(ssize_t result) {
     return maybe_free();
   }
   if (result <= 0) return on_eof();  // the end of the file (or a read error: the end all the same)
-  uv_buf_t buf = uv_buf_init(file_buf_.data(), static_cast<unsigned>(result));
-  on_read(result, &buf);
+  on_input(std::string_view(file_buf_.data(), static_cast<std::size_t>(result)));
   read_file();
 }
 

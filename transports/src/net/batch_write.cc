@@ -1,9 +1,9 @@
-#include "server/batch_write.h"
+#include "net/batch_write.h"
 
 #include <cstddef>
 #include <cstring>
 
-#include "server/send_ring.h"
+#include "net/send_ring.h"
 
 namespace mcpfan::detail {
 
@@ -13,10 +13,32 @@ static_assert(sizeof(uv_buf_t) == sizeof(iovec) && offsetof(uv_buf_t, base) == o
 
 BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
                           uv_write_cb on_written, SendRing* ring) {
+  BatchRoute route;
+  return write_batch_to(stream, std::move(batch), frame, data, on_written, ring, route);
+}
+
+QueuedBatch* prepare_queued_batch(OutBatch&& batch, std::string_view frame, void* data) {
+  const std::size_t first = frame.empty() ? 1 : 0;
+  auto* q = new QueuedBatch{{}, std::move(batch), {}};
+  q->req.data = data;
+  q->bufs = reinterpret_cast<uv_buf_t*>(q->batch.bufs.data()) + first;
+  q->nbufs = static_cast<unsigned>(q->batch.bufs.size() - first);
+  if (!frame.empty()) {
+    std::memcpy(q->frame, frame.data(), frame.size());
+    q->bufs[0] = uv_buf_init(q->frame, static_cast<unsigned>(frame.size()));
+  }
+  return q;
+}
+
+BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
+                          uv_write_cb on_written, SendRing* ring, BatchRoute& route) {
   const std::size_t first = frame.empty() ? 1 : 0;
   if (int fd = ring ? ring->reserve(stream) : -1; fd >= 0) {
     auto* q = new QueuedBatch{{}, std::move(batch), {}};
     q->req.data = data;
+    q->tag = route.tag;
+    q->handed_over = route.handed_over;
+    route.in_ring = true;
     auto* bufs = reinterpret_cast<uv_buf_t*>(q->batch.bufs.data()) + first;
     if (!frame.empty()) {
       std::memcpy(q->frame, frame.data(), frame.size());
@@ -43,6 +65,7 @@ BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_vie
   // which lives on this stack, is copied into the request.
   auto* q = new QueuedBatch{{}, std::move(batch), {}};
   q->req.data = data;
+  q->tag = route.tag;
   if (!frame.empty()) {
     std::memcpy(q->frame, local, frame.size());
     if (i == 0) bufs[0].base = q->frame;

@@ -1,4 +1,4 @@
-#include "server/send_ring.h"
+#include "net/send_ring.h"
 
 #include <liburing.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "server/batch_write.h"
+#include "net/batch_write.h"
 
 namespace mcpfan::detail {
 
@@ -138,15 +138,25 @@ void SendRing::flush() {
 
 void SendRing::complete(QueuedBatch* q, int res) {
   uv_write_cb cb = q->on_written;
-  if (res < 0 && res != -EAGAIN) return cb(&q->req, res);  // libuv's error codes are -errno on Unix
+  auto handed_over = [q] {
+    if (q->handed_over) q->handed_over(q);
+  };
+  if (res < 0 && res != -EAGAIN) {  // libuv's error codes are -errno on Unix
+    handed_over();
+    return cb(&q->req, res);
+  }
   std::size_t written = res > 0 ? static_cast<std::size_t>(res) : 0;
   unsigned i = 0;
   while (i < q->nbufs && written >= q->bufs[i].len) written -= q->bufs[i++].len;
-  if (i == q->nbufs) return cb(&q->req, 0);
+  if (i == q->nbufs) {
+    handed_over();
+    return cb(&q->req, 0);
+  }
   stats_.short_sends.fetch_add(1, std::memory_order_relaxed);
   q->bufs[i].base += written;
   q->bufs[i].len -= written;
   int rc = uv_write(&q->req, q->stream, q->bufs + i, q->nbufs - i, cb);
+  handed_over();  // the rest is first in libuv's queue: what the writer held back goes behind it
   if (rc != 0) cb(&q->req, rc);
 }
 

@@ -10,11 +10,12 @@
 // returns. What a socket did not take is then queued on the libuv stream as one uv_write, as
 // batch_write.h does after a short uv_try_write. So libuv's own write queue stays the only
 // queue, and ordering needs one rule only: nothing else may be written to a stream, and no
-// stream closed or shut down, while a send of it sits queued here. Connections keep the rule
-// by calling flush() before their own writes, shutdowns and closes (HttpConn, StdioConn); the
-// worker calls it after each shard flush, and queue() starts the worker's idle handle so
-// the loop does not block before that. A stream is only queued here while libuv has nothing
-// queued for it (else it goes behind libuv's queue).
+// stream closed or shut down, while a send of it sits queued here. The stream's writer
+// (net/socket.h) keeps the rule: what comes after a queued send waits in the socket until the
+// ring hands the send over (QueuedBatch::handed_over). The worker calls flush() after each
+// shard flush, and queue() starts the worker's idle handle so the loop does not block before
+// that. A stream is only queued here while libuv has nothing queued for it (else it goes
+// behind libuv's queue).
 //
 // Loop-affine: created, used and destroyed on the worker's own thread (the ring is set up
 // single-issuer). Streams must outlive their queued sends, which flush() ends.

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include <cstdint>
 #include <string_view>
 
 #include "mcpfan/shard.h"
@@ -30,6 +31,10 @@ struct QueuedBatch {
   uv_write_cb on_written = nullptr;
   uv_buf_t* bufs = nullptr;
   unsigned nbufs = 0;
+  std::uint32_t tag = 0;  // the writer's own mark, given back with the completion
+  // Called by the ring once the batch is off it (sent whole, failed, or the rest given to
+  // uv_write), before on_written: what its writer held back behind it may follow now.
+  void (*handed_over)(QueuedBatch*) = nullptr;
 
   /** In the write callback: the batch whose write completed. Frees it. */
   static void release(uv_write_t* req) noexcept { delete reinterpret_cast<QueuedBatch*>(req); }
@@ -49,5 +54,17 @@ enum class BatchWrite : std::uint8_t {
  */
 [[nodiscard]] BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
                                         uv_write_cb on_written, SendRing* ring = nullptr);
+
+/** Where write_batch_to queued a batch, and what the queued one carries (net/socket.h uses it). */
+struct BatchRoute {
+  std::uint32_t tag = 0;
+  void (*handed_over)(QueuedBatch*) = nullptr;
+  bool in_ring = false;  // set: the batch waits in the ring (handed_over will be called)
+};
+[[nodiscard]] BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
+                                        uv_write_cb on_written, SendRing* ring, BatchRoute& route);
+
+/** Prepares the whole of `batch` (with `frame` in its slot, as above) as one queued write, not yet issued. */
+[[nodiscard]] QueuedBatch* prepare_queued_batch(OutBatch&& batch, std::string_view frame, void* data);
 
 }  // namespace mcpfan::detail
