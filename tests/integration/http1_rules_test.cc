@@ -1,5 +1,5 @@
 // The request rules of RFC 9112 that Debian's non-strict http_parser lets through, enforced
-// on every listener (http/request_parser.h): a field name is a token (no whitespace before the
+// on every listener (http1/request_parser.h): a field name is a token (no whitespace before the
 // colon), no obs-fold, no control bytes in a value, one Host; trailers never become fields.
 // Each rule is checked on a plain server (no --upstream): the answer is a 400 naming the
 // problem, and the connection closes after it.

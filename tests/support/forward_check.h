@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http/request_parser.h"
+#include "http1/request_parser.h"
 #include "proxy/upstream.h"
 
 namespace mcpfan::testing {

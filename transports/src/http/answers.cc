@@ -1,4 +1,4 @@
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "server/worker.h"
@@ -14,36 +14,39 @@ std::string quoted_safe(std::string_view s) {
 }
 }  // namespace
 
-void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data) {
+void rpc_error(Exchange& c, std::string_view id, int code, std::string message, std::string_view data) {
   bool answerable = !id.empty() && (code == rpc_code::kMethodNotFound || code == rpc_code::kInvalidParams);
   rpc_error(c, answerable ? 200 : 400, id, code, std::move(message), data);
 }
 
-void rpc_error(HttpConn& c, int status, std::string_view id, int code, std::string message, std::string_view data) {
+void rpc_error(Exchange& c, int status, std::string_view id, int code, std::string message, std::string_view data) {
   c.respond(status, "application/json", rpc_error_json(id, Error{code, std::move(message)}, data));
 }
 
-void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers) {
-  c.respond(200, "application/json", rpc_result_json(r.id, result), headers);
+void respond_result(Exchange& c, const RpcRequest& r, std::string_view result, std::vector<Field> headers) {
+  c.respond(200, "application/json", rpc_result_json(r.id, result), std::move(headers));
 }
 
-void respond_refusal(HttpConn& c, std::string_view id, const Refusal& refusal) {
+void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal) {
   if (refusal.auth) {
     // RFC 6750 §3: no error code when no credentials were sent at all.
-    std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan\"";
+    std::string challenge = "Bearer realm=\"mcpfan\"";
     if (*refusal.auth != AuthFailure::Missing) {
       challenge += ", error=\"invalid_token\", error_description=\"" + quoted_safe(refusal.message) + "\"";
     }
-    c.respond(refusal.http_status, "application/json", json_error_body(refusal.message), challenge + "\r\n");
+    c.respond(refusal.http_status, "application/json", json_error_body(refusal.message),
+              {{"WWW-Authenticate", std::move(challenge)}});
     return;
   }
   if (refusal.http_status == 200) return rpc_error(c, id, refusal.rpc_code, refusal.message);
   std::string body = id.empty() && refusal.http_status != 403 ? json_error_body(refusal.message)
                                                               : rpc_error_json(id, Error{refusal.rpc_code, refusal.message});
-  c.respond(refusal.http_status, "application/json", body, refusal.retry_after ? "Retry-After: 1\r\n" : "");
+  std::vector<Field> headers;
+  if (refusal.retry_after) headers.push_back({"Retry-After", "1"});
+  c.respond(refusal.http_status, "application/json", std::move(body), std::move(headers));
 }
 
-std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::string_view id) {
+std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::string_view id) {
   ClientCore& core = c.worker().clients();
   Caller caller;
   TenantRef ref;  // none for the default tenant, which is never reclaimed
@@ -65,7 +68,7 @@ std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::str
   return caller;
 }
 
-void count_rpc_limit(HttpConn& c, const RpcRequest& r) {
+void count_rpc_limit(Exchange& c, const RpcRequest& r) {
   if (r.limit_hit == RpcLimitHit::UriLength) c.worker().limits().hit(Limit::UriLength);
   else if (r.limit_hit == RpcLimitHit::UrisPerListen) c.worker().limits().hit(Limit::UrisPerListen);
 }

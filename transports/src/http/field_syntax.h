@@ -12,6 +12,19 @@ namespace mcpfan::detail {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
+/** Whether `s` starts with `prefix`, ASCII case ignored. */
+[[nodiscard]] inline bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
+  return s.size() >= prefix.size() && ieq(s.substr(0, prefix.size()), prefix);
+}
+
+/** Whether `s` contains `needle`, ASCII case ignored. */
+[[nodiscard]] inline bool icontains(std::string_view s, std::string_view needle) noexcept {
+  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    if (istarts_with(s.substr(i), needle)) return true;
+  }
+  return false;
+}
+
 /** tchar (RFC 9110 §5.6.2). */
 [[nodiscard]] inline bool is_tchar(char ch) noexcept {
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||

@@ -1,14 +1,10 @@
 #include "http/request_checks.h"
 
-#include <strings.h>
+#include "http/field_syntax.h"
 
 namespace mcpfan::detail {
 
 namespace {
-
-bool ieq_prefix(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && strncasecmp(s.data(), prefix.data(), prefix.size()) == 0;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -19,11 +15,11 @@ std::string_view trim(std::string_view s) {
 // Default allow-list: browsers on this machine only (DNS-rebinding protection).
 bool default_origin_ok(std::string_view origin) {
   std::string_view rest;
-  if (ieq_prefix(origin, "http://")) rest = origin.substr(7);
-  else if (ieq_prefix(origin, "https://")) rest = origin.substr(8);
+  if (istarts_with(origin, "http://")) rest = origin.substr(7);
+  else if (istarts_with(origin, "https://")) rest = origin.substr(8);
   else return false;
   for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
-    if (ieq_prefix(rest, host)) {
+    if (istarts_with(rest, host)) {
       std::string_view after = rest.substr(host.size());
       if (after.empty()) return true;
       if (after[0] != ':' || after.size() == 1) return false;
@@ -50,15 +46,13 @@ std::string_view host_part(std::string_view host) {
 bool is_json_content_type(std::string_view ct) {
   auto semi = ct.find(';');
   std::string_view media = trim(ct.substr(0, semi));
-  return media.size() == 16 && ieq_prefix(media, "application/json");
+  return ieq(media, "application/json");
 }
 
 bool accepts_mcp(std::string_view accept) {
   if (accept.empty()) return true;
   for (std::string_view t : {"application/json", "text/event-stream", "*/*", "application/*", "text/*"}) {
-    for (std::size_t i = 0; i + t.size() <= accept.size(); ++i) {
-      if (strncasecmp(accept.data() + i, t.data(), t.size()) == 0) return true;
-    }
+    if (icontains(accept, t)) return true;
   }
   return false;
 }
@@ -67,7 +61,7 @@ bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
   if (origin.empty()) return true;  // not a browser: Origin is what a rebinding page cannot hide
   if (cfg.allow_origins.empty()) return default_origin_ok(origin);
   for (const std::string& o : cfg.allow_origins) {
-    if (o == "*" || (o.size() == origin.size() && strncasecmp(o.data(), origin.data(), o.size()) == 0)) return true;
+    if (o == "*" || ieq(o, origin)) return true;
   }
   return false;
 }
@@ -75,9 +69,7 @@ bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
 bool host_allowed(const ServerConfig& cfg, std::string_view host_header, std::string_view listener_host) {
   if (host_header.empty()) return true;  // HTTP/1.0: nothing a rebinding page could set
   std::string_view h = host_part(host_header);
-  auto eq = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-  };
+  auto eq = ieq;
   if (cfg.allow_hosts.empty()) {
     bool loopback_listener = listener_host.rfind("127.", 0) == 0 || listener_host == "::1";
     if (!loopback_listener) return true;  // --insecure without --allow-host: the operator chose an open listener

@@ -1,6 +1,6 @@
 #include "http/router.h"
 
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/request_checks.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
@@ -14,7 +14,7 @@ namespace mcpfan::detail {
 
 // Tenant names are in /metrics: with auth configured, only this host or a key for any
 // tenant may read them.
-bool may_read_metrics(HttpConn& c, const HttpRequest& req) {
+bool may_read_metrics(Exchange& c, const HttpRequest& req) {
   Worker& w = c.worker();
   const Publishers& pub = w.publishers();
   std::shared_ptr<const PublisherPolicy> policy = pub.policy.load();
@@ -27,7 +27,7 @@ bool may_read_metrics(HttpConn& c, const HttpRequest& req) {
 namespace {
 
 // With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
-bool wrong_listener(HttpConn& c, std::string_view path) {
+bool wrong_listener(Exchange& c, std::string_view path) {
   const ServerConfig& cfg = c.worker().config();
   if (cfg.publish_host.empty() || is_health_path(path)) return false;
   bool operator_path = is_operator_path(path);
@@ -46,7 +46,7 @@ bool is_operator_path(std::string_view path) noexcept {
   return path == "/v1/publish" || path == "/metrics" || is_status_path(path);
 }
 
-void route_request(HttpConn& c, HttpRequest& req) {
+void route_request(Exchange& c, HttpRequest& req) {
   std::string_view url = req.url;
   std::string_view path = url.substr(0, url.find('?'));
   auto method = static_cast<http_method>(req.method);
@@ -62,7 +62,7 @@ void route_request(HttpConn& c, HttpRequest& req) {
   auto only = [&](http_method m, const char* allow) {
     if (method == m) return true;
     c.respond(405, "application/json", json_error_body(std::string("method not allowed; use ") + allow),
-              std::string("Allow: ") + allow + "\r\n");
+              {{"Allow", allow}});
     return false;
   };
   if (wrong_listener(c, path)) return;

@@ -12,20 +12,20 @@
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Exchange;
 struct HttpRequest;
 
-void route_request(HttpConn& conn, HttpRequest& req);
+void route_request(Exchange& conn, HttpRequest& req);
 /**
  * Who may read /metrics and /status (tenant names are in them): anyone without auth; with
  * client or publisher auth configured, loopback peers and publisher keys for any tenant ("*").
  */
-[[nodiscard]] bool may_read_metrics(HttpConn& c, const HttpRequest& req);
+[[nodiscard]] bool may_read_metrics(Exchange& c, const HttpRequest& req);
 
 /** /livez, /readyz, /healthz: served on every listener, to anyone (they name no tenant). */
 [[nodiscard]] bool is_health_path(std::string_view path) noexcept;
 /** Answers a health path (routes_health.cc). */
-void route_health(HttpConn& c, const HttpRequest& req, std::string_view path);
+void route_health(Exchange& c, const HttpRequest& req, std::string_view path);
 
 /** The paths for operators and backends, not MCP clients: /v1/publish, /metrics, /status(.json). A new one joins here. */
 [[nodiscard]] bool is_operator_path(std::string_view path) noexcept;

@@ -15,21 +15,21 @@
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Exchange;
 class Worker;
 struct HttpRequest;
 struct Session;
 
-void handle_mcp_post(HttpConn& c, HttpRequest& req);
+void handle_mcp_post(Exchange& c, HttpRequest& req);
 /**
  * GET /mcp: a 2025-era session's stream. `upstream_cursor` (the front proxy): the upstream's
  * last event id for the session, recorded only once the stream is granted.
  */
-void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> upstream_cursor = std::nullopt);
+void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> upstream_cursor = std::nullopt);
 /** 2025-era POSTs, handed over by handle_mcp_post: `initialize`, and requests naming a session. */
-void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller);
-void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);
-void handle_mcp_delete(HttpConn& c, HttpRequest& req);
+void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller);
+void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);
+void handle_mcp_delete(Exchange& c, HttpRequest& req);
 /**
  * A new 2025-era session of `caller` at `version`, counted against its tenant; `id` empty for a
  * random one (the front proxy adopts its upstream's). The refusal when a limit says no.
@@ -40,12 +40,12 @@ void handle_mcp_delete(HttpConn& c, HttpRequest& req);
 [[nodiscard]] std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
                                                         const Caller& caller);
 /** The session the request names, if it exists and belongs to the caller's tenant. */
-[[nodiscard]] std::shared_ptr<Session> caller_session(HttpConn& c, const HttpRequest& req, const Caller& caller);
+[[nodiscard]] std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, const Caller& caller);
 /** Ends a session (DELETE): removed, its GET stream finished on its worker. False if there was none. */
 bool end_session(Worker& w, const std::string& id);
 /** With --upstream: every /mcp request (routes_proxy.cc decides what mcpfan serves and what it forwards). */
-void handle_mcp_proxied(HttpConn& c, HttpRequest& req);
-void handle_publish(HttpConn& c, HttpRequest& req);
+void handle_mcp_proxied(Exchange& c, HttpRequest& req);
+void handle_publish(Exchange& c, HttpRequest& req);
 
 // ---- answers.cc ----
 /**
@@ -53,19 +53,19 @@ void handle_publish(HttpConn& c, HttpRequest& req);
  * requests (-32601, -32602) are JSON-RPC answers (200). A notification (no id) gets no
  * JSON-RPC answer, so a refused one is a 400.
  */
-void rpc_error(HttpConn& c, std::string_view id, int code, std::string message, std::string_view data = {});
+void rpc_error(Exchange& c, std::string_view id, int code, std::string message, std::string_view data = {});
 /** A JSON-RPC error with the HTTP status the transport's rules give it. */
-void rpc_error(HttpConn& c, int status, std::string_view id, int code, std::string message, std::string_view data = {});
-void respond_result(HttpConn& c, const RpcRequest& r, std::string_view result, std::string_view headers = {});
+void rpc_error(Exchange& c, int status, std::string_view id, int code, std::string message, std::string_view data = {});
+void respond_result(Exchange& c, const RpcRequest& r, std::string_view result, std::vector<Field> headers = {});
 /** A refusal from the client core: its status, a JSON-RPC error (or {"error"} without an id), and its headers. */
-void respond_refusal(HttpConn& c, std::string_view id, const Refusal& refusal);
+void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal);
 /**
  * Who is asking. With client auth configured a valid bearer token names the tenant; without,
  * every client is tenant "default". The connection is bound to (counted against) that tenant.
  * Answers 401/429/503 itself and returns nullopt when refused.
  */
-[[nodiscard]] std::optional<Caller> authenticate(HttpConn& c, const HttpRequest& req, std::string_view id = {});
+[[nodiscard]] std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::string_view id = {});
 /** The decoder hit a size limit while rejecting a request: count it. */
-void count_rpc_limit(HttpConn& c, const RpcRequest& r);
+void count_rpc_limit(Exchange& c, const RpcRequest& r);
 
 }  // namespace mcpfan::detail

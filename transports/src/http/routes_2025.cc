@@ -1,4 +1,4 @@
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/routes.h"
 #include "http/session_park.h"
 #include "mcp/messages.h"
@@ -13,7 +13,7 @@ namespace mcpfan::detail {
 
 namespace {
 
-void session_not_found(HttpConn& c, std::string_view id) {
+void session_not_found(Exchange& c, std::string_view id) {
   c.respond(404, "application/json",
             rpc_error_json(id, Error{-32001, "session not found: it ended or expired; send initialize for a new one"}));
 }
@@ -60,7 +60,7 @@ std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session
 
 // The session named by the request, if it exists and belongs to the caller's tenant: another
 // tenant's session is answered as if it did not exist.
-std::shared_ptr<Session> find_session(HttpConn& c, const HttpRequest& req, const Caller& caller) {
+std::shared_ptr<Session> find_session(Exchange& c, const HttpRequest& req, const Caller& caller) {
   Worker& w = c.worker();
   auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
   if (s && s->tenant != caller.tenant) {
@@ -94,7 +94,7 @@ std::variant<std::shared_ptr<Session>, Refusal> open_session(Worker& w, const Ca
   return taken;
 }
 
-void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
+void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "initialize must be a request with an id");
     return;
@@ -102,7 +102,7 @@ void handle_initialize(HttpConn& c, const RpcRequest& r, const Caller& caller) {
   std::string_view version = negotiate_2025(r.init_version);
   auto opened = open_session(c.worker(), caller, std::string(version), {});
   if (auto* refused = std::get_if<Refusal>(&opened)) return respond_refusal(c, r.id, *refused);
-  respond_result(c, r, initialize_result(version), "Mcp-Session-Id: " + std::get<0>(opened)->id + "\r\n");
+  respond_result(c, r, initialize_result(version), {{"Mcp-Session-Id", std::get<0>(opened)->id}});
 }
 
 std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
@@ -114,11 +114,11 @@ std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Sessi
   return std::nullopt;
 }
 
-std::shared_ptr<Session> caller_session(HttpConn& c, const HttpRequest& req, const Caller& caller) {
+std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, const Caller& caller) {
   return find_session(c, req, caller);
 }
 
-void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
+void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
   Worker& w = c.worker();
   if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
@@ -147,7 +147,7 @@ void handle_session_post(HttpConn& c, HttpRequest& req, const RpcRequest& r, con
   }
 }
 
-void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> upstream_cursor) {
+void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> upstream_cursor) {
   auto caller = authenticate(c, req);
   if (!caller) return;
   if (req.session_id.empty()) {
@@ -173,7 +173,7 @@ void handle_mcp_get(HttpConn& c, HttpRequest& req, std::optional<std::string> up
   }
 }
 
-void handle_mcp_delete(HttpConn& c, HttpRequest& req) {
+void handle_mcp_delete(Exchange& c, HttpRequest& req) {
   Worker& w = c.worker();
   auto caller = authenticate(c, req);
   if (!caller) return;

@@ -1,4 +1,4 @@
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/request_checks.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
@@ -10,14 +10,12 @@ namespace mcpfan::detail {
 
 namespace {
 
-void respond_discover(HttpConn& c, const RpcRequest& r, std::string_view version) {
-  std::string headers = "MCP-Protocol-Version: ";
-  headers += version;
-  headers += "\r\n";
-  c.respond(200, "application/json", rpc_result_json(r.id, discover_result()), headers);
+void respond_discover(Exchange& c, const RpcRequest& r, std::string_view version) {
+  c.respond(200, "application/json", rpc_result_json(r.id, discover_result()),
+            {{"MCP-Protocol-Version", std::string(version)}});
 }
 
-void start_listen(HttpConn& c, RpcRequest& r, const Caller& caller) {
+void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
@@ -32,7 +30,7 @@ void start_listen(HttpConn& c, RpcRequest& r, const Caller& caller) {
 // The envelope's version decides; 2026-07-28 requests must mirror it (and the method) in
 // headers, draft requests may omit them but must not contradict them. Answers and returns
 // false when the request cannot be served.
-bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
+bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
   const std::string& body_v = r.meta_version;
   const std::string& head_v = req.protocol_version;
   if (body_v.empty()) {
@@ -80,7 +78,7 @@ bool check_version(HttpConn& c, const HttpRequest& req, const RpcRequest& r, std
 
 }  // namespace
 
-void handle_mcp_post(HttpConn& c, HttpRequest& req) {
+void handle_mcp_post(Exchange& c, HttpRequest& req) {
   Worker& w = c.worker();
   if (!accepts_mcp(req.accept)) {
     c.respond(406, "application/json", json_error_body("Accept must allow application/json or text/event-stream"));

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <string>
 
-#include "http/http_conn.h"
-#include "http/request_parser.h"
+#include "http/exchange.h"
+#include "http1/request_parser.h"
 #include "http/router.h"
 #include "mcp/messages.h"
 #include "mcpfan/json_text.h"
@@ -87,9 +87,9 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
 
 bool is_health_path(std::string_view path) noexcept { return path == "/livez" || path == "/readyz" || path == "/healthz"; }
 
-void route_health(HttpConn& c, const HttpRequest& req, std::string_view path) {
+void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
   if (static_cast<http_method>(req.method) != HTTP_GET) {
-    c.respond(405, "application/json", json_error_body("method not allowed; use GET"), "Allow: GET\r\n");
+    c.respond(405, "application/json", json_error_body("method not allowed; use GET"), {{"Allow", "GET"}});
     return;
   }
   if (path == "/livez") {

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "http/http_conn.h"
-#include "http/proxy_exchange.h"
+#include "http/exchange.h"
 #include "http/routes.h"
 #include "http/field_syntax.h"
 #include "http/upstream_request.h"
@@ -35,19 +34,16 @@ bool adoptable_session_id(std::string_view id) {
   return true;
 }
 
-void forward(HttpConn& c, HttpRequest& req, std::string id_json, ProxyExchange::Rewrite rewrite = {}) {
-  Worker& w = c.worker();
-  auto exchange = std::make_unique<ProxyExchange>(c, std::move(id_json), req.method == HTTP_HEAD);
-  if (rewrite) exchange->rewrite_with(std::move(rewrite));
-  ProxyExchange* x = exchange.get();
-  c.begin_proxy(std::move(exchange));
-  x->start(*w.upstream(), upstream_request(req, w.upstream()->target()));  // may end at once (pool closed)
+void forward(Exchange& c, HttpRequest& req, std::string id_json, AnswerRewrite rewrite = {}) {
+  proxy::UpstreamPool& pool = *c.worker().upstream();
+  // The answer may come at once (the pool is closed): forward() is the route's last call.
+  c.forward(pool, upstream_request(req, pool.target()), std::move(id_json), std::move(rewrite));
 }
 
 // initialize: the upstream makes the session; mcpfan adopts its id for the session it holds
 // (subscriptions, the GET stream's notifications) and adds its capabilities to the answer.
-void forward_initialize(HttpConn& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
-  forward(c, req, r.id, [&c, caller, id = r.id, requested = r.init_version](ProxyExchange::Answer& a) {
+void forward_initialize(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
+  forward(c, req, r.id, [&c, caller, id = r.id, requested = r.init_version](UpstreamAnswer& a) {
     if (a.status != 200) return;
     proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
     if (!m.merged) return;  // not an initialize result: the client hears what the upstream said
@@ -70,8 +66,8 @@ void forward_initialize(HttpConn& c, HttpRequest& req, const RpcRequest& r, cons
   });
 }
 
-void forward_discover(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
-  forward(c, req, r.id, [](ProxyExchange::Answer& a) {
+void forward_discover(Exchange& c, HttpRequest& req, const RpcRequest& r) {
+  forward(c, req, r.id, [](UpstreamAnswer& a) {
     if (a.status != 200) return;
     proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
     if (m.merged) a.body = std::move(m.body);
@@ -79,12 +75,12 @@ void forward_discover(HttpConn& c, HttpRequest& req, const RpcRequest& r) {
 }
 
 // The session the request names, if mcpfan holds it (for the caller's tenant).
-std::shared_ptr<Session> held_session(HttpConn& c, const HttpRequest& req) {
+std::shared_ptr<Session> held_session(Exchange& c, const HttpRequest& req) {
   if (req.session_id.empty()) return nullptr;
   return c.worker().sessions().find(req.session_id, uv_now(c.worker().loop()));
 }
 
-void proxied_post(HttpConn& c, HttpRequest& req) {
+void proxied_post(Exchange& c, HttpRequest& req) {
   Worker& w = c.worker();
   RpcRequest r = w.rpc_decoder().decode(req.body);  // a response, a batch: not decodable here, forwarded
   // 2026-07-28 requests are routed by their Mcp-Method header where it is present (that is
@@ -119,8 +115,8 @@ void proxied_post(HttpConn& c, HttpRequest& req) {
 }
 
 // The GET stream of a session mcpfan holds: mcpfan's notifications and the upstream's own GET
-// stream for the session, on one stream with one Last-Event-ID (http/session_upstream.h).
-void proxied_session_get(HttpConn& c, HttpRequest& req, const std::shared_ptr<Session>& s) {
+// stream for the session, on one stream with one Last-Event-ID (http1/session_upstream.h).
+void proxied_session_get(Exchange& c, HttpRequest& req, const std::shared_ptr<Session>& s) {
   // An id that is not one of this stream's resumes a stream of the upstream's (a POST stream
   // cut short, SEP-1699 polling): that is the upstream's alone to replay, never mcpfan's.
   if (!req.last_event_id.empty() && !parse_cursor(req.last_event_id)) return forward(c, req, {});
@@ -141,7 +137,7 @@ void proxied_session_get(HttpConn& c, HttpRequest& req, const std::shared_ptr<Se
 
 }  // namespace
 
-void handle_mcp_proxied(HttpConn& c, HttpRequest& req) {
+void handle_mcp_proxied(Exchange& c, HttpRequest& req) {
   switch (static_cast<http_method>(req.method)) {
     case HTTP_POST: return proxied_post(c, req);
     case HTTP_GET:

@@ -1,7 +1,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/request_checks.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
@@ -12,7 +12,7 @@
 // POST /v1/publish: a publisher's notifications, checked (key, tenant, rate) and fanned out.
 namespace mcpfan::detail {
 
-void handle_publish(HttpConn& c, HttpRequest& req) {
+void handle_publish(Exchange& c, HttpRequest& req) {
   Worker& w = c.worker();
   if (!is_json_content_type(req.content_type)) {
     c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
@@ -29,11 +29,11 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       bool sent = !req.authorization.empty();
       (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
       log_auth_failure("publisher", sent ? "unknown_key" : "missing", sent ? "unknown publisher key" : "no publisher key");
-      std::string challenge = "WWW-Authenticate: Bearer realm=\"mcpfan-publish\"";
+      std::string challenge = "Bearer realm=\"mcpfan-publish\"";
       if (sent) challenge += ", error=\"invalid_token\"";
       c.respond(401, "application/json",
                 json_error_body(sent ? "unknown publisher key" : "publishing needs Authorization: Bearer <publisher key>"),
-                challenge + "\r\n");
+                {{"WWW-Authenticate", std::move(challenge)}});
       return;
     }
     bucket = grant->key_index;
@@ -65,7 +65,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
                                   std::to_string(static_cast<long long>(policy->rate.burst()))
                             : "publish rate limit exceeded; retry in " + std::to_string(*wait) + " s";
       long long retry = std::isinf(*wait) ? 1 : std::max(1LL, static_cast<long long>(std::ceil(*wait)));
-      c.respond(429, "application/json", json_error_body(msg), "Retry-After: " + std::to_string(retry) + "\r\n");
+      c.respond(429, "application/json", json_error_body(msg), {{"Retry-After", std::to_string(retry)}});
       return;
     }
   }
@@ -84,7 +84,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       c.respond(503, "application/json",
                 json_error_body("the NATS backplane cannot take more now (disconnected, or NATS not keeping up) and "
                                 "its outage buffer is full; nothing was published"),
-                "Retry-After: 1\r\n");
+                {{"Retry-After", "1"}});
       return;
     }
   }
@@ -95,7 +95,7 @@ void handle_publish(HttpConn& c, HttpRequest& req) {
       c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     } else {  // a worker loop's inbox is at --shard-inbox-max (mcpfan/hub.h): refused whole, try again soon
       c.respond(503, "application/json",
-                json_error_body("a worker loop's inbox is full (--shard-inbox-max); nothing was published"), "Retry-After: 1\r\n");
+                json_error_body("a worker loop's inbox is full (--shard-inbox-max); nothing was published"), {{"Retry-After", "1"}});
     }
     return;
   }

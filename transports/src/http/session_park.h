@@ -6,7 +6,7 @@
 // (method, uri)) when the client resumes with Last-Event-ID. Parking ends when a new GET
 // takes over (on any worker: the new stream subscribes first and only journals; the parked
 // one is ended by a task on its worker's inbox, behind every publish routed there before;
-// then the new stream goes live from the journal: HttpConn::go_live in sse_stream.cc), at
+// then the new stream goes live from the journal: Http1Conn::go_live in connection_streams.cc), at
 // DELETE, at expiry and at shutdown.
 #include <memory>
 

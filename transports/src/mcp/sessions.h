@@ -37,7 +37,7 @@
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Http1Conn;
 
 /** Resumption counters of all sessions (/metrics). Thread-safe. */
 struct SessionCounters {
@@ -71,7 +71,7 @@ struct Session {
   std::mutex mu;             // guards what follows, up to the registry's part
   SessionUris uris;          // resources/subscribe, at most --max-uris-per-listen
   int owner = -1;            // worker holding the GET stream or the parked one, or -1
-  HttpConn* conn = nullptr;  // the GET stream (null when parked); only worker `owner` may use it
+  Http1Conn* conn = nullptr;  // the GET stream (null when parked); only worker `owner` may use it
   StreamId stream{};         // the live or parked stream in that worker's shard
   SubId sub{};               // its subscription there
   SessionJournal journal;    // event ids and what was sent under them

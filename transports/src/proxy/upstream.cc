@@ -6,6 +6,8 @@
 #include <cstring>
 #include <strings.h>
 
+#include "http/field_syntax.h"
+
 namespace mcpfan::detail::proxy {
 
 // A TCP connection to the upstream, pooled between calls. Its two handles are closed
@@ -124,7 +126,7 @@ Conn* conn_of(uv_handle_t* h) { return static_cast<Conn*>(h->data); }
 
 const std::string* find_header(const HeaderList& headers, std::string_view name) noexcept {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), name.size()) == 0) return &v;
+    if (ieq(k, name)) return &v;
   }
   return nullptr;
 }

@@ -60,4 +60,8 @@ struct Reloadable {
  */
 [[nodiscard]] Result<Reloadable> load_reloadable(const ServerConfig& next, bool host_authenticator);
 
+struct ServerState;
+/** Puts what load_reloadable() loaded in force: the next request checks against it (reload.cc). */
+void install_reloadable(ServerState& state, Reloadable&& r);
+
 }  // namespace mcpfan::detail

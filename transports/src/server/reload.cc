@@ -60,6 +60,12 @@ Result<Reloadable> load_reloadable(const ServerConfig& next, bool host_authentic
   return Reloadable{std::move(auth.value()), std::move(policy), ceilings, std::move(summary)};
 }
 
+void install_reloadable(ServerState& state, Reloadable&& r) {
+  state.client_auth.store(std::make_shared<const ClientAuth>(std::move(r.auth)));
+  state.publishers.policy.store(std::move(r.policy));
+  state.limits.set_ceilings(r.ceilings);
+}
+
 }  // namespace detail
 
 Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, bool starting) {
@@ -79,10 +85,9 @@ Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, b
       return Error{rpc_code::kInvalidParams, "publisher keys (--publish-keys-file) cannot be turned on or off by a reload; restart"};
     }
   }
-  state.client_auth.store(std::make_shared<const detail::ClientAuth>(std::move(r.auth)));
-  state.publishers.policy.store(std::move(r.policy));
-  state.limits.set_ceilings(r.ceilings);
-  return std::move(r.summary);
+  std::string summary = std::move(r.summary);
+  detail::install_reloadable(state, std::move(r));
+  return summary;
 }
 
 Result<std::string> Server::reload(const ServerConfig& next) {

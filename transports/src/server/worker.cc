@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "http/http_conn.h"
+#include "http1/connection.h"
 #include "server/log.h"
 #include "server/server_state.h"
 #include "mcp/sessions.h"
@@ -227,11 +227,11 @@ void Worker::sweep() {
 void Worker::on_connection(uv_stream_t* server, int status) {
   Worker* w = self(server);
   if (status < 0) return;
-  HttpConn* c = nullptr;
+  Http1Conn* c = nullptr;
   guarded(
       w->stats_,
       [&] {
-        c = new HttpConn(*w, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
+        c = new Http1Conn(*w, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
         if (uv_accept(server, c->socket().stream()) == 0 && !w->stopping_) {
           c->start();
         } else {

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "http/http_conn.h"
+#include "http/exchange.h"
 #include "http/router.h"
 #include "mcp/messages.h"
 #include "server/worker.h"
@@ -33,14 +33,16 @@ std::string inline_hash(std::string_view open, std::string_view close) {
 }
 
 /** The page's headers, computed once (the page is fixed at build time). */
-const std::string& page_headers() {
-  static const std::string headers =
-      "Cache-Control: no-cache\r\n"
-      "Content-Security-Policy: default-src 'none'; script-src " + inline_hash("<script>", "</script>") +
-      "; style-src " + inline_hash("<style>", "</style>") +
-      "; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n"
-      "X-Content-Type-Options: nosniff\r\n"
-      "Referrer-Policy: no-referrer\r\n";
+const std::vector<Field>& page_headers() {
+  static const std::vector<Field> headers = {
+      {"Cache-Control", "no-cache"},
+      {"Content-Security-Policy", "default-src 'none'; script-src " + inline_hash("<script>", "</script>") +
+                                      "; style-src " + inline_hash("<style>", "</style>") +
+                                      "; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                                      "frame-ancestors 'none'"},
+      {"X-Content-Type-Options", "nosniff"},
+      {"Referrer-Policy", "no-referrer"},
+  };
   return headers;
 }
 
@@ -52,10 +54,10 @@ std::int64_t ms_since_epoch(auto now) {
 
 bool is_status_path(std::string_view path) noexcept { return path == kPagePath || path == kJsonPath; }
 
-void route_status(HttpConn& c, const HttpRequest& req, std::string_view path) {
+void route_status(Exchange& c, const HttpRequest& req, std::string_view path) {
   auto method = static_cast<http_method>(req.method);
   if (method != HTTP_GET && method != HTTP_HEAD) {
-    c.respond(405, "application/json", json_error_body("method not allowed; use GET, HEAD"), "Allow: GET, HEAD\r\n");
+    c.respond(405, "application/json", json_error_body("method not allowed; use GET, HEAD"), {{"Allow", "GET, HEAD"}});
     return;
   }
   if (!may_read_metrics(c, req)) {
@@ -64,12 +66,12 @@ void route_status(HttpConn& c, const HttpRequest& req, std::string_view path) {
     return;
   }
   if (path == kPagePath) {
-    c.respond(200, "text/html; charset=utf-8", kStatusPage, page_headers());
+    c.respond(200, "text/html; charset=utf-8", std::string(kStatusPage), page_headers());
     return;
   }
   std::string body = render_status_json(c.worker().stats_snapshot(), ms_since_epoch(std::chrono::system_clock::now()),
                                         ms_since_epoch(std::chrono::steady_clock::now()));
-  c.respond(200, "application/json", body, "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+  c.respond(200, "application/json", body, {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
 }
 
 }  // namespace mcpfan::detail

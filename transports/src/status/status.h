@@ -10,13 +10,13 @@
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Exchange;
 struct HttpRequest;
 
 /** Whether `path` is one route_status answers. */
 [[nodiscard]] bool is_status_path(std::string_view path) noexcept;
 /** Answers a request for /status or /status.json (is_status_path): GET and HEAD, else 405. */
-void route_status(HttpConn& c, const HttpRequest& req, std::string_view path);
+void route_status(Exchange& c, const HttpRequest& req, std::string_view path);
 
 /**
  * The body of /status.json: `s` with `unix_ms` (wall clock, for display) and `mono_ms`

@@ -28,26 +28,10 @@
 #include <string_view>
 #include <vector>
 
+#include "http/request.h"
 #include "mcp/limits.h"
 
 namespace mcpfan::detail {
-
-struct Field {
-  std::string name;   // as sent (a token)
-  std::string value;  // without leading and trailing SP/HTAB
-};
-
-struct HttpRequest {
-  unsigned method = 0;  // enum http_method
-  std::string url;
-  // The fields mcpfan reads itself. A repeated field is combined as a list (", ").
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization, connection;
-  std::string last_event_id;  // a resuming 2025 session GET
-  std::vector<Field> fields;  // with keep_fields (--upstream): every field of the head, in order
-  std::string body;
-  std::size_t header_bytes = 0;
-  void clear();
-};
 
 struct RequestLimits {
   std::size_t max_url_length = 8192;

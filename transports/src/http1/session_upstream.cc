@@ -1,8 +1,8 @@
-#include "http/session_upstream.h"
+#include "http1/session_upstream.h"
 
 #include <strings.h>
 
-#include "http/http_conn.h"
+#include "http1/connection.h"
 #include "mcp/session_journal.h"
 #include "mcp/sessions.h"
 #include "server/log.h"

@@ -1,17 +1,20 @@
 #pragma once
-// One accepted TCP connection: HTTP/1.1 requests (http_parser; keep-alive, pipelining,
-// chunked bodies), answered in order; a `subscriptions/listen` turns it into an SSE stream
-// that the worker's Shard writes to. Loop-affine. Freed only in its uv_close callback.
-// Its code is in three files: http_conn.cc (reading, answering, closing, timeouts),
-// http_parse.cc (what it does with each parsed request: http/request_parser.h reads them),
-// sse_stream.cc (streams).
+// One accepted TCP connection speaking HTTP/1.1: requests (http1/request_parser.h: keep-alive,
+// pipelining, chunked bodies) become HttpRequest values handed to the routes with the
+// connection as their Exchange (http/exchange.h), answered in order; a `subscriptions/listen`
+// turns it into an SSE stream that the worker's Shard writes to. All its bytes go through its
+// net::Socket. Loop-affine. Freed only once its socket has closed.
+// Its code is in three files: connection.cc (reading, answering, closing, timeouts),
+// connection_requests.cc (what it does with each parsed request: http1/request_parser.h reads them),
+// connection_streams.cc (streams).
 #include <uv.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "http/request_parser.h"
+#include "http/exchange.h"
+#include "http1/request_parser.h"
 #include "mcp/limits.h"
 #include "mcp/sessions.h"
 #include "mcp/usage.h"
@@ -27,16 +30,17 @@ class ProxyExchange;
 class SessionUpstreamLeg;
 struct Session;
 
-/** The reason phrase of an HTTP status ("Unknown" for one mcpfan does not write). */
-[[nodiscard]] const char* http_reason_phrase(int status);
-
-class HttpConn final : public Conn, public StreamSink, private RequestParser::Events, private net::SocketEvents {
+class Http1Conn final : public Conn,
+                        public Exchange,
+                        public StreamSink,
+                        private RequestParser::Events,
+                        private net::SocketEvents {
  public:
   /** `operator_listener`: accepted on --publish-listen's listener (router.cc serves the operator paths there). */
-  HttpConn(Worker& w, bool operator_listener);
-  ~HttpConn();
-  HttpConn(const HttpConn&) = delete;
-  HttpConn& operator=(const HttpConn&) = delete;
+  Http1Conn(Worker& w, bool operator_listener);
+  ~Http1Conn();
+  Http1Conn(const Http1Conn&) = delete;
+  Http1Conn& operator=(const Http1Conn&) = delete;
 
   /** Its socket, to uv_accept() into (the only writer of the connection: net/socket.h). */
   [[nodiscard]] net::Socket& socket() noexcept { return sock_; }
@@ -52,37 +56,36 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
    */
   void linger();
 
-  // ---- used by the request router ----
-  [[nodiscard]] Worker& worker() noexcept { return w_; }
+  // ---- Exchange: what the routes do with the request being answered (http/exchange.h) ----
+  using Exchange::respond;
+  [[nodiscard]] Worker& worker() noexcept override { return w_; }
+  [[nodiscard]] bool peer_is_loopback() override { return sock_.peer_is_loopback(); }
+  [[nodiscard]] bool on_operator_listener() const noexcept override { return operator_listener_; }
+  [[nodiscard]] TenantBinding& binding() noexcept override { return binding_; }
   /** Writes a complete response; the connection closes after it unless keep-alive holds. */
-  void respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers = {});
-  /** Turns this connection into the SSE stream of one listen; `ack` is its first event. */
-  void begin_listen(const Filter& filter, std::string id, std::string ack_event);
+  void respond(Response r) override;
+  void hold_stream_usage(StreamUsage usage) noexcept override { stream_usage_ = std::move(usage); }
+  void begin_listen(const Filter& filter, std::string id, std::string ack_event) override;
+  /** connection_streams.cc */
+  [[nodiscard]] SessionRegistry::Claim begin_session_stream(
+      std::shared_ptr<Session> session, const std::string* last_event_id,
+      std::optional<std::string> upstream_cursor = std::nullopt) override;
+  void hold_head() noexcept override { hold_head_ = true; }
+  void release_head() override;
+  [[nodiscard]] bool streams_session() const noexcept override { return stream_open_ && session_ != nullptr; }
+  /** Holds the upstream's GET stream for this session stream (http1/session_upstream.h). */
+  void start_upstream_leg(proxy::ForwardedRequest request) override;
   /**
-   * Claims the 2025-era session's GET stream and turns this connection into it (sse_stream.cc):
-   * records itself as the session's stream, ends the parked or taken-over previous one, and
-   * starts with the priming event and, for a `last_event_id`, the replay or re-read hints.
-   * `upstream_cursor` (front proxy) becomes the session's upstream event id once the claim holds.
-   * Ended or Busy: nothing happened, the caller answers.
+   * The request just parsed is answered by a ProxyExchange (http1/proxy_exchange.h); later
+   * pipelined requests wait (their bytes are kept, bounded) until it calls proxy_done().
    */
-  [[nodiscard]] SessionRegistry::Claim begin_session_stream(std::shared_ptr<Session> session,
-                                                            const std::string* last_event_id,
-                                                            std::optional<std::string> upstream_cursor = std::nullopt);
-  /** The connection's binding to the tenant it is counted against (TenantBinding::bind moves it). */
-  [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
-  /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
-  void hold_stream_usage(StreamUsage usage) noexcept { stream_usage_ = std::move(usage); }
-  [[nodiscard]] bool peer_is_loopback();
-  [[nodiscard]] bool on_operator_listener() const noexcept { return operator_listener_; }
+  void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
+               AnswerRewrite rewrite) override;
+
   /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
   void finish_stream();
 
-  // ---- the front proxy (http/proxy_exchange.h) ----
-  /**
-   * Hands the request just parsed to `exchange`, which answers it from the upstream; later
-   * pipelined requests wait (their bytes are kept, bounded) until it calls proxy_done().
-   */
-  void begin_proxy(std::unique_ptr<ProxyExchange> exchange);
+  // ---- the front proxy's answer (http1/proxy_exchange.h) and session leg (http1/session_upstream.h) ----
   /** Answer bytes from the upstream, as they come. */
   void proxy_write(std::string bytes);
   /** Whether the client reads slower than the upstream writes (the exchange pauses the upstream). */
@@ -96,21 +99,10 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   void proxy_done(bool complete);
   /** Whether the connection stays open after the answer being written (else: Connection: close). */
   [[nodiscard]] bool keeps_alive();
-  /** A session stream (begin_session_stream) that is open. */
-  [[nodiscard]] bool streams_session() const noexcept { return stream_open_ && session_ != nullptr; }
-  /** Holds the upstream's GET stream for this session stream (http/session_upstream.h). */
-  void start_upstream_leg(proxy::ForwardedRequest request);
   /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
   [[nodiscard]] bool inject_event(std::string event);
   /** The session whose GET stream this is (null otherwise). */
   [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept { return session_; }
-  /**
-   * The next stream's 200 waits for release_head(): a proxied session's GET answers once the
-   * upstream's own GET for the session has answered, as it would without mcpfan in between
-   * (what the upstream sends right after is then not lost). Its notifications wait with it.
-   */
-  void hold_head() noexcept { hold_head_ = true; }
-  void release_head();
 
   // Conn
   void begin_shutdown() override;
@@ -153,13 +145,13 @@ class HttpConn final : public Conn, public StreamSink, private RequestParser::Ev
   void keep_proxied_input(const char* data, std::size_t len);  // Proxying: bytes of later requests
   void send_sse_head();
   void release_session();
-  /** A session stream that took over another becomes live: sse_stream.cc. */
+  /** A session stream that took over another becomes live: connection_streams.cc. */
   void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
   void send_session_start(std::string first);
   void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void reject(int status, std::string_view message);
 
-  // RequestParser::Events (http_parse.cc)
+  // RequestParser::Events (connection_requests.cc)
   void request_begun() override;
   void head_parsed(HttpRequest& req) override;
   void request_complete(HttpRequest& req) override;

@@ -1,6 +1,6 @@
 #include <http_parser.h>
 
-#include "http/http_conn.h"
+#include "http1/connection.h"
 #include "http/router.h"
 #include "server/worker.h"
 
@@ -8,18 +8,18 @@
 // 100 Continue, and each complete request handed to the router, one at a time.
 namespace mcpfan::detail {
 
-void HttpConn::request_begun() {
+void Http1Conn::request_begun() {
   in_message_ = true;
   deadline_ = Deadline::Request;
   deadline_ms_ = uv_now(w_.loop()) + w_.config().request_timeout_ms;
 }
 
-void HttpConn::head_parsed(HttpRequest& req) {
+void Http1Conn::head_parsed(HttpRequest& req) {
   head_ = req.method == HTTP_HEAD;
   if (!req.expect.empty()) write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);  // the parser refused any other expectation
 }
 
-void HttpConn::request_complete(HttpRequest& req) {
+void Http1Conn::request_complete(HttpRequest& req) {
   w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
   in_message_ = false;
   deadline_ = Deadline::None;

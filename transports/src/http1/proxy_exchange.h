@@ -8,30 +8,26 @@
 // gets the client a 502 or 504 (a JSON-RPC error when the request had an id); one that fails
 // after its answer began cuts the client's answer short (the connection closes).
 //
-// Loop-affine (its connection's worker). Owned by the HttpConn from begin_proxy() on; the
+// Loop-affine (its connection's worker). Owned by the Http1Conn from begin_proxy() on; the
 // connection cancels it when it closes, and it ends with exactly one proxy_done().
 #include <functional>
 #include <string>
 #include <string_view>
 
+#include "http/exchange.h"
 #include "proxy/upstream.h"
 
 namespace mcpfan::detail {
 
-class HttpConn;
+class Http1Conn;
 
 class ProxyExchange final : public proxy::UpstreamSink {
  public:
-  struct Answer {
-    int status = 0;
-    proxy::HeaderList headers;
-    std::string body;
-  };
-  /** Sees a whole answer before it is written (buffered exchanges); may change it. */
-  using Rewrite = std::function<void(Answer&)>;
+  using Answer = UpstreamAnswer;
+  using Rewrite = AnswerRewrite;
 
   /** `id_json`: the request's JSON-RPC id (empty for a notification or an undecoded body). */
-  ProxyExchange(HttpConn& conn, std::string id_json, bool head_request);
+  ProxyExchange(Http1Conn& conn, std::string id_json, bool head_request);
   ~ProxyExchange() override;
   ProxyExchange(const ProxyExchange&) = delete;
   ProxyExchange& operator=(const ProxyExchange&) = delete;
@@ -57,7 +53,7 @@ class ProxyExchange final : public proxy::UpstreamSink {
   // Logs an upstream failure (warn, kind upstream_failed); status 0: the answer had begun and is cut.
   void log_failure(std::string_view failure, const std::string& what, int status) noexcept;
 
-  HttpConn& conn_;
+  Http1Conn& conn_;
   std::string id_json_;
   bool head_request_;
   proxy::UpstreamPool* pool_ = nullptr;

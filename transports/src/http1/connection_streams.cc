@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "http/http_conn.h"
+#include "http1/connection.h"
 #include "http/session_park.h"
 #include "mcp/client.h"
 #include "mcp/messages.h"
@@ -22,7 +22,7 @@ constexpr char kChunkEnd[] = "\r\n";
 constexpr int kNotSentLowat = 128 * 1024;
 }  // namespace
 
-void HttpConn::start_sse(StreamJournal* journal) {
+void Http1Conn::start_sse(StreamJournal* journal) {
   sock_.limit_unsent(kNotSentLowat);
   mode_ = Mode::Listen;
   deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
@@ -33,7 +33,7 @@ void HttpConn::start_sse(StreamJournal* journal) {
   parser_.release_memory();
 }
 
-void HttpConn::release_head() {
+void Http1Conn::release_head() {
   hold_head_ = false;
   if (!head_held_ || mode_ == Mode::Closing) return;
   head_held_ = false;
@@ -45,7 +45,7 @@ void HttpConn::release_head() {
   }
 }
 
-void HttpConn::send_sse_head() {
+void Http1Conn::send_sse_head() {
   if (hold_head_) {  // written by release_head()
     head_held_ = true;
     return;
@@ -59,7 +59,7 @@ void HttpConn::send_sse_head() {
       false);
 }
 
-void HttpConn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
+void Http1Conn::begin_listen(const Filter& filter, std::string id, std::string ack_event) {
   start_sse();
   listen_id_ = std::move(id);
   Shard& shard = w_.shard();
@@ -123,7 +123,7 @@ std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<
 }
 }  // namespace
 
-SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id,
+SessionRegistry::Claim Http1Conn::begin_session_stream(std::shared_ptr<Session> session, const std::string* last_event_id,
                                                       std::optional<std::string> upstream_cursor) {
   Session& s = *session;
   // A copy: the request it may point into is cleared when the stream starts (start_sse).
@@ -192,7 +192,7 @@ SessionRegistry::Claim HttpConn::begin_session_stream(std::shared_ptr<Session> s
   return SessionRegistry::Claim::Ok;
 }
 
-void HttpConn::go_live(std::uint64_t epoch, const std::optional<std::string>& cursor) {
+void Http1Conn::go_live(std::uint64_t epoch, const std::optional<std::string>& cursor) {
   if (!session_ || !stream_open_) return;
   std::string first;
   {
@@ -203,14 +203,14 @@ void HttpConn::go_live(std::uint64_t epoch, const std::optional<std::string>& cu
   if (!first.empty()) send_session_start(std::move(first));
 }
 
-void HttpConn::send_session_start(std::string first) {
+void Http1Conn::send_session_start(std::string first) {
   if (w_.shard().send(stream_, std::move(first)) != SendStatus::Ok) {
     stream_open_ = false;  // the replay alone went past the stream's bound: the shard closed it
     close();
   }
 }
 
-void HttpConn::release_session() {
+void Http1Conn::release_session() {
   if (!session_) return;
   Session& s = *session_;
   {
@@ -243,7 +243,7 @@ void HttpConn::release_session() {
   session_.reset();
 }
 
-void HttpConn::end_listen() {
+void Http1Conn::end_listen() {
   if (!stream_open_ || ending_) return;
   ending_ = true;
   if (w_.shard().send(stream_, sse_event(listen_complete_result(listen_id_))) != SendStatus::Ok) {
@@ -252,13 +252,13 @@ void HttpConn::end_listen() {
   }
 }
 
-void HttpConn::begin_shutdown() {
+void Http1Conn::begin_shutdown() {
   if (stream_open_ && !listen_id_.empty()) end_listen();
   else if (stream_open_) finish_stream();
   else close();
 }
 
-void HttpConn::finish_stream() {
+void Http1Conn::finish_stream() {
   if (!stream_open_) return;
   release_head();  // a stream ended before its upstream answered still gets its 200 first
   stream_open_ = false;
@@ -267,7 +267,7 @@ void HttpConn::finish_stream() {
   write_raw("0\r\n\r\n", true);
 }
 
-void HttpConn::write_batch(OutBatch&& batch) {
+void Http1Conn::write_batch(OutBatch&& batch) {
   if (head_held_) {  // nothing before the 200: the shard waits for write_done() meanwhile
     held_batch_.emplace(std::move(batch));
     return;
@@ -284,18 +284,18 @@ void HttpConn::write_batch(OutBatch&& batch) {
   }
 }
 
-void HttpConn::batch_written(int status) {
+void Http1Conn::batch_written(int status) {
   if (status < 0) return close();
   if (stream_open_) stream_written();
 }
 
-void HttpConn::stream_written() {
+void Http1Conn::stream_written() {
   Shard& shard = w_.shard();
   shard.write_done(stream_);
   if (ending_ && shard.pending_bytes(stream_) == 0) finish_stream();
 }
 
-void HttpConn::close_requested(CloseReason reason) {
+void Http1Conn::close_requested(CloseReason reason) {
   // A session's stream ended by its owner (DELETE, expiry, a GET that took over): the
   // chunked terminator, then close. The shard has closed the stream already.
   if (reason == CloseReason::Ended) return finish_stream();

@@ -1,4 +1,4 @@
-#include "http/request_parser.h"
+#include "http1/request_parser.h"
 
 #include <climits>
 #include <cstdio>

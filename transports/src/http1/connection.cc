@@ -1,4 +1,4 @@
-#include "http/http_conn.h"
+#include "http1/connection.h"
 
 #include <cstddef>
 #include <cstdio>
@@ -6,40 +6,15 @@
 #include <stdexcept>
 #include <strings.h>
 
-#include "http/proxy_exchange.h"
+#include "http1/proxy_exchange.h"
 #include "http/router.h"
-#include "http/session_upstream.h"
+#include "http1/response_writer.h"
+#include "http1/session_upstream.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
 #include "server/worker.h"
 
 namespace mcpfan::detail {
-
-const char* http_reason_phrase(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Unknown";
-  }
-}
 
 namespace {
 
@@ -60,7 +35,7 @@ RequestLimits request_limits(const ServerConfig& cfg) {
 }
 }  // namespace
 
-HttpConn::HttpConn(Worker& w, bool operator_listener)
+Http1Conn::Http1Conn(Worker& w, bool operator_listener)
     // The field list is kept only where a request may be forwarded (--upstream).
     : w_(w), sock_(w.io(), *this), parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
       binding_(w.limits()), operator_listener_(operator_listener) {
@@ -69,9 +44,9 @@ HttpConn::HttpConn(Worker& w, bool operator_listener)
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-HttpConn::~HttpConn() = default;
+Http1Conn::~Http1Conn() = default;
 
-void HttpConn::start() {
+void Http1Conn::start() {
   uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(sock_.stream()), 1);
   const ServerConfig& cfg = w_.config();
   if (cfg.tcp_keepalive_s > 0) sock_.set_keepalive(cfg.tcp_keepalive_s, cfg.write_timeout_ms);
@@ -82,11 +57,11 @@ void HttpConn::start() {
   start_reading();
 }
 
-void HttpConn::start_reading() {
+void Http1Conn::start_reading() {
   if (sock_.read_start() != 0) close();
 }
 
-void HttpConn::linger() {
+void Http1Conn::linger() {
   if (mode_ == Mode::Closing || mode_ == Mode::Lingering) return;
   mode_ = Mode::Lingering;
   stash_.clear();
@@ -104,7 +79,7 @@ void HttpConn::linger() {
   }
 }
 
-void HttpConn::close() {
+void Http1Conn::close() {
   if (mode_ == Mode::Closing) return;
   mode_ = Mode::Closing;
   if (proxy_) {  // freed with the connection: close() may be called from the exchange's own callback
@@ -122,13 +97,13 @@ void HttpConn::close() {
   sock_.close();  // on_closed() follows, once the socket's last write is handed over
 }
 
-void HttpConn::on_closed(net::Socket&) {
+void Http1Conn::on_closed(net::Socket&) {
   w_.unlink(this);
   w_.stats().connections.fetch_sub(1, std::memory_order_relaxed);
   delete this;
 }
 
-void HttpConn::on_read_end(net::Socket&, int status) {
+void Http1Conn::on_read_end(net::Socket&, int status) {
   // EOF or error: for a listen this is the client cancelling.
   if (status == UV_EOF && mode_ == Mode::Proxying) {
     // A half-close ends the client's requests, not its wish for the answer (RFC 9112 §9.6):
@@ -142,7 +117,7 @@ void HttpConn::on_read_end(net::Socket&, int status) {
   close();
 }
 
-void HttpConn::on_data(net::Socket&, const char* data, std::size_t len) {
+void Http1Conn::on_data(net::Socket&, const char* data, std::size_t len) {
   if (mode_ == Mode::Lingering) {
     lingered_bytes_ += len;
     linger_until_ms_ = uv_now(w_.loop()) + kLingerQuietMs;
@@ -154,9 +129,9 @@ void HttpConn::on_data(net::Socket&, const char* data, std::size_t len) {
   parse(data, len);
 }
 
-std::size_t HttpConn::unwritten() const noexcept { return sock_.queued_bytes(); }
+std::size_t Http1Conn::unwritten() const noexcept { return sock_.queued_bytes(); }
 
-void HttpConn::pause_reading(const char* rest, std::size_t len) {
+void Http1Conn::pause_reading(const char* rest, std::size_t len) {
   stash_.assign(rest, len);  // at most one read buffer's worth
   if (!read_paused_) {
     read_paused_ = true;
@@ -165,7 +140,7 @@ void HttpConn::pause_reading(const char* rest, std::size_t len) {
   }
 }
 
-void HttpConn::maybe_resume_reading() {
+void Http1Conn::maybe_resume_reading() {
   if (!read_paused_ || mode_ != Mode::Requests || unwritten() > kResumeBytes) return;
   read_paused_ = false;
   std::string rest = std::move(stash_);
@@ -174,7 +149,7 @@ void HttpConn::maybe_resume_reading() {
   if (!rest.empty()) parse(rest.data(), rest.size());
 }
 
-void HttpConn::parse(const char* data, std::size_t len) {
+void Http1Conn::parse(const char* data, std::size_t len) {
   in_parse_ = true;
   parse_some(data, len);
   in_parse_ = false;
@@ -185,7 +160,7 @@ void HttpConn::parse(const char* data, std::size_t len) {
   else if (mode_ == Mode::Listen) close();
 }
 
-void HttpConn::parse_some(const char* data, std::size_t len) {
+void Http1Conn::parse_some(const char* data, std::size_t len) {
   std::size_t off = 0;
   while (off < len && mode_ == Mode::Requests) {
     std::size_t n = 0;
@@ -223,59 +198,43 @@ void HttpConn::parse_some(const char* data, std::size_t len) {
   }
 }
 
-void HttpConn::reject(int status, std::string_view message) {
+void Http1Conn::reject(int status, std::string_view message) {
   close_after_ = true;
   respond(status, "application/json", json_error_body(message));
 }
 
-void HttpConn::respond(int status, std::string_view content_type, std::string_view body, std::string_view extra_headers) {
+void Http1Conn::respond(Response r) {
   if (mode_ == Mode::Closing) return;
-  if (status >= 400) w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
+  if (r.status >= 400) w_.stats().http_errors.fetch_add(1, std::memory_order_relaxed);
   bool keep = !close_after_ && parser_.keep_alive() && !w_.stopping();
-  std::string out;
-  out.reserve(160 + body.size() + extra_headers.size());
-  char line[64];
-  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
-  out += line;
-  if (!content_type.empty()) {
-    out += "Content-Type: ";
-    out += content_type;
-    out += "\r\n";
-  }
-  out += "Content-Length: ";
-  out += std::to_string(body.size());
-  out += keep ? "\r\n" : "\r\nConnection: close\r\n";
-  out += extra_headers;
-  out += "\r\n";
-  // A HEAD answer has the headers of a GET and no content. Not the parser's method: it
-  // guesses HEAD from "HELLO", and keeps the last request's after it (found by fuzz_http).
-  if (!head_) out += body;
-  write_raw(std::move(out), !keep);
+  // A HEAD answer has no content. Not the parser's method: it guesses HEAD from "HELLO", and
+  // keeps the last request's after it (found by fuzz_http).
+  write_raw(render_response(r, keep, head_), !keep);
   if (!keep) {
     mode_ = Mode::Draining;  // stop parsing; the close follows the write
     pause_parser();
   }
 }
 
-void HttpConn::pause_parser() { parser_.pause(); }
+void Http1Conn::pause_parser() { parser_.pause(); }
 
-void HttpConn::write_raw(std::string data, bool then_close) {
+void Http1Conn::write_raw(std::string data, bool then_close) {
   if (sock_.write(std::move(data), then_close ? kLastAnswer : kAnswer) == net::Socket::Sent::Failed) close();
 }
 
-void HttpConn::on_written(net::Socket&, std::uint32_t tag, int status) {
+void Http1Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
   if (tag == kBatch) return batch_written(status);
   if (status < 0) return close();
   answer_written(tag == kLastAnswer);
 }
 
-void HttpConn::answer_written(bool last) {
+void Http1Conn::answer_written(bool last) {
   if (last) return linger();
   if (proxy_ && unwritten() <= kResumeBytes) proxy_->drained();
   maybe_resume_reading();
 }
 
-void HttpConn::sweep(std::uint64_t now) {
+void Http1Conn::sweep(std::uint64_t now) {
   if (mode_ == Mode::Closing) return;
   if (mode_ == Mode::Lingering) {
     if (now >= linger_until_ms_ || now >= linger_end_ms_) close();
@@ -304,23 +263,28 @@ void HttpConn::sweep(std::uint64_t now) {
   }
 }
 
-bool HttpConn::keeps_alive() { return !close_after_ && parser_.keep_alive() && !w_.stopping(); }
+bool Http1Conn::keeps_alive() { return !close_after_ && parser_.keep_alive() && !w_.stopping(); }
 
-void HttpConn::begin_proxy(std::unique_ptr<ProxyExchange> exchange) {
+void Http1Conn::forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
+                        AnswerRewrite rewrite) {
+  auto exchange = std::make_unique<ProxyExchange>(*this, std::move(id_json), head_);
+  if (rewrite) exchange->rewrite_with(std::move(rewrite));
+  ProxyExchange* x = exchange.get();
   // The upstream's own timeouts (connect, first byte, idle) govern from here.
   mode_ = Mode::Proxying;
   deadline_ = Deadline::None;
   proxy_ = std::move(exchange);
+  x->start(pool, std::move(request));  // may end at once (pool closed): proxy_done() then ran
 }
 
-void HttpConn::proxy_write(std::string bytes) {
+void Http1Conn::proxy_write(std::string bytes) {
   if (mode_ == Mode::Closing || bytes.empty()) return;
   write_raw(std::move(bytes), false);
 }
 
-bool HttpConn::proxy_backlogged() const noexcept { return unwritten() > kPauseBytes; }
+bool Http1Conn::proxy_backlogged() const noexcept { return unwritten() > kPauseBytes; }
 
-void HttpConn::keep_proxied_input(const char* data, std::size_t len) {
+void Http1Conn::keep_proxied_input(const char* data, std::size_t len) {
   // A client may pipeline its next request, or close (read as EOF, which cancels the
   // exchange): reading goes on, but what it brings waits, up to a bound.
   stash_.append(data, len);
@@ -331,7 +295,7 @@ void HttpConn::keep_proxied_input(const char* data, std::size_t len) {
   }
 }
 
-void HttpConn::proxy_done(bool complete) {
+void Http1Conn::proxy_done(bool complete) {
   retired_ = std::move(proxy_);  // we may be inside its callback: freed at the next exchange or with the connection
   head_ = false;  // the proxied request is answered (an early error answer to a HEAD had no body)
   if (mode_ != Mode::Proxying) return;  // an error answer without keep-alive, or closing
@@ -351,13 +315,13 @@ void HttpConn::proxy_done(bool complete) {
   else if (peer_eof_) linger();
 }
 
-void HttpConn::start_upstream_leg(proxy::ForwardedRequest request) {
+void Http1Conn::start_upstream_leg(proxy::ForwardedRequest request) {
   if (!streams_session() || !w_.upstream()) return;
   leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream_max_answer_bytes);
   leg_->start(*w_.upstream(), std::move(request));
 }
 
-bool HttpConn::inject_event(std::string event) {
+bool Http1Conn::inject_event(std::string event) {
   if (!stream_open_) return false;
   if (w_.shard().send(stream_, std::move(event)) != SendStatus::Ok) {  // past the stream's bound: closed
     stream_open_ = false;
@@ -367,6 +331,5 @@ bool HttpConn::inject_event(std::string event) {
   return true;
 }
 
-bool HttpConn::peer_is_loopback() { return sock_.peer_is_loopback(); }
 
 }  // namespace mcpfan::detail

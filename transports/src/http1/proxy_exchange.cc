@@ -1,9 +1,10 @@
-#include "http/proxy_exchange.h"
+#include "http1/proxy_exchange.h"
+#include "http1/response_writer.h"
 
 #include <cstdio>
 
 #include "http/field_syntax.h"
-#include "http/http_conn.h"
+#include "http1/connection.h"
 #include "mcp/messages.h"
 #include "server/log.h"
 #include "server/worker.h"
@@ -32,7 +33,7 @@ bool forwardable_answer_header(std::string_view name, std::string_view value) {
 
 }  // namespace
 
-ProxyExchange::ProxyExchange(HttpConn& conn, std::string id_json, bool head_request)
+ProxyExchange::ProxyExchange(Http1Conn& conn, std::string id_json, bool head_request)
     : conn_(conn), id_json_(std::move(id_json)), head_request_(head_request) {}
 
 ProxyExchange::~ProxyExchange() { cancel(); }
