@@ -12,8 +12,6 @@ namespace {
 constexpr std::string_view kSupported2026Json = R"(["2026-07-28","DRAFT-2026-v1"])";
 // Newest first: an unknown requested version is answered with the first.
 constexpr std::string_view k2025Versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
-constexpr std::string_view kCapabilities =
-    R"({"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"prompts":{"listChanged":true}})";
 }  // namespace
 
 bool is_2026_version(std::string_view v) noexcept { return v == kRev2026 || v == kDraft2026; }
@@ -42,7 +40,7 @@ std::string discover_result() {
   std::string r = R"({"supportedVersions":)";
   r += kSupported2026Json;
   r += R"(,"capabilities":)";
-  r += kCapabilities;
+  r += kind_capabilities_json();
   // Caching hints (required on server/discover's complete result in 2026-07-28): the same
   // for every caller; 0 ms because a reload with other flags may change the capabilities.
   r += R"(,"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpfan","version":")";
@@ -55,8 +53,8 @@ std::string initialize_result(std::string_view version) {
   std::string r = R"({"protocolVersion":)";
   append_json_string(r, version);
   // 2025 sessions also accept logging/setLevel (as a no-op: mcpfan has no logs for clients).
-  r += R"(,"capabilities":{"logging":{},"resources":{"subscribe":true,"listChanged":true},)"
-       R"("tools":{"listChanged":true},"prompts":{"listChanged":true}})";
+  r += R"(,"capabilities":{"logging":{},)";
+  r += kind_capabilities_json().substr(1);
   r += R"(,"serverInfo":{"name":"mcpfan","version":")";
   r += kServerVersion;
   r += R"("}})";
@@ -68,17 +66,14 @@ ListenPlan plan_listen(ListenSpec spec, TenantId tenant, std::string_view id) {
   plan.filter.tenant = tenant;
   // The acknowledgement lists only what will be delivered: true flags, non-empty lists.
   std::string agreed;
-  auto flag = [&](bool on, Kind kind, std::string_view name) {
-    if (!on) return;
-    plan.filter.kinds |= kind_bit(kind);
+  for (const KindInfo& k : kKinds) {
+    if (k.listen_flag.empty() || !spec.wants(k.kind)) continue;
+    plan.filter.kinds |= kind_bit(k.kind);
     if (!agreed.empty()) agreed += ',';
     agreed += '"';
-    agreed += name;
+    agreed += k.listen_flag;
     agreed += "\":true";
-  };
-  flag(spec.tools_list_changed, Kind::ToolsListChanged, "toolsListChanged");
-  flag(spec.prompts_list_changed, Kind::PromptsListChanged, "promptsListChanged");
-  flag(spec.resources_list_changed, Kind::ResourcesListChanged, "resourcesListChanged");
+  }
   if (!spec.resource_uris.empty()) {
     if (!agreed.empty()) agreed += ',';
     agreed += R"("resourceSubscriptions":[)";

@@ -42,12 +42,11 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
   dom::object f;
   if (filter.get_object().get(f)) return invalid_params("params.notifications must be an object");
   for (auto [key, value] : f) {
-    bool* flag = key == "toolsListChanged" ? &out.tools_list_changed
-               : key == "promptsListChanged" ? &out.prompts_list_changed
-               : key == "resourcesListChanged" ? &out.resources_list_changed
-               : nullptr;
-    if (flag) {
-      if (value.get_bool().get(*flag)) return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
+    if (auto kind = kind_from_listen_flag(key)) {
+      bool on = false;
+      if (value.get_bool().get(on)) return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
+      if (on) out.flagged |= kind_bit(*kind);
+      else out.flagged &= static_cast<std::uint8_t>(~kind_bit(*kind));
     } else if (key == "resourceSubscriptions") {
       dom::array uris;
       if (value.get_array().get(uris)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");

@@ -1,4 +1,4 @@
-// Tests for engine/src/kind.cc: the four MCP change notifications and their method names.
+// Tests for engine/src/kind.cc: the MCP change notifications, their table and what is derived from it.
 #include "mcpfan/kind.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +40,25 @@ TEST(Kind, BitsAreDistinctSingleBits) {
     seen |= b;
   }
   static_assert(kind_bit(Kind::ToolsListChanged) != kind_bit(Kind::PromptsListChanged));
+}
+
+TEST(Kind, TheCapabilitiesAreThoseTheKindsAnnounce) {
+  EXPECT_EQ(kind_capabilities_json(),
+            R"({"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},)"
+            R"("prompts":{"listChanged":true}})");
+}
+
+TEST(Kind, ListenFlagsNameTheKindsAskedForByFlag) {
+  EXPECT_EQ(kind_from_listen_flag("toolsListChanged"), Kind::ToolsListChanged);
+  EXPECT_EQ(kind_from_listen_flag("promptsListChanged"), Kind::PromptsListChanged);
+  EXPECT_EQ(kind_from_listen_flag("resourcesListChanged"), Kind::ResourcesListChanged);
+  EXPECT_FALSE(kind_from_listen_flag("resourceSubscriptions"));  // URIs, not a flag
+  EXPECT_FALSE(kind_from_listen_flag(""));
+  for (const KindInfo& k : kKinds) {
+    // Every kind is asked for one way: by its flag, or by URI.
+    EXPECT_NE(k.listen_flag.empty(), !k.keyed_by_uri) << k.method;
+    EXPECT_EQ(k.subject_token.empty(), k.keyed_by_uri) << k.method;
+  }
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST(McpTest, InitializeResultEchoesVersion) {
 
 TEST(McpTest, PlanListenAcknowledgesOnlyWhatIsDelivered) {
   ListenSpec spec;
-  spec.tools_list_changed = true;
+  spec.flagged = kind_bit(Kind::ToolsListChanged);
   spec.resource_uris = {"file:///a", "file:///dir/"};
   mcp::ListenPlan plan = mcp::plan_listen(spec, kDefaultTenant, R"("listen:0")");
   EXPECT_EQ(plan.filter.kinds, kind_bit(Kind::ToolsListChanged));

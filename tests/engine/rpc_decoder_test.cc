@@ -138,9 +138,9 @@ TEST_F(RpcDecoderTest, ListenFilterIsDecodedAndDeduplicated) {
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.id, R"("listen:0")");
   EXPECT_EQ(r.method, "subscriptions/listen");
-  EXPECT_TRUE(r.listen.tools_list_changed);
-  EXPECT_FALSE(r.listen.prompts_list_changed);
-  EXPECT_TRUE(r.listen.resources_list_changed);
+  EXPECT_TRUE(r.listen.wants(Kind::ToolsListChanged));
+  EXPECT_FALSE(r.listen.wants(Kind::PromptsListChanged));
+  EXPECT_TRUE(r.listen.wants(Kind::ResourcesListChanged));
   EXPECT_EQ(r.listen.resource_uris, (std::vector<std::string>{"file:///a", "file:///b/", "file:///x y"}));
   EXPECT_EQ(r.meta_version, "DRAFT-2026-v1");
 }
@@ -150,7 +150,7 @@ TEST_F(RpcDecoderTest, ListenWithoutAFilterSubscribesToNothing) {
     SCOPED_TRACE(text);
     RpcRequest r = decode(text);
     ASSERT_FALSE(r.error) << r.error->message;
-    EXPECT_FALSE(r.listen.tools_list_changed || r.listen.prompts_list_changed || r.listen.resources_list_changed);
+    EXPECT_EQ(r.listen.flagged, 0);
     EXPECT_TRUE(r.listen.resource_uris.empty());
   }
 }

@@ -183,8 +183,7 @@ void check_request(const RpcRequest& r, std::string_view input, const RpcLimits&
         FUZZ_CHECK(found, "URI %zu is not in the request: %s", i, printable(uris[i]).c_str());
       }
     } else {
-      FUZZ_CHECK(uris.empty() && !r.listen.tools_list_changed && !r.listen.prompts_list_changed &&
-                     !r.listen.resources_list_changed,
+      FUZZ_CHECK(uris.empty() && r.listen.flagged == 0,
                  "a listen filter on %s", printable(r.method).c_str());
     }
     if ((r.method == "resources/subscribe" || r.method == "resources/unsubscribe") && r.meta_version.empty()) {

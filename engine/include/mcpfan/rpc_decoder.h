@@ -12,15 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "mcpfan/kind.h"
 #include "mcpfan/result.h"
 
 namespace mcpfan {
 
 struct ListenSpec {
-  bool tools_list_changed = false;
-  bool prompts_list_changed = false;
-  bool resources_list_changed = false;
+  std::uint8_t flagged = 0;  // kind_bit() of each kind whose listen flag (KindInfo::listen_flag) is true
   std::vector<std::string> resource_uris;  // unescaped, de-duplicated, in request order
+  [[nodiscard]] bool wants(Kind k) const noexcept { return (flagged & kind_bit(k)) != 0; }
 };
 
 /** Which configured limit refused a message, so the transport can count it. */

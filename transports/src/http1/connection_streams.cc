@@ -95,7 +95,9 @@ void append_reread_hints(std::string& out, Session& s) {
     out += p->plain(Framing::Sse);
   };
   for (const std::string& uri : s.uris.set()) hint(Kind::ResourceUpdated, uri);
-  for (Kind k : {Kind::ResourcesListChanged, Kind::ToolsListChanged, Kind::PromptsListChanged}) hint(k, {});
+  for (const KindInfo& k : kKinds) {
+    if (!k.keyed_by_uri) hint(k.kind, {});
+  }
 }
 
 // Under s.mu: the stream of tap `epoch` becomes the session's live one. Returns what it starts

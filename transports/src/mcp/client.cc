@@ -132,7 +132,10 @@ std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller
 Filter ClientCore::session_filter(TenantId tenant, const SessionUris& uris) {
   Filter f;
   f.tenant = tenant;
-  f.kinds = kind_bit(Kind::ToolsListChanged) | kind_bit(Kind::PromptsListChanged) | kind_bit(Kind::ResourcesListChanged);
+  // A 2025 session hears every list change, and the resources it subscribed to.
+  for (const KindInfo& k : kKinds) {
+    if (!k.keyed_by_uri) f.kinds |= kind_bit(k.kind);
+  }
   f.uris.assign(uris.set().begin(), uris.set().end());
   return f;
 }

@@ -215,15 +215,7 @@ void append_resource_interest(std::string& out, std::string_view prefix, std::st
   out.append(".>");
 }
 
-std::string_view list_token(Kind kind) noexcept {
-  switch (kind) {
-    case Kind::ToolsListChanged: return "tools";
-    case Kind::PromptsListChanged: return "prompts";
-    case Kind::ResourcesListChanged: return "resources";
-    case Kind::ResourceUpdated: break;
-  }
-  return {};
-}
+std::string_view list_token(Kind kind) noexcept { return kind_info(kind).subject_token; }
 
 void append_list_subject(std::string& out, std::string_view prefix, std::string_view tenant, Kind kind) {
   std::string_view token = list_token(kind);
