@@ -27,6 +27,11 @@ void respond_result(Exchange& c, const RpcRequest& r, std::string_view result, s
   c.respond(200, "application/json", rpc_result_json(r.id, result), std::move(headers));
 }
 
+void respond_reply(Exchange& c, const RpcRequest& r, const McpReply& reply, std::vector<Field> headers) {
+  if (reply.error) return rpc_error(c, 200, r.id, reply.error->code, reply.error->message);
+  respond_result(c, r, *reply.result, std::move(headers));
+}
+
 void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal) {
   if (refusal.auth) {
     // RFC 6750 §3: no error code when no credentials were sent at all.

@@ -10,7 +10,9 @@
 #include <string_view>
 #include <variant>
 
+#include "http/request.h"
 #include "mcp/client.h"
+#include "mcp/methods.h"
 #include "mcpfan/rpc_decoder.h"
 
 namespace mcpfan::detail {
@@ -57,6 +59,8 @@ void rpc_error(Exchange& c, std::string_view id, int code, std::string message, 
 /** A JSON-RPC error with the HTTP status the transport's rules give it. */
 void rpc_error(Exchange& c, int status, std::string_view id, int code, std::string message, std::string_view data = {});
 void respond_result(Exchange& c, const RpcRequest& r, std::string_view result, std::vector<Field> headers = {});
+/** A method's answer (mcp/methods.h): its result, or its error as a 200 JSON-RPC error. */
+void respond_reply(Exchange& c, const RpcRequest& r, const McpReply& reply, std::vector<Field> headers = {});
 /** A refusal from the client core: its status, a JSON-RPC error (or {"error"} without an id), and its headers. */
 void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal);
 /**

@@ -106,7 +106,7 @@ void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller) {
 }
 
 std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
-  bool add = r.method == "resources/subscribe";
+  bool add = find_mcp_method(r.method)->role == MethodRole::Subscribe;
   if (add) {
     if (auto refused = w.clients().check_uri(caller, r.uri)) return refused;
   }
@@ -126,24 +126,19 @@ void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, con
   }
   auto s = find_session(c, req, caller);
   if (!s) return session_not_found(c, r.id);
-  const std::string& m = r.method;
+  const McpMethod* m = find_mcp_method(r.method);
   if (!r.has_id) {
     c.respond(202, {}, {});  // notifications/initialized and the like
-  } else if (m == "ping" || m == "logging/setLevel") {
-    respond_result(c, r, "{}");
-  } else if (m == "resources/subscribe" || m == "resources/unsubscribe") {
+  } else if (!m || !m->in(Era::Session2025)) {
+    Error e = method_not_found(r.method, kOnly2025);
+    rpc_error(c, r.id, e.code, std::move(e.message));
+  } else if (m->role == MethodRole::Subscribe || m->role == MethodRole::Unsubscribe) {
     if (auto refused = apply_subscription(w, s, r, caller)) return respond_refusal(c, r.id, *refused);
     respond_result(c, r, "{}");
-  } else if (auto list = hub_list_result(m, /*rev2026=*/false)) {
-    respond_result(c, r, *list);
-  } else if (m == "resources/read") {
-    rpc_error(c, 200, r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
-  } else if (m == "initialize") {
+  } else if (m->role == MethodRole::Initialize) {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "this session is already initialized");
-  } else {
-    rpc_error(c, r.id, rpc_code::kMethodNotFound,
-              "method not found: " + m + " (a notification tier: mcpfan serves ping, logging/setLevel, "
-              "resources/subscribe, resources/unsubscribe and the empty tools, prompts and resources lists in a session)");
+  } else if (auto reply = stateless_reply(*m, Era::Session2025)) {
+    respond_reply(c, r, *reply);
   }
 }
 

@@ -104,28 +104,24 @@ void handle_mcp_post(Exchange& c, HttpRequest& req) {
   std::string version;
   if (!check_version(c, req, r, version)) return;
 
+  const McpMethod* m = find_mcp_method(r.method);
   if (!r.has_id) {
     // Notifications are answered 202. Over HTTP a listen is cancelled by closing its stream
     // (the SDK POSTs notifications/cancelled only after that). The POST ends nothing:
     // requests carry no client identity, and every SDK client names its first listen
     // "listen:0", so acting on it would end other clients' listens.
     c.respond(202, {}, {});
-  } else if (r.method == "server/discover") {
-    respond_discover(c, r, version);
-  } else if (r.method == "subscriptions/listen") {
-    start_listen(c, r, *caller);
-  } else if (auto list = hub_list_result(r.method, /*rev2026=*/true)) {
-    respond_result(c, r, *list);
-  } else if (r.method == "resources/read") {
-    rpc_error(c, 200, r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
-  } else {
+  } else if (!m || !m->in(Era::Rev2026)) {
     // Streamable HTTP, 2026-07-28: a method the server does not have is 404 with -32601 —
-    // the 2025-era methods (initialize, ping, logging/setLevel, resources/subscribe and
-    // unsubscribe) included: that revision removed them.
-    std::string why = removed_in_2026(r.method) ? " (a 2025-era method: not part of " + version + ")" : "";
-    rpc_error(c, 404, r.id, rpc_code::kMethodNotFound,
-              "method not found: " + r.method + why +
-                  " (mcpfan serves server/discover, subscriptions/listen and the empty tools, prompts and resources lists)");
+    // the 2025-era methods included: that revision removed them.
+    Error e = method_not_found(r.method, kOnly2026, version);
+    rpc_error(c, 404, r.id, e.code, std::move(e.message));
+  } else if (m->role == MethodRole::Listen) {
+    start_listen(c, r, *caller);
+  } else if (m->role == MethodRole::Discover) {
+    respond_discover(c, r, version);
+  } else if (auto reply = stateless_reply(*m, Era::Rev2026)) {
+    respond_reply(c, r, *reply);
   }
 }
 

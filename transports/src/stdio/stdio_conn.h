@@ -29,6 +29,7 @@
 namespace mcpfan::detail {
 
 class Worker;
+struct McpMethod;
 
 class StdioConn final : public Conn, public StreamSink, private net::SocketEvents {
  public:
@@ -67,7 +68,7 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   bool authenticate(RpcRequest& r);
   /** Answers a request the client core refused (a notification gets nothing). */
   void reply_refusal(const RpcRequest& r, const Refusal& refusal);
-  void handle_session_request(RpcRequest& r);
+  void handle_session_request(const McpMethod& method, RpcRequest& r);
   /** Opens `sock` on `fd`, counting its handle once it exists (only a close may end it then). */
   int open_socket(net::Socket& sock, int fd, bool readable);
   // net::SocketEvents: input arrives on in_, output is written to out() (in_ itself for one socket)

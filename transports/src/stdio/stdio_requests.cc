@@ -1,4 +1,5 @@
 #include "mcp/messages.h"
+#include "mcp/methods.h"
 #include "mcp/protocol.h"
 #include "server/log.h"
 #include "server/worker.h"
@@ -88,35 +89,33 @@ void StdioConn::handle_request(RpcRequest& r) {
     }
     return;  // notifications/initialized and any other notification need nothing
   }
+  // One connection speaks both eras: a request in a 2026 envelope names only that revision's
+  // methods, any other request may use either era's.
   const bool rev2026 = !r.meta_version.empty();
-  if (rev2026 && removed_in_2026(m)) {
-    // One connection may speak both eras, but a request of the 2026 revision names only its methods.
-    reply_error(r.id, rpc_code::kMethodNotFound, "method not found: " + m + " is a 2025-era method, not part of " + r.meta_version);
-  } else if (m == "subscriptions/listen") {
-    start_listen(r);
-  } else if (m == "server/discover") {
-    reply(rpc_result_json(r.id, discover_result()));
-  } else if (auto list = hub_list_result(m, rev2026)) {
-    reply(rpc_result_json(r.id, *list));
-  } else if (m == "resources/read") {
-    reply_error(r.id, kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)");
-  } else if (m == "initialize" || m == "resources/subscribe" || m == "resources/unsubscribe") {
-    handle_session_request(r);
-  } else if (m == "ping" || m == "logging/setLevel") {
-    reply(rpc_result_json(r.id, "{}"));
-  } else {
-    reply_error(r.id, rpc_code::kMethodNotFound,
-                "method not found: " + m +
-                    " (mcpfan serves initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe, "
-                    "server/discover, subscriptions/listen and the empty tools, prompts and resources lists)");
+  const std::uint8_t eras = rev2026 ? kOnly2026 : kBothEras;
+  const McpMethod* meth = find_mcp_method(m);
+  if (!meth || (meth->eras & eras) == 0) {
+    Error e = method_not_found(m, eras, r.meta_version);
+    reply_error(r.id, e.code, std::move(e.message));
+    return;
   }
+  switch (meth->role) {
+    case MethodRole::Listen: return start_listen(r);
+    case MethodRole::Initialize:
+    case MethodRole::Subscribe:
+    case MethodRole::Unsubscribe: return handle_session_request(*meth, r);
+    default: break;
+  }
+  McpReply answer = *stateless_reply(*meth, rev2026 ? Era::Rev2026 : Era::Session2025);
+  if (answer.error) return reply_error(r.id, answer.error->code, std::move(answer.error->message));
+  reply(rpc_result_json(r.id, *answer.result));
 }
 
-void StdioConn::handle_session_request(RpcRequest& r) {
+void StdioConn::handle_session_request(const McpMethod& method, RpcRequest& r) {
   ClientCore& core = w_.clients();
   Shard& shard = w_.shard();
   const std::string& m = r.method;
-  if (m == "initialize") {
+  if (method.role == MethodRole::Initialize) {
     if (!session_uris_) {
       if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_usage_)) {
         return reply_refusal(r, core.refusal(*refused, caller_.tenant));
@@ -131,7 +130,7 @@ void StdioConn::handle_session_request(RpcRequest& r) {
     reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
     return;
   }
-  if (m == "resources/subscribe") {
+  if (method.role == MethodRole::Subscribe) {
     if (auto refused = core.check_uri(caller_, r.uri)) return reply_refusal(r, *refused);
     if (auto refused = session_uris_->add(r.uri)) return reply_refusal(r, core.refusal(*refused, caller_.tenant));
     shard.add_uri(session_sub_, caller_.tenant, r.uri);
