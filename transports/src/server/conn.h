@@ -14,6 +14,8 @@ class Conn {
   virtual void force_close() = 0;
   /** Called by the worker's periodic sweep: close if a deadline (timeouts) has passed. */
   virtual void sweep(std::uint64_t now_ms) = 0;
+  /** Server::detach_stdio(): end as at the end of the client's input (stdio clients; others ignore it). */
+  virtual void detach() {}
 
   Conn* prev_ = nullptr;  // the worker's intrusive list
   Conn* next_ = nullptr;

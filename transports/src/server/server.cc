@@ -12,7 +12,6 @@
 #include <cstring>
 #include <thread>
 
-#include "http/session_park.h"
 #include "server/config_check.h"
 #include "server/listen_socket.h"
 #include "server/preflight.h"
@@ -62,8 +61,7 @@ ServerState::ServerState(ServerConfig cfg)
               config.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
-  // An expired session may still be parked (subscribed, journaling) on some worker.
-  sessions.set_on_expired([this](const std::shared_ptr<Session>& s) { end_session_stream(*hub, s); });
+  install_transports(*this);
 }
 }  // namespace detail
 

@@ -14,15 +14,24 @@
 #include "nats/backplane.h"
 #include "proxy/upstream.h"
 #include "server/log.h"
+#include "server/worker.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/transport/server.h"
 
 namespace mcpfan::detail {
 
+/**
+ * The one place that names the transports (transports/src/install_transports.cc): installs
+ * HTTP/1.1 and stdio as the workers' acceptors, and what ends an expired session's stream.
+ * Called by ServerState's constructor; server/ itself includes no transport.
+ */
+void install_transports(ServerState& state);
+
 /** The per-tenant ceilings a configuration sets. */
 [[nodiscard]] TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept;
 
 struct ServerState {
+  /** Builds the shared parts and installs the transports (install_transports). */
   explicit ServerState(ServerConfig cfg);
 
   ServerConfig config;
@@ -35,7 +44,8 @@ struct ServerState {
   Publishers publishers;     // keys loaded and rate sized by Server::start(), replaced by Server::reload()
   ClientCore clients;
   std::optional<proxy::UpstreamTarget> upstream;  // with --upstream: parsed by start(); each worker pools its own connections
-  std::unique_ptr<nats::Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
+  std::unique_ptr<nats::Backplane> backplane;
+  Acceptors acceptors;  // how workers serve clients: install_transports()  // with --nats: created by start(), destroyed by stop() after the workers
 };
 
 }  // namespace mcpfan::detail

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 
-#include "http1/connection.h"
+#include "server/conn.h"
 #include "server/log.h"
 #include "server/server_state.h"
 #include "mcp/sessions.h"
-#include "stdio/stdio_conn.h"
 
 namespace mcpfan::detail {
 
@@ -30,6 +29,7 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       logger_(state.logger),
       clients_(state.clients),
       publishers_(state.publishers),
+      acceptors_(state.acceptors),
       backplane_(state.backplane.get()),
       upstream_target_(state.upstream),
       snapshot_(std::move(snapshot)),
@@ -227,20 +227,7 @@ void Worker::sweep() {
 void Worker::on_connection(uv_stream_t* server, int status) {
   Worker* w = self(server);
   if (status < 0) return;
-  Http1Conn* c = nullptr;
-  guarded(
-      w->stats_,
-      [&] {
-        c = new Http1Conn(*w, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
-        if (uv_accept(server, c->socket().stream()) == 0 && !w->stopping_) {
-          c->start();
-        } else {
-          c->close();
-        }
-      },
-      [&] {
-        if (c) c->close();
-      });
+  w->acceptors_.tcp(*w, server, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
 }
 
 void Worker::accept_unix() {
@@ -286,7 +273,7 @@ void Worker::on_control() {
         std::string err;
         if (stopping_) {
           refuse_adopt(msg, StdioEnd::ServerStopped);
-        } else if (!StdioConn::open(*this, msg.in_fd, msg.out_fd, msg.from_unix_listener, msg.client, msg.on_end, err)) {
+        } else if (!acceptors_.stdio(*this, msg, err)) {
           log::line("stdio_refused", "stdio client refused: " + err);
           // Its fds are closed; a process serving its own stdio must not run on without it.
           if (msg.on_end) guarded(stats_, [&] { msg.on_end(StdioEnd::Refused); });

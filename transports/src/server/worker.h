@@ -27,7 +27,7 @@
 namespace mcpfan::detail {
 
 class Conn;
-class StdioConn;
+class Worker;
 class ClientCore;
 class SessionRegistry;
 class Limits;
@@ -82,6 +82,22 @@ bool guarded(WorkerStats& stats, F&& f) noexcept {
 using StdioEndFn = std::function<void(StdioEnd)>;
 
 /** A control message from another thread. */
+struct ControlMsg;
+
+/**
+ * How a loop serves its clients, installed in ServerState by install_transports() before
+ * the workers start: the worker runs loops and knows no transport (docs/design.md "The rooms").
+ */
+struct Acceptors {
+  /** Accepts the connection waiting on `listener` (--listen's, or --publish-listen's: `operator_listener`) and serves it. */
+  void (*tcp)(Worker& w, uv_stream_t* listener, bool operator_listener) = nullptr;
+  /**
+   * Serves an Adopt's stdio-framed client. False, with `err` set, when it cannot: its fds are
+   * closed and its on_end is left in `msg` for the caller to tell.
+   */
+  bool (*stdio)(Worker& w, ControlMsg& msg, std::string& err) = nullptr;
+};
+
 struct ControlMsg {
   enum class Type { Stop, Adopt, Detach };
   ControlMsg() = default;
@@ -148,8 +164,8 @@ class Worker {
   void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
   /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
   void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
-  /** An attached stdio client by its handle's number, for detach_stdio (StdioConn registers itself). */
-  void register_stdio(std::uint64_t number, StdioConn* c) { if (number != 0) stdio_clients_[number] = c; }
+  /** An attached stdio client by its handle's number, for detach_stdio (the stdio connection registers itself). */
+  void register_stdio(std::uint64_t number, Conn* c) { if (number != 0) stdio_clients_[number] = c; }
   void unregister_stdio(std::uint64_t number) noexcept { if (number != 0) stdio_clients_.erase(number); }
 
  private:
@@ -180,6 +196,7 @@ class Worker {
   log::Logger& logger_;  // bound to the loop's thread: what its connections log goes to this Server's sink
   ClientCore& clients_;
   Publishers& publishers_;
+  const Acceptors& acceptors_;  // the server's: how this loop serves TCP and stdio clients
   nats::Backplane* backplane_;
   const std::optional<proxy::UpstreamTarget>& upstream_target_;
   std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
@@ -209,7 +226,7 @@ class Worker {
   unsigned next_peer_ = 0;
   // Attached stdio clients with a handle, for Detach; one entry per live StdioConn, so it
   // is bounded by the connections (each removed when its connection is freed).
-  std::unordered_map<std::uint64_t, StdioConn*> stdio_clients_;
+  std::unordered_map<std::uint64_t, Conn*> stdio_clients_;
   moodycamel::ConcurrentQueue<ControlMsg> control_;
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};

@@ -42,7 +42,7 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   static StdioConn* open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
                          StdioEndFn& on_end, std::string& err);
   /** Server::detach_stdio(): ends the client as at the end of its input. */
-  void detach();
+  void detach() override;
 
   // Conn
   void begin_shutdown() override;

@@ -1,0 +1,43 @@
+// The composition root of the transports: the one file that names both the loop runtime
+// (server/) and the transports it runs (http1/, stdio/), so that neither includes the other
+// (docs/design.md "The rooms"). A new transport installs its acceptor here.
+#include "http/session_park.h"
+#include "http1/connection.h"
+#include "server/server_state.h"
+#include "stdio/stdio_conn.h"
+
+namespace mcpfan::detail {
+
+namespace {
+
+void accept_http1(Worker& w, uv_stream_t* listener, bool operator_listener) {
+  Http1Conn* c = nullptr;
+  guarded(
+      w.stats(),
+      [&] {
+        c = new Http1Conn(w, operator_listener);
+        if (uv_accept(listener, c->socket().stream()) == 0 && !w.stopping()) {
+          c->start();
+        } else {
+          c->close();
+        }
+      },
+      [&] {
+        if (c) c->close();
+      });
+}
+
+bool adopt_stdio(Worker& w, ControlMsg& msg, std::string& err) {
+  return StdioConn::open(w, msg.in_fd, msg.out_fd, msg.from_unix_listener, msg.client, msg.on_end, err) != nullptr;
+}
+
+}  // namespace
+
+void install_transports(ServerState& state) {
+  state.acceptors.tcp = accept_http1;
+  state.acceptors.stdio = adopt_stdio;
+  // An expired session may still be parked (subscribed, journaling) on some worker.
+  state.sessions.set_on_expired([&state](const std::shared_ptr<Session>& s) { end_session_stream(*state.hub, s); });
+}
+
+}  // namespace mcpfan::detail
