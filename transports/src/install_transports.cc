@@ -1,6 +1,6 @@
 // The composition root of the transports: the one file that names both the loop runtime
 // (server/) and the transports it runs (http1/, stdio/), so that neither includes the other
-// (docs/design.md "The rooms"). A new transport installs its acceptor here.
+// (docs/design.md "The rooms of transports/"). A new transport installs its acceptor here.
 #include "http/session_park.h"
 #include "http1/connection.h"
 #include "server/server_state.h"

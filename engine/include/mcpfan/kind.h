@@ -4,7 +4,7 @@
  * table (kKinds): its method, the capability that announces it, its flag in a listen, its
  * token in the NATS subject contract. A new kind is a new enum value and a new row; the
  * decoders, the acknowledgement, the capabilities, the session filter, the re-read hints
- * and the subjects read the table (docs/design.md "Where things go").
+ * and the subjects read the table (docs/design.md "The rooms of transports/").
  * Plain value types and constants; thread-safe.
  */
 #include <array>

@@ -1,5 +1,5 @@
 #pragma once
-// The seam between the wire and the meaning of HTTP (docs/design.md "The rooms"): one
+// The seam between the wire and the meaning of HTTP (docs/design.md "The rooms of transports/"): one
 // request being answered, as the routes (http/router.h) see it. A route reads the request
 // value (http/request.h) and then does one of four things through its Exchange: answers with
 // a Response value, turns the exchange into a listen's event stream, into a 2025 session's

@@ -1,5 +1,5 @@
 #pragma once
-// The MCP methods mcpfan serves, in one table (docs/design.md "Where things go"): each
+// The MCP methods mcpfan serves, in one table (docs/design.md "The rooms of transports/"): each
 // method's name, the eras that have it, and what it is. Every transport dispatches on this
 // table: HTTP's 2026 POSTs and 2025 sessions, and stdio (which speaks both eras on one
 // connection). The answers that depend only on the request (discover, ping, the empty

@@ -86,7 +86,7 @@ struct ControlMsg;
 
 /**
  * How a loop serves its clients, installed in ServerState by install_transports() before
- * the workers start: the worker runs loops and knows no transport (docs/design.md "The rooms").
+ * the workers start: the worker runs loops and knows no transport (docs/design.md "The rooms of transports/").
  */
 struct Acceptors {
   /** Accepts the connection waiting on `listener` (--listen's, or --publish-listen's: `operator_listener`) and serves it. */
