@@ -1,7 +1,7 @@
 #pragma once
 // One connected byte stream of a worker loop (an accepted TCP connection, a Unix-domain
-// socket, a pipe or a tty) and the only thing that writes to it (docs/design.md "One socket
-// writer"). Its connection reads through it and hands it whole answers or shard batches; the
+// socket, a pipe or a tty) and the only thing that writes to it (docs/design.md "The rooms of
+// transports/"). Its connection reads through it and hands it whole answers or shard batches; the
 // socket picks the road of each (uv_try_write now, the loop's io_uring SendRing, or libuv's
 // write queue) and keeps them in the order they were written, whatever the road. A shutdown
 // or close waits for the writes before it. A TLS socket will do its encryption here.
