@@ -16,10 +16,10 @@ using mcpfan::detail::StatsSnapshot;
 
 StatsSnapshot fixed_snapshot() {
   StatsSnapshot s;
-  s.connections = 7;
-  s.deliveries = 12'345'678'901;  // past 2^32: still printed whole
-  s.published = 42;
-  s.workers = 2;
+  s.set("mcpfan_connections_open", 7);
+  s.set("mcpfan_deliveries_total", 12'345'678'901);  // past 2^32: still printed whole
+  s.set("mcpfan_published_total", 42);
+  s.set("mcpfan_workers", 2);
   s.limit_hits[0] = 3;
   s.auth_failures.push_back({"client", "expired", 5});
   s.auth_failures.push_back({"publisher", "unknown_key", 1});

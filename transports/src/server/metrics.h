@@ -1,8 +1,8 @@
 #pragma once
 // The families of mcpfan's metrics, walked over a StatsSnapshot into a MetricsSink
-// (metrics.cc): the one list of names, types, help texts and labels. GET /metrics walks it into
-// the Prometheus text sink (prometheus_text.h), Server::collect_metrics() into the host's
-// sink, so the two cannot disagree.
+// (metrics.cc): the rows of counters.h (the one list of names, types, help texts and labels),
+// then the process's own. GET /metrics walks them into the Prometheus text sink
+// (prometheus_text.h), Server::collect_metrics() into the host's sink, so the two cannot disagree.
 #include <string>
 
 #include "mcpfan/transport/metrics.h"

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "server/log.h"
+#include "server/counters.h"
 #include "server/metrics.h"
 #include "server/server_impl.h"
 
-// The one place the server's numbers are computed (GET /metrics, GET /status.json and
+// The one place the server's numbers are gathered (GET /metrics, GET /status.json and
 // Server::collect_metrics() render them).
 namespace mcpfan {
 
@@ -20,70 +20,20 @@ long long load(const std::atomic<T>& a) {
 
 }  // namespace
 
+// The labelled families' numbers are gathered here by hand (their label sets are not rows), and
+// so is the backplane's struct (its own); every other number by its row (server/counters.cc).
 detail::StatsSnapshot Server::Impl::snapshot() {
   detail::StatsSnapshot s;
-  detail::StatsSnapshot::Upstream up;
-  for (const auto& w : workers) {
-    const detail::WorkerStats& ws = w->stats();
-    up.requests += load(ws.proxied_requests);
-    up.failures += load(ws.upstream_failures);
-    up.connects += load(ws.upstream.connects);
-    up.reused += load(ws.upstream.reused);
-    up.retried += load(ws.upstream.retried);
-    up.not_retried += load(ws.upstream.not_retried);
-    up.expired += load(ws.upstream.expired);
-    up.resolutions += load(ws.upstream.resolutions);
-    up.resolve_failures += load(ws.upstream.resolve_failures);
-    s.read_pauses += load(ws.read_pauses);
-    s.uring_workers += load(ws.sends.rings);
-    s.uring_sends += load(ws.sends.sends);
-    s.uring_submits += load(ws.sends.submits);
-    s.uring_short_sends += load(ws.sends.short_sends);
-    s.callback_exceptions += load(ws.sends.exceptions);
-    s.callback_exceptions += load(ws.callback_exceptions);
-    s.connections += load(ws.connections);
-    s.http_requests += load(ws.http_requests);
-    s.http_errors += load(ws.http_errors);
-  }
-  for (std::size_t i = 0; i < hub->shard_count(); ++i) {
-    const ShardStats& st = hub->shard(i).stats();
-    s.streams += load(st.streams);
-    s.subscriptions += load(st.subscriptions);
-    s.deliveries += load(st.deliveries);
-    s.coalesced += load(st.coalesced);
-    s.slow_closes += load(st.slow_closes);
-    s.shard_inbox_full += load(st.inbox_full);
-    s.shard_inbox_depth += static_cast<long long>(hub->shard(i).inbox_depth());
-    s.stream_writes += load(st.writes);
-    s.callback_exceptions += load(st.exceptions);
-  }
-  s.published = ll(hub->published());
-  s.published_no_audience = ll(hub->no_audience());
-  s.publish_refused_full = ll(hub->refused_full());
-  s.sessions = static_cast<long long>(sessions.size());
-  s.sessions_idle = static_cast<long long>(sessions.idle());
-  const detail::SessionCounters& sc = sessions.counters();
-  s.sessions_parked = load(sc.parked);
-  s.streams -= s.sessions_parked;  // a parked session holds a shard stream with no connection: not an open stream
-  s.session_replayed = load(sc.replayed);
-  s.session_rereads = load(sc.rereads);
-  s.session_journaled = load(sc.journaled);
-  s.session_journal_evictions = load(sc.evictions);
-  if (const Debouncer* d = hub->debouncer()) {
-    s.debounce_suppressed = ll(d->suppressed());
-    s.debounce_trailing = ll(d->trailing());
-  }
-  s.workers = static_cast<long long>(workers.size());
   s.serving = started.load(std::memory_order_acquire);
   s.draining = draining.load(std::memory_order_relaxed);
-  s.log_lines_dropped = ll(detail::log::dropped() + detail::log::suppressed());
-  if (!config.upstream.empty()) s.upstream = up;
-  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));
+  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) {
+    s.limit_hits[i] = ll(state.limits.hits(static_cast<detail::Limit>(i)));
+  }
 
   const detail::AuthCounters& a = state.auth_counters;
-  s.callback_exceptions += load(a.host_exceptions);  // the host's authenticator, called by no worker's own code
   for (std::size_t i = 0; i < detail::AuthCounters::kClientReasons; ++i) {
-    s.auth_failures.push_back({"client", detail::auth_failure_name(static_cast<detail::AuthFailure>(i)), load(a.client[i])});
+    const std::string_view reason = detail::auth_failure_name(static_cast<detail::AuthFailure>(i));
+    s.auth_failures.push_back({"client", reason, load(a.client[i])});
   }
   s.auth_failures.push_back({"client", "forbidden_uri", load(a.client_forbidden_uri)});
   s.auth_failures.push_back({"client", "wrong_tenant", load(a.client_wrong_tenant)});
@@ -114,6 +64,14 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     std::lock_guard lock(backplane_mutex);  // stop() destroys it, maybe while a host collects
     if (state.backplane) s.backplane = state.backplane->stats();
   }
+
+  detail::gather_counters({workers, *hub, sessions, state}, s);
+  if (!config.upstream.empty()) {
+    s.upstream = detail::StatsSnapshot::Upstream{
+        s.value("mcpfan_upstream_requests_total"), s.value("mcpfan_upstream_failures_total"),
+        s.value("mcpfan_upstream_connects_total"), s.value("mcpfan_upstream_resolutions_total"),
+        s.value("mcpfan_upstream_resolve_failures_total")};
+  }
   return s;
 }
 
@@ -127,13 +85,3 @@ Status Server::collect_metrics(MetricsSink& sink) const {
 }
 
 }  // namespace mcpfan
-
-namespace mcpfan::detail {
-
-long long StatsSnapshot::limit_hits_total() const noexcept {
-  long long n = 0;
-  for (long long v : limit_hits) n += v;
-  return n;
-}
-
-}  // namespace mcpfan::detail

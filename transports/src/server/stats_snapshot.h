@@ -1,9 +1,10 @@
 #pragma once
-// The server's numbers at one instant: every worker's and shard's counters summed, the limits,
-// the auth counters, the per-tenant rows (bounded by --metrics-tenants) and the backplane.
-// Collected in one place (stats_snapshot.cc) and rendered twice: walked as metric families
-// (metrics.cc: GET /metrics and a host's Server::collect_metrics) and as JSON for
-// GET /status.json (status/status_json.cc), so they cannot disagree.
+// The server's numbers at one instant: the values of the counter rows (server/counters.h: every
+// worker's and shard's counters summed, ...), the limits, the auth counters, the per-tenant rows
+// (bounded by --metrics-tenants) and the backplane. Collected in one place (stats_snapshot.cc)
+// and rendered from the same rows twice: walked as metric families (metrics.cc: GET /metrics and
+// a host's Server::collect_metrics) and as JSON for GET /status.json (status/status_json.cc), so
+// they cannot disagree.
 // A plain value: made on any thread, owned by whoever asked.
 #include <array>
 #include <cstdint>
@@ -19,57 +20,33 @@
 
 namespace mcpfan::detail {
 
+/** How many rows server/counters.h declares. */
+[[nodiscard]] std::size_t counter_row_count() noexcept;
+
 struct StatsSnapshot {
-  // Gauges.
-  long long connections = 0;     // open TCP connections
-  long long streams = 0;         // open subscriptions/listen streams (parked sessions' not counted)
-  long long subscriptions = 0;   // active listen subscriptions
-  long long sessions = 0;        // 2025-era sessions
-  long long sessions_idle = 0;   // of those: without an open GET stream
-  long long sessions_parked = 0; // of those: still journaling for a Last-Event-ID resume
-  long long workers = 0;
-  // Counters.
-  long long published = 0;
-  long long published_no_audience = 0;
-  long long deliveries = 0;
-  long long coalesced = 0;
-  long long slow_closes = 0;
-  long long shard_inbox_depth = 0;     // payloads queued in the shards' inboxes, not yet matched (a gauge)
-  long long shard_inbox_full = 0;      // payloads that did not fit a shard inbox (--shard-inbox-max)
-  long long publish_refused_full = 0;  // local publishes refused whole (503) for a full shard inbox
-  long long stream_writes = 0;
-  long long http_requests = 0;
-  long long http_errors = 0;
-  long long session_replayed = 0;           // journaled notifications replayed on resumes
-  long long session_rereads = 0;            // Last-Event-IDs answered with re-read hints
-  long long session_journaled = 0;
-  long long session_journal_evictions = 0;
-  long long debounce_suppressed = 0;
-  long long debounce_trailing = 0;
-  long long log_lines_dropped = 0;
-  long long read_pauses = 0;
-  long long callback_exceptions = 0;
-  // io_uring sends (net/send_ring.h): loops with a ring, completed sends, submits, short sends.
-  long long uring_workers = 0;
-  long long uring_sends = 0;
-  long long uring_submits = 0;
-  long long uring_short_sends = 0;
-  /** With --upstream: the forwarded requests and their failures. */
+  /**
+   * The values of the rows gathered from the live server (server/counters.h: counter_rows(),
+   * with a gather source), by row index; the other rows' slots stay 0.
+   */
+  std::vector<long long> values = std::vector<long long>(counter_row_count());
+  /** The value of the row named `name`; terminates if no row has that name (a programming error). */
+  [[nodiscard]] long long value(std::string_view name) const;
+  void set(std::string_view name, long long v);
+
+  /**
+   * With --upstream: what /healthz reports of the forwarded requests (copied from the rows'
+   * values). Its presence also says the upstream rows are walked.
+   */
   struct Upstream {
     long long requests = 0;
     long long failures = 0;
-    long long connects = 0;     // connections opened to it
-    long long reused = 0;       // requests sent on a pooled connection
-    long long retried = 0;      // sent again: the pooled connection had closed, and a retry was safe
-    long long not_retried = 0;  // failed instead (502): the upstream may have received the request
-    long long expired = 0;      // pooled connections closed after --upstream-keepalive-ms
-    long long resolutions = 0;       // host name look-ups that answered (an IP literal needs none)
-    long long resolve_failures = 0;  // look-ups that failed: the requests waiting on them got 502
+    long long connects = 0;
+    long long resolutions = 0;
+    long long resolve_failures = 0;
   };
   std::optional<Upstream> upstream;
   /** By detail::Limit. */
   std::array<long long, static_cast<std::size_t>(Limit::kCount)> limit_hits{};
-  [[nodiscard]] long long limit_hits_total() const noexcept;
 
   /** Refused credentials: one row per (scope, reason), in the order /metrics lists them. */
   struct AuthFailure {

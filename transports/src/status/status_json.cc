@@ -2,10 +2,12 @@
 
 #include "mcp/messages.h"
 #include "mcpfan/json_text.h"
+#include "server/counters.h"
 #include "status/status.h"
 
-// GET /status.json: the StatsSnapshot that /metrics renders, as one JSON object. Counters are
-// totals since start; the page computes per-second rates from two polls (mono_ms apart).
+// GET /status.json: the StatsSnapshot that /metrics renders, as one JSON object, from the same
+// rows (server/counters.h: each row says where its value goes here). Counters are totals since
+// start; the page computes per-second rates from two polls (mono_ms apart).
 namespace mcpfan::detail {
 
 namespace {
@@ -68,6 +70,36 @@ void tenant_row(std::string& out, const StatsSnapshot::TenantRow& r) {
       .num("limit_hits", r.limit_hits);
 }
 
+// A labelled family's samples, summed: its total in "counters".
+class Sum final : public MetricsSink {
+ public:
+  void family(std::string_view, MetricType, std::string_view) override {}
+  void sample(std::span<const MetricLabel>, double value) override { total += static_cast<long long>(value); }
+  long long total = 0;
+};
+
+/** The rows (server/counters.h) that /status.json puts in `place`, in row order, as members of `o`. */
+void rows(Obj& o, const StatsSnapshot& s, JsonPlace place, CounterGroup group) {
+  const std::span<const CounterRow> all = counter_rows();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const CounterRow& row = all[i];
+    if (row.json.place != place || row.group != group) continue;
+    if (row.source.samples) {
+      Sum sum;
+      row.source.samples(s, sum);
+      o.num(row.json.key, sum.total);
+    } else if (row.source.gather) {
+      o.num(row.json.key, s.values[i]);  // exact: not through a double
+    } else if (row.unit == CounterUnit::Flag) {
+      o.boolean(row.json.key, counter_value(s, i) != 0);
+    } else if (row.unit == CounterUnit::Seconds) {
+      o.real(row.json.key, counter_value(s, i));
+    } else {
+      o.num(row.json.key, static_cast<long long>(counter_value(s, i)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std::int64_t mono_ms) {
@@ -75,45 +107,15 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
   out.reserve(2048 + 128 * s.tenants.size());
   {  // o closes the object when it goes
     Obj o(out);
-    o.str("server", "mcpfan").str("version", kServerVersion).num("unix_ms", unix_ms).num("mono_ms", mono_ms).num("workers", s.workers).num("io_uring_workers", s.uring_workers);
+    o.str("server", "mcpfan").str("version", kServerVersion).num("unix_ms", unix_ms).num("mono_ms", mono_ms);
+    rows(o, s, JsonPlace::Top, CounterGroup::Server);
     {
       Obj g(o.key("gauges"));
-      g.num("connections", s.connections)
-          .num("streams", s.streams)
-          .num("subscriptions", s.subscriptions)
-          .num("sessions", s.sessions)
-          .num("sessions_idle", s.sessions_idle)
-          .num("sessions_parked", s.sessions_parked)
-          .num("tenants", s.tenant_count);
+      rows(g, s, JsonPlace::Gauges, CounterGroup::Server);
     }
     {
-      long long auth_failures = 0;
-      for (const StatsSnapshot::AuthFailure& f : s.auth_failures) auth_failures += f.count;
       Obj c(o.key("counters"));
-      c.num("published", s.published)
-          .num("published_no_audience", s.published_no_audience)
-          .num("deliveries", s.deliveries)
-          .num("coalesced", s.coalesced)
-          .num("limit_hits", s.limit_hits_total())
-          .num("slow_consumer_closes", s.slow_closes)
-          .num("stream_writes", s.stream_writes)
-          .num("http_requests", s.http_requests)
-          .num("http_errors", s.http_errors)
-          .num("session_replayed", s.session_replayed)
-          .num("session_rereads", s.session_rereads)
-          .num("session_journaled", s.session_journaled)
-          .num("session_journal_evictions", s.session_journal_evictions)
-          .num("debounce_suppressed", s.debounce_suppressed)
-          .num("debounce_trailing", s.debounce_trailing)
-          .num("auth_failures", auth_failures)
-          .num("read_pauses", s.read_pauses)
-          .num("io_uring_sends", s.uring_sends)
-          .num("io_uring_short_sends", s.uring_short_sends)
-          .num("callback_exceptions", s.callback_exceptions)
-          .num("log_lines_dropped", s.log_lines_dropped);
-      c.num("shard_inbox_depth", s.shard_inbox_depth)
-          .num("shard_inbox_full", s.shard_inbox_full)
-          .num("publish_refused_inbox_full", s.publish_refused_full);
+      rows(c, s, JsonPlace::Counters, CounterGroup::Server);
     }
     {
       Obj l(o.key("limit_hits"));
@@ -130,29 +132,18 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
     }
     if (s.tenants_other) tenant_row(o.key("tenants_other"), *s.tenants_other);
     else o.null("tenants_other");
-    if (s.upstream) Obj(o.key("upstream")).num("requests", s.upstream->requests).num("failures", s.upstream->failures);
-    else o.null("upstream");
+    if (s.upstream) {
+      Obj up(o.key("upstream"));
+      rows(up, s, JsonPlace::Group, CounterGroup::Upstream);
+    } else {
+      o.null("upstream");
+    }
     if (s.backplane) {
-      const nats::Backplane::Stats& b = *s.backplane;
-      auto n = [](auto v) { return static_cast<long long>(v); };
       Obj bp(o.key("backplane"));
-      bp.boolean("connected", b.connected)
-          .num("subjects", n(b.subjects))
-          .num("compacted_tenants", n(b.compacted_tenants))
-          .num("compactions", n(b.compactions))
-          .num("sub_ops", n(b.sub_ops + b.unsub_ops))
-          .num("sent", n(b.sent))
-          .num("received", n(b.received))
-          .num("unmatched", n(b.unmatched))
-          .num("queued", n(b.queued))
-          .num("held_bytes", n(b.held_bytes))
-          .num("receive_bytes", n(b.receive_bytes))
-          .real("lag_seconds", b.lag_seconds)
-          .num("refused", n(b.refused))
-          .num("dropped", n(b.dropped));
+      rows(bp, s, JsonPlace::Group, CounterGroup::Backplane);
       Obj rejected(bp.key("rejected"));  // received messages dropped, by reason (nats/inbound.h)
       for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
-        rejected.num(nats::reject_name(static_cast<nats::Reject>(i)), n(b.rejected[i]));
+        rejected.num(nats::reject_name(static_cast<nats::Reject>(i)), static_cast<long long>(s.backplane->rejected[i]));
       }
     } else {
       o.null("backplane");

@@ -1,0 +1,341 @@
+#include "server/counters.h"
+
+#include <atomic>
+#include <cstdio>
+#include <exception>
+
+#include "mcp/sessions.h"
+#include "mcpfan/hub.h"
+#include "mcpfan/version.h"
+#include "server/log.h"
+#include "server/server_state.h"
+#include "server/worker.h"
+
+// The table of the server's metric families (counters.h). To add a counter: declare its atomic
+// where the loop increments it (WorkerStats, ShardStats, ...) and add its row below, where
+// /metrics should list it; /metrics, collect_metrics() and /status.json then have it.
+namespace mcpfan::detail {
+
+namespace {
+
+constexpr MetricType kCounter = MetricType::Counter;
+constexpr MetricType kGauge = MetricType::Gauge;
+constexpr CounterGroup kUpstream = CounterGroup::Upstream;
+constexpr CounterGroup kBackplane = CounterGroup::Backplane;
+
+constexpr JsonSlot kNoJson{};
+constexpr JsonSlot top(std::string_view key) { return {JsonPlace::Top, key}; }
+constexpr JsonSlot gauges(std::string_view key) { return {JsonPlace::Gauges, key}; }
+constexpr JsonSlot counters(std::string_view key) { return {JsonPlace::Counters, key}; }
+constexpr JsonSlot group(std::string_view key) { return {JsonPlace::Group, key}; }
+
+template <class T>
+long long load(const std::atomic<T>& a) {
+  return static_cast<long long>(a.load(std::memory_order_relaxed));
+}
+long long ll(std::uint64_t v) { return static_cast<long long>(v); }
+
+// ---- gather sources: sums over the loops, or one accessor ----
+
+/** A WorkerStats atomic (reached through `Path`, e.g. &WorkerStats::sends, &SendRingStats::rings), summed. */
+template <auto... Path>
+long long per_worker(const CounterInputs& in) {
+  long long n = 0;
+  for (const auto& w : in.workers) n += load((w->stats() .* ... .* Path));
+  return n;
+}
+
+/** A ShardStats atomic, summed over the shards. */
+template <auto Member>
+long long per_shard(const CounterInputs& in) {
+  long long n = 0;
+  for (std::size_t i = 0; i < in.hub.shard_count(); ++i) n += load(in.hub.shard(i).stats().*Member);
+  return n;
+}
+
+template <auto Member>
+long long session_counter(const CounterInputs& in) {
+  return load(in.sessions.counters().*Member);
+}
+
+long long inbox_depth(const CounterInputs& in) {
+  long long n = 0;
+  for (std::size_t i = 0; i < in.hub.shard_count(); ++i) n += static_cast<long long>(in.hub.shard(i).inbox_depth());
+  return n;
+}
+// A parked session holds a shard stream with no connection: not an open stream.
+long long open_streams(const CounterInputs& in) {
+  return per_shard<&ShardStats::streams>(in) - session_counter<&SessionCounters::parked>(in);
+}
+long long published(const CounterInputs& in) { return ll(in.hub.published()); }
+long long no_audience(const CounterInputs& in) { return ll(in.hub.no_audience()); }
+long long refused_full(const CounterInputs& in) { return ll(in.hub.refused_full()); }
+long long sessions(const CounterInputs& in) { return static_cast<long long>(in.sessions.size()); }
+long long sessions_idle(const CounterInputs& in) { return static_cast<long long>(in.sessions.idle()); }
+long long debounce_suppressed(const CounterInputs& in) {
+  const Debouncer* d = in.hub.debouncer();
+  return d ? ll(d->suppressed()) : 0;
+}
+long long debounce_trailing(const CounterInputs& in) {
+  const Debouncer* d = in.hub.debouncer();
+  return d ? ll(d->trailing()) : 0;
+}
+long long workers(const CounterInputs& in) { return static_cast<long long>(in.workers.size()); }
+long long log_lines_dropped(const CounterInputs&) { return ll(log::dropped() + log::suppressed()); }
+// Caught in four places: the loops' callbacks, their io_uring completions, the shards' tasks,
+// and the host's authenticator (called by no worker's own code).
+long long callback_exceptions(const CounterInputs& in) {
+  return per_worker<&WorkerStats::sends, &SendRingStats::exceptions>(in) +
+         per_worker<&WorkerStats::callback_exceptions>(in) + per_shard<&ShardStats::exceptions>(in) +
+         load(in.state.auth_counters.host_exceptions);
+}
+
+// ---- read sources: parts of the snapshot gathered whole by their owners ----
+
+double tenant_count(const StatsSnapshot& s) { return static_cast<double>(s.tenant_count); }
+/** The backplane's own stats (nats/backplane.h); only read when the snapshot has them. */
+template <auto Member>
+double bp(const StatsSnapshot& s) {
+  return static_cast<double>((*s.backplane).*Member);
+}
+double bp_sub_ops(const StatsSnapshot& s) { return static_cast<double>(s.backplane->sub_ops + s.backplane->unsub_ops); }
+
+// ---- labelled families: their samples ----
+
+void sample1(MetricsSink& sink, std::string_view label, std::string_view value, double v) {
+  const MetricLabel l{label, value};
+  sink.sample({&l, 1}, v);
+}
+
+// The info-metric pattern: a constant 1 whose labels say what runs, to join on or alert on.
+void build_info(const StatsSnapshot&, MetricsSink& sink) {
+  const MetricLabel labels[] = {
+      {"version", build::kVersion}, {"compiler", build::kCompiler}, {"build_type", build::kBuildType}};
+  sink.sample(labels, 1);
+}
+void limit_hits(const StatsSnapshot& s, MetricsSink& sink) {
+  for (std::size_t i = 0; i < s.limit_hits.size(); ++i) {
+    sample1(sink, "limit", limit_name(static_cast<Limit>(i)), static_cast<double>(s.limit_hits[i]));
+  }
+}
+void auth_failures(const StatsSnapshot& s, MetricsSink& sink) {
+  for (const StatsSnapshot::AuthFailure& f : s.auth_failures) {
+    const MetricLabel labels[] = {{"scope", f.scope}, {"reason", f.reason}};
+    sink.sample(labels, static_cast<double>(f.count));
+  }
+}
+// Per tenant: the snapshot's rows (bounded by --metrics-tenants), then "_other".
+template <auto Member>
+void per_tenant(const StatsSnapshot& s, MetricsSink& sink) {
+  for (const StatsSnapshot::TenantRow& row : s.tenants) {
+    sample1(sink, "tenant", row.name, static_cast<double>(row.*Member));
+  }
+  if (s.tenants_other) sample1(sink, "tenant", s.tenants_other->name, static_cast<double>((*s.tenants_other).*Member));
+}
+void backplane_rejected(const StatsSnapshot& s, MetricsSink& sink) {
+  for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
+    const double n = static_cast<double>(s.backplane->rejected[i]);
+    sample1(sink, "reason", nats::reject_name(static_cast<nats::Reject>(i)), n);
+  }
+}
+
+using Row = StatsSnapshot::TenantRow;
+using Bp = nats::Backplane::Stats;
+
+// Help texts are what /metrics has always said: dashboards and docs quote them.
+constexpr CounterRow kRows[] = {
+    {"mcpfan_connections_open", kGauge, gauges("connections"), per_worker<&WorkerStats::connections>,
+     "Open TCP connections."},
+    {"mcpfan_listen_streams_open", kGauge, gauges("streams"), open_streams, "Open subscriptions/listen streams."},
+    {"mcpfan_subscriptions_active", kGauge, gauges("subscriptions"), per_shard<&ShardStats::subscriptions>,
+     "Active listen subscriptions."},
+    {"mcpfan_published_total", kCounter, counters("published"), published, "Notifications accepted for publishing."},
+    {"mcpfan_published_no_audience_total", kCounter, counters("published_no_audience"), no_audience,
+     "Notifications accepted for a tenant with no clients: nothing to deliver, not fanned out."},
+    {"mcpfan_deliveries_total", kCounter, counters("deliveries"), per_shard<&ShardStats::deliveries>,
+     "Notifications queued to streams."},
+    {"mcpfan_coalesced_total", kCounter, counters("coalesced"), per_shard<&ShardStats::coalesced>,
+     "Unwritten notifications replaced by a newer one for the same (method, uri)."},
+    {"mcpfan_slow_consumer_closes_total", kCounter, counters("slow_consumer_closes"),
+     per_shard<&ShardStats::slow_closes>, "Streams closed for exceeding the pending-bytes bound."},
+    {"mcpfan_shard_inbox_depth", kGauge, counters("shard_inbox_depth"), inbox_depth,
+     "Notifications queued in the worker loops' inboxes, not yet matched."},
+    {"mcpfan_shard_inbox_full_total", kCounter, counters("shard_inbox_full"), per_shard<&ShardStats::inbox_full>,
+     "Notifications that did not fit a worker loop's inbox (--shard-inbox-max): publishes refused, or dropped."},
+    {"mcpfan_publish_refused_inbox_full_total", kCounter, counters("publish_refused_inbox_full"), refused_full,
+     "Publishes refused whole (503) because a worker loop's inbox was full."},
+    {"mcpfan_stream_writes_total", kCounter, counters("stream_writes"), per_shard<&ShardStats::writes>,
+     "Batched writes handed to streams."},
+    {"mcpfan_http_requests_total", kCounter, counters("http_requests"), per_worker<&WorkerStats::http_requests>,
+     "HTTP requests parsed."},
+    {"mcpfan_http_errors_total", kCounter, counters("http_errors"), per_worker<&WorkerStats::http_errors>,
+     "HTTP answers with a 4xx/5xx status."},
+    {"mcpfan_sessions_active", kGauge, gauges("sessions"), sessions,
+     "2025-era MCP sessions (initialize .. DELETE or expiry)."},
+    {"mcpfan_sessions_idle", kGauge, gauges("sessions_idle"), sessions_idle,
+     "2025-era sessions without an open GET stream (bounded by --max-idle-sessions)."},
+    {"mcpfan_sessions_parked", kGauge, gauges("sessions_parked"), session_counter<&SessionCounters::parked>,
+     "2025-era sessions without a GET stream still journaling for a Last-Event-ID resume."},
+    {"mcpfan_session_replayed_total", kCounter, counters("session_replayed"),
+     session_counter<&SessionCounters::replayed>, "Journaled notifications replayed to resuming GET streams."},
+    {"mcpfan_session_rereads_total", kCounter, counters("session_rereads"), session_counter<&SessionCounters::rereads>,
+     "Last-Event-IDs that could not be resumed exactly, answered with re-read hints."},
+    {"mcpfan_session_journaled_total", kCounter, counters("session_journaled"),
+     session_counter<&SessionCounters::journaled>,
+     "Notifications recorded for 2025-era sessions without a live GET stream (parked, or being taken over)."},
+    {"mcpfan_session_journal_evictions_total", kCounter, counters("session_journal_evictions"),
+     session_counter<&SessionCounters::evictions>,
+     "Session journal entries evicted by --session-replay-bytes (their cursors then get re-read hints)."},
+    {"mcpfan_debounce_suppressed_total", kCounter, counters("debounce_suppressed"), debounce_suppressed,
+     "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms."},
+    {"mcpfan_debounce_trailing_total", kCounter, counters("debounce_trailing"), debounce_trailing,
+     "Held updates fanned out when their interval passed."},
+    {"mcpfan_workers", kGauge, top("workers"), workers, "Worker loops."},
+    {"mcpfan_build_info", kGauge, kNoJson, build_info,
+     "The running mcpfan's version, compiler and build type (value 1)."},
+    {"mcpfan_log_lines_dropped_total", kCounter, counters("log_lines_dropped"), log_lines_dropped,
+     "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate."},
+    {"mcpfan_read_pauses_total", kCounter, counters("read_pauses"), per_worker<&WorkerStats::read_pauses>,
+     "Times a client's connection stopped being read until its unread answers drained."},
+    {"mcpfan_io_uring_workers", kGauge, top("io_uring_workers"), per_worker<&WorkerStats::sends, &SendRingStats::rings>,
+     "Worker loops sending stream batches through io_uring (0: libuv writes, by --io-uring-entries 0 or a kernel "
+     "that refused)."},
+    {"mcpfan_io_uring_sends_total", kCounter, counters("io_uring_sends"),
+     per_worker<&WorkerStats::sends, &SendRingStats::sends>, "Stream batches sent through io_uring."},
+    {"mcpfan_io_uring_submits_total", kCounter, kNoJson, per_worker<&WorkerStats::sends, &SendRingStats::submits>,
+     "io_uring_enter calls that submitted them."},
+    {"mcpfan_io_uring_short_sends_total", kCounter, counters("io_uring_short_sends"),
+     per_worker<&WorkerStats::sends, &SendRingStats::short_sends>,
+     "io_uring sends that left part of their batch (a full socket, or more than IOV_MAX pieces), queued as a libuv "
+     "write."},
+    {"mcpfan_upstream_requests_total", kCounter, group("requests"), per_worker<&WorkerStats::proxied_requests>,
+     "Requests forwarded to the --upstream MCP server.", kUpstream},
+    {"mcpfan_upstream_failures_total", kCounter, group("failures"), per_worker<&WorkerStats::upstream_failures>,
+     "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
+     kUpstream},
+    {"mcpfan_upstream_connects_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::connects>, "Connections opened to the upstream.",
+     kUpstream},
+    {"mcpfan_upstream_reused_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::reused>,
+     "Forwarded requests sent on a pooled keep-alive connection.", kUpstream},
+    {"mcpfan_upstream_retried_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::retried>,
+     "Requests sent again on a fresh connection after a pooled one had closed: idempotent ones, or ones of which "
+     "no byte left.",
+     kUpstream},
+    {"mcpfan_upstream_not_retried_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::not_retried>,
+     "Requests failed (502) rather than sent twice: a pooled connection closed after they went out (RFC 9110 "
+     "9.2.2).",
+     kUpstream},
+    {"mcpfan_upstream_expired_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::expired>,
+     "Pooled upstream connections closed after --upstream-keepalive-ms idle.", kUpstream},
+    {"mcpfan_upstream_resolutions_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::resolutions>,
+     "Look-ups of the upstream's host name that answered (cached for --upstream-resolve-ttl-ms; none for an IP "
+     "address).",
+     kUpstream},
+    {"mcpfan_upstream_resolve_failures_total", kCounter, kNoJson,
+     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::resolve_failures>,
+     "Look-ups of the upstream's host name that failed; the requests waiting on them were answered 502.", kUpstream},
+    {"mcpfan_callback_exceptions_total", kCounter, counters("callback_exceptions"), callback_exceptions,
+     "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on)."},
+    {"mcpfan_limit_hits_total", kCounter, counters("limit_hits"), limit_hits,
+     "Requests, connections and streams refused or closed by a configured limit."},
+    {"mcpfan_auth_failures_total", kCounter, counters("auth_failures"), auth_failures,
+     "Refused credentials, by who presented them and why."},
+    // /status.json has these as one object per tenant (status_json.cc), not one list per family.
+    {"mcpfan_tenant_connections", kGauge, kNoJson, per_tenant<&Row::connections>, "Connections bound to the tenant."},
+    {"mcpfan_tenant_streams", kGauge, kNoJson, per_tenant<&Row::streams>,
+     "Listens and 2025-era sessions of the tenant."},
+    {"mcpfan_tenant_subscriptions", kGauge, kNoJson, per_tenant<&Row::subscriptions>,
+     "Resource URIs the tenant's clients subscribe to."},
+    {"mcpfan_tenant_limit_hits_total", kCounter, kNoJson, per_tenant<&Row::limit_hits>,
+     "Limits hit by the tenant's clients and publishers since it last had no clients."},
+    {"mcpfan_tenants", kGauge, gauges("tenants"), tenant_count, "Tenants with clients (the default tenant included)."},
+    {"mcpfan_backplane_connected", kGauge, group("connected"), bp<&Bp::connected>,
+     "1 while connected to a NATS server.", kBackplane, CounterUnit::Flag},
+    {"mcpfan_backplane_subjects", kGauge, group("subjects"), bp<&Bp::subjects>,
+     "NATS subjects this node subscribes to (incl. lingering ones).", kBackplane},
+    {"mcpfan_backplane_compacted_tenants", kGauge, group("compacted_tenants"), bp<&Bp::compacted_tenants>,
+     "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.", kBackplane},
+    {"mcpfan_backplane_compactions_total", kCounter, group("compactions"), bp<&Bp::compactions>,
+     "Times a tenant's subjects were folded into one.", kBackplane},
+    {"mcpfan_backplane_sub_ops_total", kCounter, group("sub_ops"), bp_sub_ops, "SUB and UNSUB operations sent to NATS.",
+     kBackplane},
+    {"mcpfan_backplane_sent_total", kCounter, group("sent"), bp<&Bp::sent>, "Notifications sent to other nodes.",
+     kBackplane},
+    {"mcpfan_backplane_received_total", kCounter, group("received"), bp<&Bp::received>,
+     "Notifications received from other nodes.", kBackplane},
+    {"mcpfan_backplane_unmatched_total", kCounter, group("unmatched"), bp<&Bp::unmatched>,
+     "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber "
+     "just gone).",
+     kBackplane},
+    {"mcpfan_backplane_queued", kGauge, group("queued"), bp<&Bp::queued>,
+     "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
+     kBackplane},
+    {"mcpfan_backplane_held_bytes", kGauge, group("held_bytes"), bp<&Bp::held_bytes>,
+     "Bytes of notifications for other nodes admitted and not yet sent (queued, or held by the debouncer); at most "
+     "--nats-outage-buffer-bytes.",
+     kBackplane},
+    {"mcpfan_backplane_receive_bytes", kGauge, group("receive_bytes"), bp<&Bp::receive_bytes>,
+     "Bytes received from other nodes and not yet matched by the worker loops; at most --nats-receive-buffer-bytes.",
+     kBackplane},
+    // Fractional: the one family of these whose values are not whole (its name ends in _seconds).
+    {"mcpfan_backplane_lag_seconds", kGauge, group("lag_seconds"), bp<&Bp::lag_seconds>,
+     "How long the oldest notification for other nodes has waited (0 when none waits).", kBackplane,
+     CounterUnit::Seconds},
+    {"mcpfan_backplane_refused_total", kCounter, group("refused"), bp<&Bp::refused>,
+     "Publishes refused (503) while NATS was unreachable and the outage buffer full.", kBackplane},
+    {"mcpfan_backplane_dropped_total", kCounter, group("dropped"), bp<&Bp::dropped>,
+     "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the "
+     "bound.",
+     kBackplane},
+    // /status.json has these as the backplane's "rejected" object, by reason (status_json.cc).
+    {"mcpfan_backplane_rejected_total", kCounter, kNoJson, backplane_rejected,
+     "Received messages dropped, by reason: malformed, batch (more than one notification), tenant or subject (the "
+     "body does not match the subject it arrived on), receive_budget, inbox_full.",
+     kBackplane},
+};
+
+std::size_t index_of(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kRows); ++i) {
+    if (kRows[i].name == name) return i;
+  }
+  std::fprintf(stderr, "mcpfan: no counter row is named %.*s\n", static_cast<int>(name.size()), name.data());
+  std::terminate();
+}
+
+}  // namespace
+
+std::span<const CounterRow> counter_rows() noexcept { return kRows; }
+std::size_t counter_row_count() noexcept { return std::size(kRows); }
+
+bool counter_present(const StatsSnapshot& s, const CounterRow& row) noexcept {
+  switch (row.group) {
+    case CounterGroup::Server: return true;
+    case CounterGroup::Upstream: return s.upstream.has_value();
+    case CounterGroup::Backplane: return s.backplane.has_value();
+  }
+  return false;
+}
+
+double counter_value(const StatsSnapshot& s, std::size_t i) {
+  const CounterRow& row = kRows[i];
+  if (row.source.read) return row.source.read(s);
+  return static_cast<double>(s.values[i]);
+}
+
+void gather_counters(const CounterInputs& in, StatsSnapshot& s) {
+  s.values.assign(std::size(kRows), 0);
+  for (std::size_t i = 0; i < std::size(kRows); ++i) {
+    if (kRows[i].source.gather) s.values[i] = kRows[i].source.gather(in);
+  }
+}
+
+long long StatsSnapshot::value(std::string_view name) const { return values[index_of(name)]; }
+void StatsSnapshot::set(std::string_view name, long long v) { values[index_of(name)] = v; }
+
+}  // namespace mcpfan::detail
