@@ -60,43 +60,15 @@ void tenant_families(Walk& w, const StatsSnapshot& s) {
   w.one("mcpfan_tenants", kGauge, "Tenants with clients (the default tenant included).", num(s.tenant_count));
 }
 
-void backplane_families(Walk& w, const nats::Backplane::Stats& b) {
-  w.one("mcpfan_backplane_connected", kGauge, "1 while connected to a NATS server.", b.connected ? 1 : 0);
-  w.one("mcpfan_backplane_subjects", kGauge, "NATS subjects this node subscribes to (incl. lingering ones).",
-        num(std::uint64_t{b.subjects}));
-  w.one("mcpfan_backplane_compacted_tenants", kGauge,
-        "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.",
-        num(std::uint64_t{b.compacted_tenants}));
-  w.one("mcpfan_backplane_compactions_total", kCounter, "Times a tenant's subjects were folded into one.", num(b.compactions));
-  w.one("mcpfan_backplane_sub_ops_total", kCounter, "SUB and UNSUB operations sent to NATS.", num(b.sub_ops + b.unsub_ops));
-  w.one("mcpfan_backplane_sent_total", kCounter, "Notifications sent to other nodes.", num(b.sent));
-  w.one("mcpfan_backplane_received_total", kCounter, "Notifications received from other nodes.", num(b.received));
-  w.one("mcpfan_backplane_unmatched_total", kCounter,
-        "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber just gone).",
-        num(b.unmatched));
-  w.one("mcpfan_backplane_queued", kGauge,
-        "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
-        num(std::uint64_t{b.queued}));
-  w.one("mcpfan_backplane_held_bytes", kGauge,
-        "Bytes of notifications for other nodes admitted and not yet sent (queued, or held by the debouncer); at most "
-        "--nats-outage-buffer-bytes.",
-        num(static_cast<long long>(b.held_bytes)));
-  w.one("mcpfan_backplane_receive_bytes", kGauge,
-        "Bytes received from other nodes and not yet matched by the worker loops; at most --nats-receive-buffer-bytes.",
-        num(static_cast<long long>(b.receive_bytes)));
-  // Fractional: the one family whose values are not whole (its name ends in _seconds).
-  w.one("mcpfan_backplane_lag_seconds", kGauge,
-        "How long the oldest notification for other nodes has waited (0 when none waits).", b.lag_seconds);
-  w.one("mcpfan_backplane_refused_total", kCounter,
-        "Publishes refused (503) while NATS was unreachable and the outage buffer full.", num(b.refused));
-  w.one("mcpfan_backplane_dropped_total", kCounter,
-        "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the bound.",
-        num(b.dropped));
-  w.family("mcpfan_backplane_rejected_total", kCounter,
-           "Received messages dropped, by reason: malformed, batch (more than one notification), tenant or subject (the "
-           "body does not match the subject it arrived on), receive_budget, inbox_full.");
-  for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
-    w.sample("reason", nats::reject_name(static_cast<nats::Reject>(i)), num(b.rejected[i]));
+// The backplane's own families, as its report lists them (backplane/backplane.h).
+void backplane_families(Walk& w, const BackplaneReport& b) {
+  for (const BackplaneFigure& f : b.figures) {
+    if (f.label.empty()) {
+      w.one(f.metric, f.type, f.help, f.value);
+      continue;
+    }
+    w.family(f.metric, f.type, f.help);
+    for (const auto& [label_value, count] : f.by_label) w.sample(f.label, label_value, num(count));
   }
 }
 

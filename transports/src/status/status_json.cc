@@ -133,26 +133,18 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
     if (s.upstream) Obj(o.key("upstream")).num("requests", s.upstream->requests).num("failures", s.upstream->failures);
     else o.null("upstream");
     if (s.backplane) {
-      const nats::Backplane::Stats& b = *s.backplane;
-      auto n = [](auto v) { return static_cast<long long>(v); };
-      Obj bp(o.key("backplane"));
-      bp.boolean("connected", b.connected)
-          .num("subjects", n(b.subjects))
-          .num("compacted_tenants", n(b.compacted_tenants))
-          .num("compactions", n(b.compactions))
-          .num("sub_ops", n(b.sub_ops + b.unsub_ops))
-          .num("sent", n(b.sent))
-          .num("received", n(b.received))
-          .num("unmatched", n(b.unmatched))
-          .num("queued", n(b.queued))
-          .num("held_bytes", n(b.held_bytes))
-          .num("receive_bytes", n(b.receive_bytes))
-          .real("lag_seconds", b.lag_seconds)
-          .num("refused", n(b.refused))
-          .num("dropped", n(b.dropped));
-      Obj rejected(bp.key("rejected"));  // received messages dropped, by reason (nats/inbound.h)
-      for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
-        rejected.num(nats::reject_name(static_cast<nats::Reject>(i)), n(b.rejected[i]));
+      Obj bp(o.key("backplane"));  // the backplane's figures, in its order (backplane/backplane.h)
+      for (const BackplaneFigure& f : s.backplane->figures) {
+        if (!f.label.empty()) {
+          Obj by(bp.key(f.json_key));
+          for (const auto& [label_value, count] : f.by_label) by.num(label_value, static_cast<long long>(count));
+          continue;
+        }
+        switch (f.form) {
+          case BackplaneFigure::Form::Flag: bp.boolean(f.json_key, f.value != 0); break;
+          case BackplaneFigure::Form::Seconds: bp.real(f.json_key, f.value); break;
+          case BackplaneFigure::Form::Count: bp.num(f.json_key, static_cast<long long>(f.value)); break;
+        }
       }
     } else {
       o.null("backplane");
