@@ -35,6 +35,11 @@ install(FILES "${PROJECT_BINARY_DIR}/generated/include/mcpfan/version.h"
 install(EXPORT mcpfanTargets NAMESPACE mcpfan:: FILE mcpfanTargets.cmake
   DESTINATION "${MCPFAN_CMAKE_DIR}" COMPONENT dev)
 
+if(MCPFAN_WITH_NATS)
+  set(MCPFAN_NATS_PKG [["LIBNATS;libnats"]])
+else()
+  set(MCPFAN_NATS_PKG "")
+endif()
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/mcpfanConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/mcpfanConfig.cmake" INSTALL_DESTINATION "${MCPFAN_CMAKE_DIR}")
 # 0.x: a minor version may break the API, so only the same minor version is compatible.

@@ -147,7 +147,11 @@ bool Hub::publish(std::vector<Notification> notes) {
   if (!gate.open()) return false;
   if (notes.empty()) return true;
   std::uint64_t local = 0;  // as publish(payloads) counts: what has an audience here
-  for (const Notification& n : notes) local += n.local ? 1u : 0u;
+  std::uint64_t nowhere = 0;  // no audience here, and no other node gets it
+  for (const Notification& n : notes) {
+    local += n.local ? 1u : 0u;
+    nowhere += !n.local && !n.forwarded() ? 1u : 0u;
+  }
   if (debouncer_) {
     debouncer_->publish(std::move(notes));
   } else if (!send_out(notes, true)) {
@@ -155,6 +159,7 @@ bool Hub::publish(std::vector<Notification> notes) {
     return false;
   }
   published_.fetch_add(local, std::memory_order_relaxed);
+  if (nowhere) no_audience_.fetch_add(nowhere, std::memory_order_relaxed);
   return true;
 }
 
@@ -173,15 +178,22 @@ Hub::Delivery Hub::deliver_forwarded(PayloadRef payload, std::shared_ptr<void> h
 }
 
 bool Hub::send_out(std::vector<Notification>& notes, bool refuse) {
-  std::vector<PayloadRef> local;
-  local.reserve(notes.size());
   bool forward = false;
-  for (Notification& n : notes) {
-    if (n.local) local.push_back(std::move(n.local));  // moved: the forwarder needs only the copy for other nodes
-    forward = forward || n.forwarded();
-  }
+  for (const Notification& n : notes) forward = forward || n.forwarded();
   // Refused: nothing went anywhere, and the notes (with their outage reservations) are dropped.
-  if (!local.empty() && fan_out(local, refuse) == Fanout::Full && refuse) return false;
+  // The payloads are moved out: the forwarder needs only the copies for other nodes.
+  if (notes.size() == 1) {
+    // The common publish, one notification: posted as fan_out() posts one, with no vector.
+    PayloadRef local = std::move(notes.front().local);
+    if (local && post_one(local, refuse) == Fanout::Full && refuse) return false;
+  } else {
+    std::vector<PayloadRef> local;
+    local.reserve(notes.size());
+    for (Notification& n : notes) {
+      if (n.local) local.push_back(std::move(n.local));
+    }
+    if (!local.empty() && fan_out(local, refuse) == Fanout::Full && refuse) return false;
+  }
   if (forward && forwarder_) forwarder_(notes);
   return true;
 }

@@ -15,7 +15,7 @@ struct PublishDecoder::Impl {
   std::string raw;  // the body as sent, padded for simdjson
   std::string buf;  // the minified body, padded for simdjson
   std::vector<NotificationParts> parts;
-  std::vector<std::size_t> note_of_part;  // with for_backplane: parts[i] is notifications[note_of_part[i]]
+  std::vector<std::size_t> note_of_part;  // parts[i] is notifications[note_of_part[i]]
 };
 
 namespace {
@@ -164,13 +164,15 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
       notes.push_back(Notification{PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name), {}});
+    } else {
+      notes.push_back(Notification{PayloadRef{}, p.kind, {}, {}, {}, {}});  // stays here: no copy for other nodes
     }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
     std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
     if (!id) return std::nullopt;
     p.tenant = *id;
     m.parts.push_back(std::move(p));
-    if (for_backplane) m.note_of_part.push_back(notes.size() - 1);
+    m.note_of_part.push_back(notes.size() - 1);
     return std::nullopt;
   };
 

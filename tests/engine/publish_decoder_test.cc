@@ -361,8 +361,15 @@ TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTri
   ASSERT_EQ(again.value().payloads.size(), 1u);
   EXPECT_EQ(again.value().payloads[0]->plain(Framing::Line), r.value().payloads[0]->plain(Framing::Line));
   EXPECT_EQ(again.value().payloads[0]->head(Framing::Sse), r.value().payloads[0]->head(Framing::Sse));
-  // Without the flag nothing is built for a backplane.
-  EXPECT_TRUE(d.decode(body, tenants).value().notifications.empty());
+  // Without the flag nothing is built for a backplane: each notification stays here.
+  auto here = d.decode(body, tenants);
+  ASSERT_EQ(here.value().notifications.size(), 2u);
+  for (const Notification& n : here.value().notifications) {
+    EXPECT_FALSE(n.forwarded());
+    EXPECT_TRUE(n.tenant.empty() && n.uri.empty());
+  }
+  EXPECT_EQ(here.value().notifications[0].local.get(), here.value().payloads[0].get());
+  EXPECT_FALSE(here.value().notifications[1].local) << "no clients of that tenant here";
 }
 
 }  // namespace

@@ -175,8 +175,9 @@ TEST(Cli, TheTemplatesExampleValuesAreValid) {
   std::ifstream in(kTemplate);
   std::string text, line;
   const std::regex commented(R"(^# ([a-z0-9-]+) = )");
-  const std::set<std::string> skipped{"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "nats-creds",
-                                      "nats-tls-ca", "unix", "stdio", "insecure"};
+  std::set<std::string> skipped{"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "nats-creds",
+                                "nats-tls-ca", "unix", "stdio", "insecure"};
+  if (!MCPFAN_WITH_NATS) skipped.insert("nats");  // refused by such a build (NatsIsRefusedWhenBuiltWithout)
   int uncommented = 0;
   while (std::getline(in, line)) {
     std::smatch m;
@@ -326,8 +327,9 @@ TEST(Cli, CheckConfigBindsNoPortAndConnectsToNothing) {
   std::uint16_t port = 0, nats_port = 0;
   int held = Listener(port);
   int nats = Listener(nats_port);
-  Outcome r = RunMcpfan(dir, {"--check-config", "--listen", "127.0.0.1:" + std::to_string(port), "--nats",
-                          "nats://127.0.0.1:" + std::to_string(nats_port)});
+  std::vector<std::string> args{"--check-config", "--listen", "127.0.0.1:" + std::to_string(port)};
+  if (MCPFAN_WITH_NATS) args.insert(args.end(), {"--nats", "nats://127.0.0.1:" + std::to_string(nats_port)});
+  Outcome r = RunMcpfan(dir, args);
   EXPECT_EQ(r.status, "exit 0") << r.err;
   EXPECT_EQ(r.out.rfind("mcpfan: configuration OK (command line only", 0), 0u) << r.out;
   int accepted = ::accept(nats, nullptr, nullptr);  // non-blocking: a connection made would be queued by now
@@ -340,6 +342,25 @@ TEST(Cli, CheckConfigBindsNoPortAndConnectsToNothing) {
   ::close(held);
   ::close(nats);
 }
+
+#if !MCPFAN_WITH_NATS
+// A build without the NATS backplane (MCPFAN_WITH_NATS=OFF) is a single node: --nats is a
+// configuration error, from --check-config and from a start, before anything is bound.
+TEST(Cli, NatsIsRefusedWhenBuiltWithout) {
+  TempDir dir;
+  const std::string why = "--nats: this mcpfan was built without NATS support (MCPFAN_WITH_NATS=OFF)";
+  Outcome check = RunMcpfan(dir, {"--check-config", "--nats", "nats://127.0.0.1:4222"});
+  EXPECT_EQ(check.status, "exit 2") << check.err;
+  EXPECT_NE(check.err.find(why), std::string::npos) << check.err;
+  Outcome start = RunMcpfan(dir, {"--listen", "127.0.0.1:0", "--workers", "1", "--nats", "nats://127.0.0.1:4222"});
+  EXPECT_EQ(start.status, "exit 2") << start.err;
+  EXPECT_NE(start.err.find(why), std::string::npos) << start.err;
+  EXPECT_EQ(start.err.find("listening on"), std::string::npos) << start.err;
+  // Without --nats the same build serves (as every other test of this build shows) and checks clean.
+  Outcome plain = RunMcpfan(dir, {"--check-config"});
+  EXPECT_EQ(plain.status, "exit 0") << plain.err;
+}
+#endif
 
 }  // namespace
 }  // namespace itest

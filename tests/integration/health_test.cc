@@ -81,6 +81,8 @@ TEST(Health, AllThreeAreServedOnBothListeners) {
   EXPECT_EQ(StatusOf(srv.port(), "/metrics"), 404) << "the operator paths stay on the operator listener";
 }
 
+// Built with the NATS backplane only (MCPFAN_WITH_NATS): without it --nats is refused.
+#if MCPFAN_WITH_NATS
 // Two nodes on one NATS server, one per --readyz-backplane policy, through an outage.
 TEST(Health, LivezStaysUpThroughANatsOutageAndReadyzFollowsItsPolicy) {
   auto nats = std::make_unique<NatsServer>();
@@ -144,6 +146,7 @@ TEST(Health, RequireIsNotReadyUntilTheBackplaneFirstConnects) {
   ASSERT_TRUE(nats.ok()) << nats.error();
   EXPECT_TRUE(PollStatus(srv.port(), "/readyz", 200));
 }
+#endif
 
 // SIGTERM with --drain-delay-ms: not ready at once, everything else served, the open
 // streams held (and still delivered to) until the delay ends or a second signal comes.

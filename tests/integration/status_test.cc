@@ -277,6 +277,8 @@ TEST(Status, OnTheOperatorListenerWithPublishListen) {
   EXPECT_NE(mcp->body.find("/status"), std::string::npos) << "the operator listener's 404 lists what it serves: " << mcp->body;
 }
 
+// Built with the NATS backplane only (MCPFAN_WITH_NATS): without it --nats is refused.
+#if MCPFAN_WITH_NATS
 // With --nats, the backplane's state: connected, its subjects, then disconnected when NATS goes.
 TEST(Status, BackplaneStateWhenThereIsOne) {
   NatsServer nats;
@@ -303,6 +305,7 @@ TEST(Status, BackplaneStateWhenThereIsOne) {
     return c && c->is_bool() && !c->get_bool().value();
   }, "backplane disconnected"));
 }
+#endif
 
 // With auth configured, /status and /status.json follow /metrics: loopback peers and publisher
 // keys for "*" only.

@@ -27,10 +27,22 @@ StatsSnapshot fixed_snapshot() {
   s.tenants.push_back({"we\"ird\\na\nme", 9, 8, 7, 6});
   s.tenants_other = StatsSnapshot::TenantRow{"_other", 10, 20, 30, 40};
   s.tenant_count = 5;
-  mcpfan::detail::nats::Backplane::Stats b;
-  b.connected = true;
-  b.sent = 11;
-  b.lag_seconds = 0.25;
+  // A backplane's figures as it reports them (the NATS one's table: tests/nats/report_test.cc).
+  using Figure = mcpfan::detail::BackplaneFigure;
+  constexpr auto kCounter = mcpfan::MetricType::Counter;
+  mcpfan::detail::BackplaneReport b;
+  b.health.connected = true;
+  b.health.lag_seconds = 0.25;
+  b.figures = {
+      {"mcpfan_backplane_connected", mcpfan::MetricType::Gauge, "1 while connected.", "connected", Figure::Form::Flag,
+       1},
+      {"mcpfan_backplane_sent_total", kCounter, "Sent.", "sent", Figure::Form::Count, 11},
+      {"mcpfan_backplane_lag_seconds", mcpfan::MetricType::Gauge, "Lag.", "lag_seconds", Figure::Form::Seconds, 0.25},
+      {"mcpfan_backplane_dropped_total", kCounter, "Dropped.", "dropped", Figure::Form::Count, 0},
+      {"mcpfan_backplane_rejected_total", kCounter, "Rejected.", "rejected", Figure::Form::Count, 0},
+  };
+  b.figures.back().label = "reason";
+  b.figures.back().by_label = {{"malformed", 2}, {"inbox_full", 0}};
   s.backplane = b;
   return s;
 }
@@ -59,9 +71,10 @@ TEST(PrometheusText, FixedSnapshot) {
   EXPECT_TRUE(has_line(text, "mcpfan_backplane_lag_seconds 0.250")) << text;
   EXPECT_TRUE(has_line(text, "mcpfan_backplane_dropped_total 0")) << text;
   EXPECT_TRUE(text.ends_with("mcpfan_backplane_rejected_total{reason=\"inbox_full\"} 0\n")) << text;
+  EXPECT_TRUE(has_line(text, "mcpfan_backplane_rejected_total{reason=\"malformed\"} 2")) << text;
   // Without an upstream, its families are not walked; no line is a float but the lag.
   EXPECT_EQ(text.find("mcpfan_upstream_"), std::string::npos);
-  s.backplane->lag_seconds = 0;
+  s.backplane->figures[2].value = 0;
   EXPECT_TRUE(has_line(mcpfan::detail::render_prometheus(s), "mcpfan_backplane_lag_seconds 0.000"));
 }
 

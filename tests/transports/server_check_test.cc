@@ -192,6 +192,7 @@ TEST(ServerCheck, KeyFilesAreReadAndNamedByFlag) {
   EXPECT_NE(ok.value().find("client token algorithms: HS256; publisher keys: 1"), std::string::npos) << ok.value();
 }
 
+#if MCPFAN_WITH_NATS
 TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
   Dir d;
   mcpfan::ServerConfig c;
@@ -214,6 +215,19 @@ TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
   EXPECT_NE(check_error(c).find("--nats-tls-ca " + c.nats_tls_ca_file + ": no PEM certificate"), std::string::npos)
       << check_error(c);
 }
+#else
+// Built without the NATS backplane (MCPFAN_WITH_NATS=OFF): any --nats is a configuration
+// error, from check() and from start() (which runs the same checks before it binds).
+TEST(ServerCheck, NatsIsRefusedByABuildWithoutIt) {
+  mcpfan::ServerConfig c;
+  c.nats = "nats://127.0.0.1:4222";
+  const std::string why = "--nats: this mcpfan was built without NATS support (MCPFAN_WITH_NATS=OFF)";
+  EXPECT_EQ(check_error(c), why);
+  EXPECT_EQ(start_error(c), why);
+  c.nats.clear();
+  EXPECT_EQ(check_error(c), "");
+}
+#endif
 
 TEST(ServerCheck, UnixPathIsJudgedWithoutBinding) {
   Dir d;

@@ -8,6 +8,18 @@
  * loop calls drain() and flush()), attach streams with Shard::open_stream/subscribe on
  * their own loop, and call publish() from any thread.
  *
+ * Two ways in, one per origin:
+ *  - publish(notes): what this node accepts (the transports' one entry: /v1/publish). Each
+ *    notification has its local payload (or none: no client of its tenant here) and, with a
+ *    backplane, its copy for other nodes. It is debounced, fanned out here, and forwarded.
+ *    publish(payload) and publish(payloads) are the same for payloads that stay on this node,
+ *    for hosts that encode their own (mcp.h): no Notification is built, and a single payload
+ *    takes no allocation at all (the targeted publish's cost: docs/performance.md).
+ *  - deliver_forwarded(): what another node accepted (and debounced): never debounced nor
+ *    forwarded again, never refused in part, and its result says why it went nowhere.
+ * The counters: published() counts the notifications fanned out here, no_audience() those
+ * accepted that have an audience nowhere (no local payload, not forwarded).
+ *
  * Full inboxes (ShardOptions::max_inbox): a publish accepted on this node (publish()) is
  * refused whole, before anything is delivered, when an inbox it goes to cannot take it: it
  * returns false with closed() still false, and the caller answers 503 with Retry-After
@@ -92,10 +104,10 @@ class Hub {
   /** Same for several payloads, in order, with one wake-up per shard; all or nothing. */
   [[nodiscard]] bool publish(const std::vector<PayloadRef>& payloads);
   /**
-   * A publish accepted on this node that other nodes hear too: debounced here (if on), then
+   * A publish accepted on this node (the transports' entry): debounced here (if on), then
    * each notification's `local` payload is fanned out and the forwarded ones go to the
    * forwarder. False after close(), or (without a debouncer) when an inbox is full: then
-   * nothing is delivered here nor forwarded.
+   * nothing is delivered here nor forwarded, and nothing is counted but refused_full().
    */
   [[nodiscard]] bool publish(std::vector<Notification> notes);
   /** What became of a payload another node accepted. */
@@ -116,8 +128,7 @@ class Hub {
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
   [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
-  /** Counts notifications accepted for a tenant with no clients: nothing to deliver, nothing encoded. */
-  void count_no_audience(std::uint64_t n) noexcept { no_audience_.fetch_add(n, std::memory_order_relaxed); }
+  /** Notifications publish(notes) accepted for a tenant with no clients here, not forwarded: nothing encoded. */
   [[nodiscard]] std::uint64_t no_audience() const noexcept { return no_audience_.load(std::memory_order_relaxed); }
   /** Publishes refused whole because a shard inbox was full. */
   [[nodiscard]] std::uint64_t refused_full() const noexcept { return refused_full_.load(std::memory_order_relaxed); }

@@ -26,11 +26,15 @@ struct PublishLimits {
   std::size_t max_notifications = 10000;  // per body
 };
 
-/** A decoded body: the payloads to fan out, and how many notifications it held. */
+/**
+ * A decoded body. `notifications` is what Hub::publish(notes) takes: every notification, in
+ * body order, `local` set where its tenant has clients here (the same payloads as `payloads`),
+ * and with `for_backplane` its copy for other nodes. `payloads` alone serves a host that
+ * publishes payloads (Hub::publish(payloads)).
+ */
 struct DecodedPublish {
   std::vector<PayloadRef> payloads;  // for tenants that have clients, in body order
   std::size_t accepted = 0;          // every notification of the body (payloads + no audience)
-  /** With `for_backplane`: every notification, in body order, `local` set where `payloads` has it. */
   std::vector<Notification> notifications;
 };
 
@@ -45,8 +49,9 @@ class PublishDecoder {
    * Decodes `body`. `forced_tenant`, when set (the name a publisher key is bound to),
    * overrides and must equal any "tenant" field. On error nothing is returned, and the
    * message names the problem and the index of the offending notification.
-   * `for_backplane` also fills `notifications` with every notification, local audience or
-   * not: a tenant with no clients here may have some on another node.
+   * `for_backplane` also gives each of `notifications` its copy for other nodes (tenant name,
+   * URI and the publish-API message), local audience or not: a tenant with no clients here may
+   * have some on another node.
    */
   [[nodiscard]] Result<DecodedPublish> decode(std::string_view body, const TenantTable& tenants,
                                               std::optional<std::string_view> forced_tenant = std::nullopt,

@@ -24,8 +24,8 @@ using mcpfan::detail::JsonPlace;
 using mcpfan::detail::StatsSnapshot;
 
 // Rows /status.json has never had: /metrics only. A new row gets a JSON place unless it joins
-// this list on purpose (the per-tenant families and the backplane's rejects are in
-// /status.json by another shape: its tenant objects and "rejected").
+// this list on purpose (the per-tenant families are in /status.json by another shape: its
+// tenant objects). The backplane's families are its own report's (tests/nats/report_test.cc).
 const std::set<std::string_view> kMetricsOnly = {
     "mcpfan_build_info",
     "mcpfan_io_uring_submits_total",
@@ -40,10 +40,9 @@ const std::set<std::string_view> kMetricsOnly = {
     "mcpfan_tenant_streams",
     "mcpfan_tenant_subscriptions",
     "mcpfan_tenant_limit_hits_total",
-    "mcpfan_backplane_rejected_total",
 };
 
-/** Every row present, each gathered row with its own value (1000 + its index). */
+/** Every row present, each gathered row with its own value (1000 + its index); no backplane. */
 StatsSnapshot full_snapshot() {
   StatsSnapshot s;
   const auto rows = counter_rows();
@@ -57,24 +56,6 @@ StatsSnapshot full_snapshot() {
   s.tenants.push_back({"default", 1, 2, 3, 4});
   s.tenants_other = StatsSnapshot::TenantRow{"_other", 10, 20, 30, 40};
   s.tenant_count = 7;
-  mcpfan::detail::nats::Backplane::Stats b;
-  b.connected = true;
-  b.subjects = 501;
-  b.compacted_tenants = 502;
-  b.compactions = 503;
-  b.sub_ops = 500;
-  b.unsub_ops = 4;
-  b.sent = 505;
-  b.received = 506;
-  b.unmatched = 507;
-  b.queued = 508;
-  b.held_bytes = 509;
-  b.receive_bytes = 510;
-  b.lag_seconds = 1.5;
-  b.refused = 511;
-  b.dropped = 512;
-  for (std::size_t i = 0; i < b.rejected.size(); ++i) b.rejected[i] = 600 + i;
-  s.backplane = b;
   return s;
 }
 
@@ -87,7 +68,7 @@ std::string json_object(const CounterRow& row) {
   switch (row.json.place) {
     case JsonPlace::Gauges: return "gauges";
     case JsonPlace::Counters: return "counters";
-    case JsonPlace::Group: return row.group == CounterGroup::Upstream ? "upstream" : "backplane";
+    case JsonPlace::Group: return "upstream";
     case JsonPlace::Top:
     case JsonPlace::None: break;
   }
@@ -168,11 +149,6 @@ TEST(Counters, KnownValuesInStatusJson) {
   const std::string full = mcpfan::detail::render_status_json(g, 0, 0);
   EXPECT_NE(full.find(R"("upstream":{"requests":)" + std::to_string(g.value("mcpfan_upstream_requests_total")) +
                       R"(,"failures":)" + std::to_string(g.value("mcpfan_upstream_failures_total")) + "}"),
-            std::string::npos)
-      << full;
-  EXPECT_NE(full.find(R"("backplane":{"connected":true,"subjects":501,"compacted_tenants":502,"compactions":503,)"
-                      R"("sub_ops":504,"sent":505,"received":506,"unmatched":507,"queued":508,"held_bytes":509,)"
-                      R"("receive_bytes":510,"lag_seconds":1.500,"refused":511,"dropped":512,"rejected":{")"),
             std::string::npos)
       << full;
 }

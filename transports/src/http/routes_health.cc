@@ -31,7 +31,9 @@ struct Readiness {
 Readiness readiness(const StatsSnapshot& s, const ServerConfig& cfg) {
   if (!s.serving) return {false, "starting"};
   if (s.draining) return {false, "draining"};
-  if (cfg.readyz_backplane == "require" && s.backplane && !s.backplane->connected) return {false, "backplane disconnected"};
+  if (cfg.readyz_backplane == "require" && s.backplane && !s.backplane->health.connected) {
+    return {false, "backplane disconnected"};
+  }
   return {true, "ready"};
 }
 
@@ -52,7 +54,7 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
   b += s.draining ? "true" : "false";
   b += R"(,"backplane":)";
   if (s.backplane) {
-    const nats::Backplane::Stats& bp = *s.backplane;
+    const BackplaneHealth& bp = s.backplane->health;
     b += R"({"connected":)";
     b += bp.connected ? "true" : "false";
     b += R"(,"queued":)" + std::to_string(bp.queued);
@@ -106,7 +108,7 @@ void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
   }
   // /healthz: 503 for a disconnected backplane whatever --readyz-backplane says, as it always
   // was; for a load balancer's decision, /readyz is the one to ask.
-  const bool backplane_down = s.backplane && !s.backplane->connected;
+  const bool backplane_down = s.backplane && !s.backplane->health.connected;
   std::string_view status = !r.ready && r.reason != "backplane disconnected" ? r.reason
                             : backplane_down                                 ? std::string_view("backplane disconnected")
                                                                              : std::string_view("ok");

@@ -6,7 +6,7 @@
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
-#include "nats/backplane.h"
+#include "backplane/backplane.h"
 #include "server/worker.h"
 
 // POST /v1/publish: a publisher's notifications, checked (key, tenant, rate) and fanned out.
@@ -39,7 +39,7 @@ void handle_publish(Exchange& c, HttpRequest& req) {
     bucket = grant->key_index;
     if (!grant->any_tenant) forced = grant->tenant;
   }
-  nats::Backplane* backplane = w.backplane();
+  Backplane* backplane = w.backplane();
   auto decoded = w.publish_decoder().decode(req.body, w.hub().tenants(),
                                             forced ? std::optional<std::string_view>(*forced) : std::nullopt,
                                             /*for_backplane=*/backplane != nullptr);
@@ -52,7 +52,6 @@ void handle_publish(Exchange& c, HttpRequest& req) {
     c.respond(forbidden ? 403 : 400, "application/json", json_error_body(decoded.error().message));
     return;
   }
-  std::vector<PayloadRef>& payloads = decoded.value().payloads;
   const std::size_t accepted = decoded.value().accepted;
   if (policy->rate.enabled() && accepted > 0) {
     auto now_ns = static_cast<std::uint64_t>(
@@ -70,27 +69,20 @@ void handle_publish(Exchange& c, HttpRequest& req) {
     }
   }
   if (backplane) {
-    // All or nothing: a notification NATS would refuse is refused before anything is delivered.
-    std::int64_t max = backplane->max_payload();
-    for (const Notification& n : decoded.value().notifications) {
-      if (max > 0 && static_cast<std::int64_t>(n.message.size()) > max) {
-        c.respond(413, "application/json",
-                  json_error_body("a notification of " + std::to_string(n.message.size()) +
-                                  " bytes exceeds the NATS servers' max_payload of " + std::to_string(max)));
-        return;
+    // All or nothing: what the backplane would refuse is refused before anything is delivered.
+    if (auto refused = backplane->admit(decoded.value().notifications)) {
+      if (refused->why == BackplaneRefusal::Why::TooLarge) {
+        c.respond(413, "application/json", json_error_body(refused->message));
+      } else {
+        c.respond(503, "application/json", json_error_body(refused->message), {{"Retry-After", "1"}});
       }
-    }
-    if (!backplane->can_take(decoded.value().notifications)) {
-      c.respond(503, "application/json",
-                json_error_body("the NATS backplane cannot take more now (disconnected, or NATS not keeping up) and "
-                                "its outage buffer is full; nothing was published"),
-                {{"Retry-After", "1"}});
       return;
     }
   }
-  // With a backplane the hub debounces whole notifications, delivers them here and forwards
-  // them (Hub::set_forwarder): a suppressed update never crosses the backplane.
-  if (!(backplane ? w.hub().publish(std::move(decoded.value().notifications)) : w.hub().publish(payloads))) {
+  // The hub debounces whole notifications, delivers them here and, with a backplane, forwards
+  // them (Hub::set_forwarder): a suppressed update never crosses the backplane. It counts
+  // those with no audience anywhere.
+  if (!w.hub().publish(std::move(decoded.value().notifications))) {
     if (w.hub().closed()) {
       c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     } else {  // a worker loop's inbox is at --shard-inbox-max (mcpfan/hub.h): refused whole, try again soon
@@ -99,7 +91,6 @@ void handle_publish(Exchange& c, HttpRequest& req) {
     }
     return;
   }
-  if (!backplane) w.hub().count_no_audience(accepted - payloads.size());
   c.respond(202, "application/json", R"({"accepted":)" + std::to_string(accepted) + "}");
 }
 

@@ -449,6 +449,24 @@ void Backplane::release_queue() {
   last_send_us_ = steady_us();
 }
 
+std::optional<BackplaneRefusal> Backplane::admit(std::vector<Notification>& notes) {
+  // All or nothing: a notification NATS would refuse is refused before anything is delivered.
+  const std::int64_t max = max_payload();
+  for (const Notification& n : notes) {
+    if (max > 0 && static_cast<std::int64_t>(n.message.size()) > max) {
+      return BackplaneRefusal{BackplaneRefusal::Why::TooLarge,
+                              "a notification of " + std::to_string(n.message.size()) +
+                                  " bytes exceeds the NATS servers' max_payload of " + std::to_string(max)};
+    }
+  }
+  if (!can_take(notes)) {
+    return BackplaneRefusal{BackplaneRefusal::Why::Busy,
+                            "the NATS backplane cannot take more now (disconnected, or NATS not keeping up) and "
+                            "its outage buffer is full; nothing was published"};
+  }
+  return std::nullopt;
+}
+
 bool Backplane::can_take(std::vector<Notification>& messages) {
   // Connected and keeping up, the budget holds a batch window's worth; disconnected, or with
   // NATS not keeping up, it fills up to the bound, and past it a publish is refused whole.

@@ -35,10 +35,10 @@
 // is sent or suppressed (the debouncer replaced it) or dropped, so concurrent publishes and
 // what the debouncer holds can never pass it.
 //
-// Thread-safety: key_added/key_removed run on shard loops, forward() on any thread, stats()
-// anywhere; all are thread-safe. Lifetime: created by Server::start() before the workers,
-// destroyed by Server::stop() after them (so no shard calls a destroyed listener); the Hub
-// outlives it.
+// Thread-safety: key_added/key_removed run on shard loops, admit() and forward() on any thread,
+// stats() and report() anywhere; all are thread-safe. Lifetime: created by start_backplane()
+// (backplane/backplane.h) in Server::start() before the workers, destroyed by Server::stop()
+// after them (so no shard calls a destroyed listener); the Hub outlives it.
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -53,6 +53,7 @@
 
 #include <uv.h>
 
+#include "backplane/backplane.h"
 #include "mcpfan/byte_budget.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/index.h"
@@ -99,7 +100,7 @@ struct BackplaneConfig {
   log::Logger* logger = nullptr;
 };
 
-class Backplane final : public KeyListener {
+class Backplane final : public mcpfan::detail::Backplane {
  public:
   struct Stats {
     bool connected = false;
@@ -143,14 +144,23 @@ class Backplane final : public KeyListener {
    */
   [[nodiscard]] bool can_take(std::vector<Notification>& messages);
   /**
+   * A publish's notifications, before anything of it is delivered: each within max_payload()
+   * (else TooLarge, 413), then can_take() (else Busy, 503).
+   */
+  [[nodiscard]] std::optional<BackplaneRefusal> admit(std::vector<Notification>& notes) override;
+  /**
    * Sends each forwarded() notification to its subject (the Hub's forwarder, after the local
    * fan-out and the debouncer). A notification that was not admitted by can_take() reserves
    * its bytes here, and is dropped (counted) if they do not fit. Counts failures; never
    * blocks on the network.
    */
-  void forward(std::vector<Notification>& notifications);
+  void forward(std::vector<Notification>& notifications) override;
   [[nodiscard]] bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
   [[nodiscard]] Stats stats() const;
+  /** stats() as /metrics, /status.json and the health checks show them (report_of()). */
+  [[nodiscard]] BackplaneReport report() const override { return report_of(stats()); }
+  /** The families mcpfan_backplane_* and the "backplane" object of /status.json, from `s`. */
+  [[nodiscard]] static BackplaneReport report_of(const Stats& s);
 
  private:
   Backplane(BackplaneConfig config, Hub& hub);

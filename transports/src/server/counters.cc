@@ -21,7 +21,6 @@ namespace {
 constexpr MetricType kCounter = MetricType::Counter;
 constexpr MetricType kGauge = MetricType::Gauge;
 constexpr CounterGroup kUpstream = CounterGroup::Upstream;
-constexpr CounterGroup kBackplane = CounterGroup::Backplane;
 
 constexpr JsonSlot kNoJson{};
 constexpr JsonSlot top(std::string_view key) { return {JsonPlace::Top, key}; }
@@ -93,13 +92,6 @@ long long callback_exceptions(const CounterInputs& in) {
 // ---- read sources: parts of the snapshot gathered whole by their owners ----
 
 double tenant_count(const StatsSnapshot& s) { return static_cast<double>(s.tenant_count); }
-/** The backplane's own stats (nats/backplane.h); only read when the snapshot has them. */
-template <auto Member>
-double bp(const StatsSnapshot& s) {
-  return static_cast<double>((*s.backplane).*Member);
-}
-double bp_sub_ops(const StatsSnapshot& s) { return static_cast<double>(s.backplane->sub_ops + s.backplane->unsub_ops); }
-
 // ---- labelled families: their samples ----
 
 void sample1(MetricsSink& sink, std::string_view label, std::string_view value, double v) {
@@ -132,15 +124,7 @@ void per_tenant(const StatsSnapshot& s, MetricsSink& sink) {
   }
   if (s.tenants_other) sample1(sink, "tenant", s.tenants_other->name, static_cast<double>((*s.tenants_other).*Member));
 }
-void backplane_rejected(const StatsSnapshot& s, MetricsSink& sink) {
-  for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
-    const double n = static_cast<double>(s.backplane->rejected[i]);
-    sample1(sink, "reason", nats::reject_name(static_cast<nats::Reject>(i)), n);
-  }
-}
-
 using Row = StatsSnapshot::TenantRow;
-using Bp = nats::Backplane::Stats;
 
 // Help texts are what /metrics has always said: dashboards and docs quote them.
 constexpr CounterRow kRows[] = {
@@ -255,49 +239,6 @@ constexpr CounterRow kRows[] = {
     {"mcpfan_tenant_limit_hits_total", kCounter, kNoJson, per_tenant<&Row::limit_hits>,
      "Limits hit by the tenant's clients and publishers since it last had no clients."},
     {"mcpfan_tenants", kGauge, gauges("tenants"), tenant_count, "Tenants with clients (the default tenant included)."},
-    {"mcpfan_backplane_connected", kGauge, group("connected"), bp<&Bp::connected>,
-     "1 while connected to a NATS server.", kBackplane, CounterUnit::Flag},
-    {"mcpfan_backplane_subjects", kGauge, group("subjects"), bp<&Bp::subjects>,
-     "NATS subjects this node subscribes to (incl. lingering ones).", kBackplane},
-    {"mcpfan_backplane_compacted_tenants", kGauge, group("compacted_tenants"), bp<&Bp::compacted_tenants>,
-     "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.", kBackplane},
-    {"mcpfan_backplane_compactions_total", kCounter, group("compactions"), bp<&Bp::compactions>,
-     "Times a tenant's subjects were folded into one.", kBackplane},
-    {"mcpfan_backplane_sub_ops_total", kCounter, group("sub_ops"), bp_sub_ops, "SUB and UNSUB operations sent to NATS.",
-     kBackplane},
-    {"mcpfan_backplane_sent_total", kCounter, group("sent"), bp<&Bp::sent>, "Notifications sent to other nodes.",
-     kBackplane},
-    {"mcpfan_backplane_received_total", kCounter, group("received"), bp<&Bp::received>,
-     "Notifications received from other nodes.", kBackplane},
-    {"mcpfan_backplane_unmatched_total", kCounter, group("unmatched"), bp<&Bp::unmatched>,
-     "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber "
-     "just gone).",
-     kBackplane},
-    {"mcpfan_backplane_queued", kGauge, group("queued"), bp<&Bp::queued>,
-     "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
-     kBackplane},
-    {"mcpfan_backplane_held_bytes", kGauge, group("held_bytes"), bp<&Bp::held_bytes>,
-     "Bytes of notifications for other nodes admitted and not yet sent (queued, or held by the debouncer); at most "
-     "--nats-outage-buffer-bytes.",
-     kBackplane},
-    {"mcpfan_backplane_receive_bytes", kGauge, group("receive_bytes"), bp<&Bp::receive_bytes>,
-     "Bytes received from other nodes and not yet matched by the worker loops; at most --nats-receive-buffer-bytes.",
-     kBackplane},
-    // Fractional: the one family of these whose values are not whole (its name ends in _seconds).
-    {"mcpfan_backplane_lag_seconds", kGauge, group("lag_seconds"), bp<&Bp::lag_seconds>,
-     "How long the oldest notification for other nodes has waited (0 when none waits).", kBackplane,
-     CounterUnit::Seconds},
-    {"mcpfan_backplane_refused_total", kCounter, group("refused"), bp<&Bp::refused>,
-     "Publishes refused (503) while NATS was unreachable and the outage buffer full.", kBackplane},
-    {"mcpfan_backplane_dropped_total", kCounter, group("dropped"), bp<&Bp::dropped>,
-     "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the "
-     "bound.",
-     kBackplane},
-    // /status.json has these as the backplane's "rejected" object, by reason (status_json.cc).
-    {"mcpfan_backplane_rejected_total", kCounter, kNoJson, backplane_rejected,
-     "Received messages dropped, by reason: malformed, batch (more than one notification), tenant or subject (the "
-     "body does not match the subject it arrived on), receive_budget, inbox_full.",
-     kBackplane},
 };
 
 std::size_t index_of(std::string_view name) {
@@ -317,7 +258,6 @@ bool counter_present(const StatsSnapshot& s, const CounterRow& row) noexcept {
   switch (row.group) {
     case CounterGroup::Server: return true;
     case CounterGroup::Upstream: return s.upstream.has_value();
-    case CounterGroup::Backplane: return s.backplane.has_value();
   }
   return false;
 }

@@ -39,7 +39,7 @@ struct CounterInputs {
  * Where a row's value comes from: exactly one of
  * - gather: read from the live server when a snapshot is taken, kept in StatsSnapshot::values;
  * - read: read when rendered from a part of the snapshot gathered whole by its owner (the
- *   backplane's stats, the tenant count), so such rows can later be handed over by that owner;
+ *   tenant count);
  * - samples: a labelled family, whose samples (labels and values) it writes into a sink.
  */
 struct CounterSource {
@@ -58,8 +58,9 @@ struct CounterSource {
 enum class CounterGroup : std::uint8_t {
   Server,     // always
   Upstream,   // with --upstream: StatsSnapshot::upstream is set
-  Backplane,  // with --nats: StatsSnapshot::backplane is set
 };
+// A backplane's families are not rows here: the backplane lists its own (BackplaneReport in
+// backplane/backplane.h), and /metrics and /status.json render them after the rows.
 
 /** Where /status.json puts a row's value. */
 enum class JsonPlace : std::uint8_t {
@@ -67,7 +68,7 @@ enum class JsonPlace : std::uint8_t {
   Top,       // the top-level object
   Gauges,    // "gauges"
   Counters,  // "counters"
-  Group,     // the group's own object: "upstream" or "backplane"
+  Group,     // the group's own object: "upstream"
 };
 
 struct JsonSlot {

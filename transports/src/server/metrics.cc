@@ -3,7 +3,7 @@
 #include "server/counters.h"
 
 // The families of GET /metrics and Server::collect_metrics(): the rows of counters.h, walked over a
-// StatsSnapshot, then the process's own. A row added there is walked here.
+// StatsSnapshot, then the backplane's own and the process's. A row added there is walked here.
 namespace mcpfan::detail {
 
 namespace {
@@ -19,6 +19,21 @@ double num(std::uint64_t v) { return static_cast<double>(v); }
 void one(MetricsSink& sink, std::string_view name, MetricType type, std::string_view help, double value) {
   sink.family(name, type, help);
   sink.sample({}, value);
+}
+
+// The backplane's own families, as its report lists them (backplane/backplane.h).
+void backplane_families(MetricsSink& sink, const BackplaneReport& b) {
+  for (const BackplaneFigure& f : b.figures) {
+    if (f.label.empty()) {
+      one(sink, f.metric, f.type, f.help, f.value);
+      continue;
+    }
+    sink.family(f.metric, f.type, f.help);
+    for (const auto& [label_value, count] : f.by_label) {
+      const MetricLabel l{f.label, label_value};
+      sink.sample({&l, 1}, num(count));
+    }
+  }
 }
 
 // The Prometheus process-metric conventions (client libraries' "process collector"): the
@@ -45,6 +60,7 @@ void walk_metrics(const StatsSnapshot& s, MetricsSink& sink) {
     if (row.source.samples) row.source.samples(s, sink);
     else sink.sample({}, counter_value(s, i));
   }
+  if (s.backplane) backplane_families(sink, *s.backplane);
   if (s.process) process_families(sink, *s.process);
 }
 

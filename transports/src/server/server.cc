@@ -99,27 +99,10 @@ Result<std::uint16_t> Server::start() {
   sockaddr_storage publish_addr = pre.value().publish_addr;
   if (auto loaded = m.install_reloadable(m.config, /*starting=*/true); !loaded) return loaded.error();
   m.state.upstream = std::move(pre.value().upstream);
-  if (!m.config.nats.empty()) {
-    detail::nats::BackplaneConfig bc;
-    bc.servers = m.config.nats;
-    bc.prefix = m.config.nats_prefix;
-    bc.node_name = m.config.node_name;
-    bc.creds_file = m.config.nats_creds_file;
-    bc.tls_ca_file = m.config.nats_tls_ca_file;
-    bc.linger_ms = m.config.nats_linger_ms;
-    bc.outage_buffer_bytes = m.config.nats_outage_buffer_bytes;
-    bc.receive_buffer_bytes = m.config.nats_receive_buffer_bytes;
-    bc.settle_ms = m.config.nats_settle_ms;
-    bc.max_subjects = m.config.nats_max_subjects;
-    bc.delivery_threads = m.config.nats_delivery_threads;
-    bc.publish_batching = m.config.nats_publish_batching;
-    bc.batch_window_us = m.config.nats_batch_window_us;
-    bc.io = m.config.nats_io == "threads" ? detail::nats::NatsIo::Threads : detail::nats::NatsIo::Libuv;
-    bc.max_uri_length = m.config.max_uri_length;
-    bc.logger = &m.state.logger;
-    auto b = detail::nats::Backplane::start(std::move(bc), *m.hub);
-    if (!b) return b.error();
-    m.state.backplane = std::move(b.value());
+  auto backplane = detail::start_backplane(m.config, *m.hub, m.state.logger);
+  if (!backplane) return backplane.error();
+  m.state.backplane = std::move(backplane.value());
+  if (m.state.backplane) {
     // Ingress: what this node accepts goes out after its local fan-out (and the debouncer).
     // stop() closes the hub, which flushes the debouncer, before it destroys the backplane.
     m.hub->set_forwarder([bp = m.state.backplane.get()](std::vector<Notification>& n) { bp->forward(n); });
@@ -200,7 +183,7 @@ Status Server::stop() {
   // After the workers: no route forwards through it; and shards destroyed later with streams
   // still open must not report to it.
   m.hub->detach_key_listener();
-  std::unique_ptr<detail::nats::Backplane> backplane;
+  std::unique_ptr<detail::Backplane> backplane;
   {
     std::lock_guard lock(m.backplane_mutex);  // a host's collect_metrics() may be reading its stats
     backplane = std::move(m.state.backplane);

@@ -11,7 +11,7 @@
 #include "mcp/publishers.h"
 #include "mcp/sessions.h"
 #include "mcp/swappable.h"
-#include "nats/backplane.h"
+#include "backplane/backplane.h"
 #include "proxy/upstream.h"
 #include "server/log.h"
 #include "server/worker.h"
@@ -44,8 +44,8 @@ struct ServerState {
   Publishers publishers;     // keys loaded and rate sized by Server::start(), replaced by Server::reload()
   ClientCore clients;
   std::optional<proxy::UpstreamTarget> upstream;  // with --upstream: parsed by start(); each worker pools its own connections
-  std::unique_ptr<nats::Backplane> backplane;
-  Acceptors acceptors;  // how workers serve clients: install_transports()  // with --nats: created by start(), destroyed by stop() after the workers
+  std::unique_ptr<Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
+  Acceptors acceptors;  // how workers serve clients: install_transports()
 };
 
 }  // namespace mcpfan::detail

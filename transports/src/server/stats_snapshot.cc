@@ -62,7 +62,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
   });
   {
     std::lock_guard lock(backplane_mutex);  // stop() destroys it, maybe while a host collects
-    if (state.backplane) s.backplane = state.backplane->stats();
+    if (state.backplane) s.backplane = state.backplane->report();
   }
 
   detail::gather_counters({workers, *hub, sessions, state}, s);

@@ -15,7 +15,7 @@
 
 #include "mcp/auth.h"
 #include "mcp/limits.h"
-#include "nats/backplane.h"
+#include "backplane/backplane.h"
 #include "server/process_stats.h"
 
 namespace mcpfan::detail {
@@ -71,8 +71,8 @@ struct StatsSnapshot {
   /** Tenants with clients (the default tenant included): tenants.size() plus those in _other. */
   long long tenant_count = 0;
 
-  /** With --nats. */
-  std::optional<nats::Backplane::Stats> backplane;
+  /** With a backplane (--nats). */
+  std::optional<BackplaneReport> backplane;
 
   // Readiness (http/routes_health.cc): start() has finished; drain() or stop() has begun.
   bool serving = false;

@@ -33,9 +33,7 @@ class SessionRegistry;
 class Limits;
 struct Publishers;
 struct ServerState;
-namespace nats {
 class Backplane;
-}
 namespace proxy {
 class UpstreamPool;
 }
@@ -146,8 +144,8 @@ class Worker {
   [[nodiscard]] ClientCore& clients() noexcept { return clients_; }
   /** Publisher keys and rates: what /v1/publish checks. */
   [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
-  /** The NATS backplane, or null (no --nats). Lives while the worker does. */
-  [[nodiscard]] nats::Backplane* backplane() noexcept { return backplane_; }
+  /** The backplane, or null (no --nats). Lives while the worker does. */
+  [[nodiscard]] Backplane* backplane() noexcept { return backplane_; }
   /** This loop's connections to the --upstream MCP server, or null (no --upstream). Lives while the loop runs. */
   [[nodiscard]] proxy::UpstreamPool* upstream() noexcept { return upstream_.get(); }
   [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
@@ -197,7 +195,7 @@ class Worker {
   ClientCore& clients_;
   Publishers& publishers_;
   const Acceptors& acceptors_;  // the server's: how this loop serves TCP and stdio clients
-  nats::Backplane* backplane_;
+  Backplane* backplane_;
   const std::optional<proxy::UpstreamTarget>& upstream_target_;
   std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
   std::unique_ptr<SendRing> send_ring_;            // made in run(), on the loop's thread (a single-issuer ring)

@@ -139,11 +139,18 @@ std::string render_status_json(const StatsSnapshot& s, std::int64_t unix_ms, std
       o.null("upstream");
     }
     if (s.backplane) {
-      Obj bp(o.key("backplane"));
-      rows(bp, s, JsonPlace::Group, CounterGroup::Backplane);
-      Obj rejected(bp.key("rejected"));  // received messages dropped, by reason (nats/inbound.h)
-      for (std::size_t i = 0; i < nats::kRejectReasons; ++i) {
-        rejected.num(nats::reject_name(static_cast<nats::Reject>(i)), static_cast<long long>(s.backplane->rejected[i]));
+      Obj bp(o.key("backplane"));  // the backplane's figures, in its order (backplane/backplane.h)
+      for (const BackplaneFigure& f : s.backplane->figures) {
+        if (!f.label.empty()) {
+          Obj by(bp.key(f.json_key));
+          for (const auto& [label_value, count] : f.by_label) by.num(label_value, static_cast<long long>(count));
+          continue;
+        }
+        switch (f.form) {
+          case BackplaneFigure::Form::Flag: bp.boolean(f.json_key, f.value != 0); break;
+          case BackplaneFigure::Form::Seconds: bp.real(f.json_key, f.value); break;
+          case BackplaneFigure::Form::Count: bp.num(f.json_key, static_cast<long long>(f.value)); break;
+        }
       }
     } else {
       o.null("backplane");

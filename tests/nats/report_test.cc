@@ -1,0 +1,124 @@
+// The NATS backplane's report (nats/report.cc) is what /metrics and /status.json show of it:
+// the text of every mcpfan_backplane_* family and of the "backplane" object, byte for byte as
+// they were written when the renderers read the backplane's fields themselves.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nats/backplane.h"
+#include "server/metrics.h"
+#include "status/status.h"
+
+namespace mcpfan::detail::nats {
+namespace {
+
+StatsSnapshot snapshot() {
+  Backplane::Stats b;
+  b.connected = true;
+  b.subjects = 3;
+  b.compacted_tenants = 1;
+  b.compactions = 2;
+  b.sub_ops = 4;
+  b.unsub_ops = 1;
+  b.sent = 11;
+  b.received = 7;
+  b.unmatched = 1;
+  b.queued = 2;
+  b.held_bytes = 300;
+  b.receive_bytes = 40;
+  b.lag_seconds = 0.25;
+  b.refused = 5;
+  b.dropped = 6;
+  b.rejected = {1, 2, 3, 4, 5, 6};
+  StatsSnapshot s;
+  s.backplane = Backplane::report_of(b);
+  return s;
+}
+
+TEST(Report, MetricsText) {
+  const std::string text = render_prometheus(snapshot());
+  const std::string families =
+      "# HELP mcpfan_backplane_connected 1 while connected to a NATS server.\n"
+      "# TYPE mcpfan_backplane_connected gauge\n"
+      "mcpfan_backplane_connected 1\n"
+      "# HELP mcpfan_backplane_subjects NATS subjects this node subscribes to (incl. lingering ones).\n"
+      "# TYPE mcpfan_backplane_subjects gauge\n"
+      "mcpfan_backplane_subjects 3\n"
+      "# HELP mcpfan_backplane_compacted_tenants Tenants subscribed as one <prefix>.v1.<tenant>.> subject because "
+      "--nats-max-subjects was reached.\n"
+      "# TYPE mcpfan_backplane_compacted_tenants gauge\n"
+      "mcpfan_backplane_compacted_tenants 1\n"
+      "# HELP mcpfan_backplane_compactions_total Times a tenant's subjects were folded into one.\n"
+      "# TYPE mcpfan_backplane_compactions_total counter\n"
+      "mcpfan_backplane_compactions_total 2\n"
+      "# HELP mcpfan_backplane_sub_ops_total SUB and UNSUB operations sent to NATS.\n"
+      "# TYPE mcpfan_backplane_sub_ops_total counter\n"
+      "mcpfan_backplane_sub_ops_total 5\n"
+      "# HELP mcpfan_backplane_sent_total Notifications sent to other nodes.\n"
+      "# TYPE mcpfan_backplane_sent_total counter\n"
+      "mcpfan_backplane_sent_total 11\n"
+      "# HELP mcpfan_backplane_received_total Notifications received from other nodes.\n"
+      "# TYPE mcpfan_backplane_received_total counter\n"
+      "mcpfan_backplane_received_total 7\n"
+      "# HELP mcpfan_backplane_unmatched_total Received notifications no local subscription matched (hash, fold or "
+      "folded-tenant over-match, or a subscriber just gone).\n"
+      "# TYPE mcpfan_backplane_unmatched_total counter\n"
+      "mcpfan_backplane_unmatched_total 1\n"
+      "# HELP mcpfan_backplane_queued Notifications for other nodes waiting: NATS unreachable, or within the settle "
+      "delay after a reconnect.\n"
+      "# TYPE mcpfan_backplane_queued gauge\n"
+      "mcpfan_backplane_queued 2\n"
+      "# HELP mcpfan_backplane_held_bytes Bytes of notifications for other nodes admitted and not yet sent (queued, or "
+      "held by the debouncer); at most --nats-outage-buffer-bytes.\n"
+      "# TYPE mcpfan_backplane_held_bytes gauge\n"
+      "mcpfan_backplane_held_bytes 300\n"
+      "# HELP mcpfan_backplane_receive_bytes Bytes received from other nodes and not yet matched by the worker loops; "
+      "at most --nats-receive-buffer-bytes.\n"
+      "# TYPE mcpfan_backplane_receive_bytes gauge\n"
+      "mcpfan_backplane_receive_bytes 40\n"
+      "# HELP mcpfan_backplane_lag_seconds How long the oldest notification for other nodes has waited (0 when none "
+      "waits).\n"
+      "# TYPE mcpfan_backplane_lag_seconds gauge\n"
+      "mcpfan_backplane_lag_seconds 0.250\n"
+      "# HELP mcpfan_backplane_refused_total Publishes refused (503) while NATS was unreachable and the outage buffer "
+      "full.\n"
+      "# TYPE mcpfan_backplane_refused_total counter\n"
+      "mcpfan_backplane_refused_total 5\n"
+      "# HELP mcpfan_backplane_dropped_total Notifications or subjects lost on the backplane: slow-consumer drops, "
+      "failed publishes, subjects past the bound.\n"
+      "# TYPE mcpfan_backplane_dropped_total counter\n"
+      "mcpfan_backplane_dropped_total 6\n"
+      "# HELP mcpfan_backplane_rejected_total Received messages dropped, by reason: malformed, batch (more than one "
+      "notification), tenant or subject (the body does not match the subject it arrived on), receive_budget, "
+      "inbox_full.\n"
+      "# TYPE mcpfan_backplane_rejected_total counter\n"
+      "mcpfan_backplane_rejected_total{reason=\"malformed\"} 1\n"
+      "mcpfan_backplane_rejected_total{reason=\"batch\"} 2\n"
+      "mcpfan_backplane_rejected_total{reason=\"tenant\"} 3\n"
+      "mcpfan_backplane_rejected_total{reason=\"subject\"} 4\n"
+      "mcpfan_backplane_rejected_total{reason=\"receive_budget\"} 5\n"
+      "mcpfan_backplane_rejected_total{reason=\"inbox_full\"} 6\n";
+  const std::size_t at = text.find("# HELP mcpfan_backplane_");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.substr(at), families);
+}
+
+TEST(Report, StatusJson) {
+  const std::string json = render_status_json(snapshot(), 1, 2);
+  const std::string object =
+      R"("backplane":{"connected":true,"subjects":3,"compacted_tenants":1,"compactions":2,"sub_ops":5,"sent":11,)"
+      R"("received":7,"unmatched":1,"queued":2,"held_bytes":300,"receive_bytes":40,"lag_seconds":0.250,"refused":5,)"
+      R"("dropped":6,"rejected":{"malformed":1,"batch":2,"tenant":3,"subject":4,"receive_budget":5,"inbox_full":6}}})";
+  EXPECT_TRUE(json.ends_with(object)) << json;
+}
+
+TEST(Report, HealthIsTheStatsOfTheSameName) {
+  const BackplaneHealth h = snapshot().backplane->health;
+  EXPECT_TRUE(h.connected);
+  EXPECT_EQ(h.queued, 2u);
+  EXPECT_EQ(h.lag_seconds, 0.25);
+  EXPECT_EQ(h.refused, 5u);
+}
+
+}  // namespace
+}  // namespace mcpfan::detail::nats

@@ -1,0 +1,69 @@
+// The NATS backplane's numbers as /metrics (mcpfan_backplane_*) and /status.json ("backplane")
+// show them: one row per family, in the order both list them (docs/operations.md "Backplane metrics").
+#include "nats/backplane.h"
+
+namespace mcpfan::detail::nats {
+
+BackplaneReport Backplane::report_of(const Stats& s) {
+  using Form = BackplaneFigure::Form;
+  constexpr MetricType kCounter = MetricType::Counter;
+  constexpr MetricType kGauge = MetricType::Gauge;
+  auto d = [](auto v) { return static_cast<double>(v); };
+  BackplaneReport r;
+  r.health = BackplaneHealth{s.connected, s.queued, s.lag_seconds, s.refused};
+  r.figures = {
+      {"mcpfan_backplane_connected", kGauge, "1 while connected to a NATS server.", "connected", Form::Flag,
+       s.connected ? 1.0 : 0.0},
+      {"mcpfan_backplane_subjects", kGauge, "NATS subjects this node subscribes to (incl. lingering ones).", "subjects",
+       Form::Count, d(s.subjects)},
+      {"mcpfan_backplane_compacted_tenants", kGauge,
+       "Tenants subscribed as one <prefix>.v1.<tenant>.> subject because --nats-max-subjects was reached.",
+       "compacted_tenants", Form::Count, d(s.compacted_tenants)},
+      {"mcpfan_backplane_compactions_total", kCounter, "Times a tenant's subjects were folded into one.", "compactions",
+       Form::Count, d(s.compactions)},
+      {"mcpfan_backplane_sub_ops_total", kCounter, "SUB and UNSUB operations sent to NATS.", "sub_ops", Form::Count,
+       d(s.sub_ops + s.unsub_ops)},
+      {"mcpfan_backplane_sent_total", kCounter, "Notifications sent to other nodes.", "sent", Form::Count, d(s.sent)},
+      {"mcpfan_backplane_received_total", kCounter, "Notifications received from other nodes.", "received", Form::Count,
+       d(s.received)},
+      {"mcpfan_backplane_unmatched_total", kCounter,
+       "Received notifications no local subscription matched (hash, fold or folded-tenant over-match, or a subscriber "
+       "just gone).",
+       "unmatched", Form::Count, d(s.unmatched)},
+      {"mcpfan_backplane_queued", kGauge,
+       "Notifications for other nodes waiting: NATS unreachable, or within the settle delay after a reconnect.",
+       "queued", Form::Count, d(s.queued)},
+      {"mcpfan_backplane_held_bytes", kGauge,
+       "Bytes of notifications for other nodes admitted and not yet sent (queued, or held by the debouncer); at most "
+       "--nats-outage-buffer-bytes.",
+       "held_bytes", Form::Count, d(s.held_bytes)},
+      {"mcpfan_backplane_receive_bytes", kGauge,
+       "Bytes received from other nodes and not yet matched by the worker loops; at most --nats-receive-buffer-bytes.",
+       "receive_bytes", Form::Count, d(s.receive_bytes)},
+      // Fractional: the one family whose values are not whole (its name ends in _seconds).
+      {"mcpfan_backplane_lag_seconds", kGauge,
+       "How long the oldest notification for other nodes has waited (0 when none waits).", "lag_seconds",
+       Form::Seconds, s.lag_seconds},
+      {"mcpfan_backplane_refused_total", kCounter,
+       "Publishes refused (503) while NATS was unreachable and the outage buffer full.", "refused", Form::Count,
+       d(s.refused)},
+      {"mcpfan_backplane_dropped_total", kCounter,
+       "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the "
+       "bound.",
+       "dropped", Form::Count, d(s.dropped)},
+  };
+  // Received messages dropped, by reason (nats/inbound.h).
+  BackplaneFigure rejected{"mcpfan_backplane_rejected_total", kCounter,
+                           "Received messages dropped, by reason: malformed, batch (more than one notification), "
+                           "tenant or subject (the body does not match the subject it arrived on), receive_budget, "
+                           "inbox_full.",
+                           "rejected", Form::Count, 0};
+  rejected.label = "reason";
+  for (std::size_t i = 0; i < kRejectReasons; ++i) {
+    rejected.by_label.emplace_back(reject_name(static_cast<Reject>(i)), s.rejected[i]);
+  }
+  r.figures.push_back(std::move(rejected));
+  return r;
+}
+
+}  // namespace mcpfan::detail::nats
