@@ -52,27 +52,14 @@ StatsSnapshot full_snapshot() {
   }
   s.upstream = StatsSnapshot::Upstream{};
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = 10 + static_cast<long long>(i);
-  s.auth_failures.push_back({"client", "expired", 5});
-  s.auth_failures.push_back({"publisher", "unknown_key", 2});
-  s.tenants.push_back({"default", 1, 2, 3, 4});
+  s.auth_failures = {{"client", "expired", 5}, {"publisher", "unknown_key", 2}};
+  s.tenants = {{"default", 1, 2, 3, 4}};
   s.tenants_other = StatsSnapshot::TenantRow{"_other", 10, 20, 30, 40};
   s.tenant_count = 7;
-  mcpfan::detail::nats::Backplane::Stats b;
-  b.connected = true;
-  b.subjects = 501;
-  b.compacted_tenants = 502;
-  b.compactions = 503;
-  b.sub_ops = 500;
-  b.unsub_ops = 4;
-  b.sent = 505;
-  b.received = 506;
-  b.unmatched = 507;
-  b.queued = 508;
-  b.held_bytes = 509;
-  b.receive_bytes = 510;
-  b.lag_seconds = 1.5;
-  b.refused = 511;
-  b.dropped = 512;
+  mcpfan::detail::nats::Backplane::Stats b{.connected = true, .subjects = 501, .sub_ops = 500, .unsub_ops = 4,
+                                           .received = 506, .unmatched = 507, .dropped = 512, .sent = 505,
+                                           .refused = 511, .compacted_tenants = 502, .compactions = 503,
+                                           .queued = 508, .held_bytes = 509, .receive_bytes = 510, .lag_seconds = 1.5};
   for (std::size_t i = 0; i < b.rejected.size(); ++i) b.rejected[i] = 600 + i;
   s.backplane = b;
   return s;
