@@ -51,9 +51,8 @@ StatsSnapshot full_snapshot() {
   }
   s.upstream = StatsSnapshot::Upstream{};
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = 10 + static_cast<long long>(i);
-  s.auth_failures.push_back({"client", "expired", 5});
-  s.auth_failures.push_back({"publisher", "unknown_key", 2});
-  s.tenants.push_back({"default", 1, 2, 3, 4});
+  s.auth_failures = {{"client", "expired", 5}, {"publisher", "unknown_key", 2}};
+  s.tenants = {{"default", 1, 2, 3, 4}};
   s.tenants_other = StatsSnapshot::TenantRow{"_other", 10, 20, 30, 40};
   s.tenant_count = 7;
   return s;

@@ -52,6 +52,10 @@ long long per_shard(const CounterInputs& in) {
   return n;
 }
 
+/** A counter of the loops' upstream pools (proxy/upstream.h), summed. */
+template <auto Member>
+constexpr CounterSource::Gather pool = per_worker<&WorkerStats::upstream, Member>;
+
 template <auto Member>
 long long session_counter(const CounterInputs& in) {
   return load(in.sessions.counters().*Member);
@@ -125,6 +129,7 @@ void per_tenant(const StatsSnapshot& s, MetricsSink& sink) {
   if (s.tenants_other) sample1(sink, "tenant", s.tenants_other->name, static_cast<double>((*s.tenants_other).*Member));
 }
 using Row = StatsSnapshot::TenantRow;
+using Up = proxy::UpstreamCounters;
 
 // Help texts are what /metrics has always said: dashboards and docs quote them.
 constexpr CounterRow kRows[] = {
@@ -197,32 +202,22 @@ constexpr CounterRow kRows[] = {
     {"mcpfan_upstream_failures_total", kCounter, group("failures"), per_worker<&WorkerStats::upstream_failures>,
      "Forwarded requests whose upstream leg failed: unreachable, timed out, invalid, cut short or too large.",
      kUpstream},
-    {"mcpfan_upstream_connects_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::connects>, "Connections opened to the upstream.",
+    {"mcpfan_upstream_connects_total", kCounter, kNoJson, pool<&Up::connects>, "Connections opened to the upstream.",
      kUpstream},
-    {"mcpfan_upstream_reused_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::reused>,
+    {"mcpfan_upstream_reused_total", kCounter, kNoJson, pool<&Up::reused>,
      "Forwarded requests sent on a pooled keep-alive connection.", kUpstream},
-    {"mcpfan_upstream_retried_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::retried>,
+    {"mcpfan_upstream_retried_total", kCounter, kNoJson, pool<&Up::retried>,
      "Requests sent again on a fresh connection after a pooled one had closed: idempotent ones, or ones of which "
-     "no byte left.",
-     kUpstream},
-    {"mcpfan_upstream_not_retried_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::not_retried>,
+     "no byte left.", kUpstream},
+    {"mcpfan_upstream_not_retried_total", kCounter, kNoJson, pool<&Up::not_retried>,
      "Requests failed (502) rather than sent twice: a pooled connection closed after they went out (RFC 9110 "
-     "9.2.2).",
-     kUpstream},
-    {"mcpfan_upstream_expired_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::expired>,
+     "9.2.2).", kUpstream},
+    {"mcpfan_upstream_expired_total", kCounter, kNoJson, pool<&Up::expired>,
      "Pooled upstream connections closed after --upstream-keepalive-ms idle.", kUpstream},
-    {"mcpfan_upstream_resolutions_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::resolutions>,
+    {"mcpfan_upstream_resolutions_total", kCounter, kNoJson, pool<&Up::resolutions>,
      "Look-ups of the upstream's host name that answered (cached for --upstream-resolve-ttl-ms; none for an IP "
-     "address).",
-     kUpstream},
-    {"mcpfan_upstream_resolve_failures_total", kCounter, kNoJson,
-     per_worker<&WorkerStats::upstream, &proxy::UpstreamCounters::resolve_failures>,
+     "address).", kUpstream},
+    {"mcpfan_upstream_resolve_failures_total", kCounter, kNoJson, pool<&Up::resolve_failures>,
      "Look-ups of the upstream's host name that failed; the requests waiting on them were answered 502.", kUpstream},
     {"mcpfan_callback_exceptions_total", kCounter, counters("callback_exceptions"), callback_exceptions,
      "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on)."},
