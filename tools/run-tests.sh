@@ -16,8 +16,13 @@ phase_names=()
 phase_lines=()
 phase_wall=$SECONDS
 phase_cpu=0
-cpu_seconds() {  # user+sys of this shell's waited-for children so far
-  times | awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.0f", n }'
+cpu_seconds() {  # user+sys CPU of this script's waited-for children so far
+  # From /proc/$$/stat (cutime, cstime), which a $(...) subshell reads for this shell too;
+  # `times` there would report the subshell's own children.
+  local st
+  st=$(cat "/proc/$$/stat")
+  st=${st##*) }  # the fields after the command name, from the state on (field 3)
+  awk -v tick="$(getconf CLK_TCK)" '{ printf "%.0f", ($14 + $15) / tick }' <<<"$st"
 }
 phase_done() {  # name: the time since the previous phase ended
   local cpu now=$SECONDS
