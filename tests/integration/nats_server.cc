@@ -5,6 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -12,6 +20,36 @@ namespace itest {
 
 namespace {
 constexpr const char* kNatsServer = "/usr/sbin/nats-server";
+
+// A free port below the kernel's ephemeral range, or -1 (then nats-server picks one). The
+// kernel never hands such a port out on its own, so a NATS server killed and started again
+// on it (an outage) finds it free: an ephemeral port could meanwhile be taken by any connect()
+// or listen on port 0 of the tests running alongside (a ctest -j run saw an mcpfan listener
+// take it).
+int PortBelowEphemeralRange() {
+  int low = 32768, high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  constexpr int kFloor = 10000;
+  if (low - kFloor < 1000) return -1;
+  static std::atomic<unsigned> calls{0};
+  std::mt19937 rng(static_cast<unsigned>(::getpid()) * 7919u + calls++ * 104729u +
+                   static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (int i = 0; i < 100; ++i) {
+    int port = kFloor + static_cast<int>(rng() % static_cast<unsigned>(low - kFloor));
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool free = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (fd >= 0) ::close(fd);
+    if (free) return port;
+  }
+  return -1;
+}
 }  // namespace
 
 NatsServer::NatsServer(int port, std::string cluster_routes, std::string config_file) {
@@ -19,6 +57,7 @@ NatsServer::NatsServer(int port, std::string cluster_routes, std::string config_
     error_ = std::string(kNatsServer) + " is not installed (tools/setup.sh installs nats-server)";
     return;
   }
+  if (port == -1) port = PortBelowEphemeralRange();
   std::vector<std::string> argv{kNatsServer, "-a", "127.0.0.1", "-p", std::to_string(port), "-m", "-1"};
   if (!config_file.empty()) argv.insert(argv.end(), {"-c", config_file});
   if (!cluster_routes.empty()) {
