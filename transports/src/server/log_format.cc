@@ -1,5 +1,5 @@
 // A log record as one line of text or JSON (transport/log.h format_log_record); the tests are
-// tests/transports/log_format_test.cc and tests/integration/log_format_test.cc.
+// tests/transports/server/log_sink_test.cc and tests/integration/log_format_test.cc.
 #include <time.h>
 
 #include <cstdio>
