@@ -50,11 +50,11 @@ TEST(McpMethods, MethodNotFoundNamesTheMethodItsEraAndWhatIsServed) {
   EXPECT_EQ(e.code, rpc_code::kMethodNotFound);
   EXPECT_EQ(e.message,
             "method not found: ping (a 2025-era method: not part of DRAFT-2026-v1) (mcpfan serves server/discover, "
-            "subscriptions/listen, and the empty tools, prompts and resources lists)");
+            "subscriptions/listen and the empty tools, prompts and resources lists)");
   Error s = method_not_found("tools/call", kOnly2025);
   EXPECT_EQ(s.message,
             "method not found: tools/call (mcpfan serves initialize, ping, logging/setLevel, resources/subscribe, "
-            "resources/unsubscribe, and the empty tools, prompts and resources lists in a session)");
+            "resources/unsubscribe and the empty tools, prompts and resources lists in a session)");
   Error listen = method_not_found("subscriptions/listen", kOnly2025);
   EXPECT_NE(listen.message.find("a 2026-07-28 method"), std::string::npos) << listen.message;
 }

@@ -106,7 +106,8 @@ void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller) {
 }
 
 std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
-  bool add = find_mcp_method(r.method)->role == MethodRole::Subscribe;
+  const McpMethod* m = find_mcp_method(r.method);
+  bool add = m && m->role == MethodRole::Subscribe;
   if (add) {
     if (auto refused = w.clients().check_uri(caller, r.uri)) return refused;
   }

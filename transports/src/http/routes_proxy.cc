@@ -88,13 +88,16 @@ void proxied_post(Exchange& c, HttpRequest& req) {
   bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
   std::string_view method = is_2026_version(req.protocol_version) && !req.mcp_method.empty() ? std::string_view(req.mcp_method)
                                                                                             : std::string_view(r.method);
+  // What mcpfan serves itself is decided by the method's role (mcp/methods.h); the rest is forwarded.
+  const McpMethod* m = find_mcp_method(method);
+  auto is = [m](MethodRole role) { return m != nullptr && m->role == role; };
   if (era_2026) {
-    if (method == "subscriptions/listen") return handle_mcp_post(c, req);
-    if (method == "server/discover" && !r.error) return forward_discover(c, req, r);
+    if (is(MethodRole::Listen)) return handle_mcp_post(c, req);
+    if (is(MethodRole::Discover) && !r.error) return forward_discover(c, req, r);
     return forward(c, req, r.id);
   }
   if (!req.session_id.empty()) {
-    bool subscription = method == "resources/subscribe" || method == "resources/unsubscribe";
+    bool subscription = is(MethodRole::Subscribe) || is(MethodRole::Unsubscribe);
     if (subscription && !r.error && held_session(c, req)) {
       if (!w.config().upstream_forward_subscribe) return handle_mcp_post(c, req);
       // Served here, and the upstream hears of it too: its answer is the client's.
@@ -106,7 +109,7 @@ void proxied_post(Exchange& c, HttpRequest& req) {
     }
     return forward(c, req, r.id);
   }
-  if (method == "initialize" && !r.error && r.has_id) {
+  if (is(MethodRole::Initialize) && !r.error && r.has_id) {
     auto caller = authenticate(c, req, r.id);
     if (!caller) return;
     return forward_initialize(c, req, r, *caller);

@@ -75,7 +75,8 @@ Error method_not_found(std::string_view method, std::uint8_t eras, std::string_v
     msg += k.name;
     msg += ", ";
   }
-  if (lists) msg += "and the empty tools, prompts and resources lists";
+  msg.resize(msg.size() - 2);  // every era serves at least one method by name
+  if (lists) msg += " and the empty tools, prompts and resources lists";
   msg += eras == kOnly2025 ? " in a session)" : ")";
   return Error{rpc_code::kMethodNotFound, std::move(msg)};
 }
