@@ -118,7 +118,7 @@ void proxied_post(Exchange& c, HttpRequest& req) {
 }
 
 // The GET stream of a session mcpfan holds: mcpfan's notifications and the upstream's own GET
-// stream for the session, on one stream with one Last-Event-ID (http1/session_upstream.h).
+// stream for the session, on one stream with one Last-Event-ID (http/session_upstream.h).
 void proxied_session_get(Exchange& c, HttpRequest& req, const std::shared_ptr<Session>& s) {
   // An id that is not one of this stream's resumes a stream of the upstream's (a POST stream
   // cut short, SEP-1699 polling): that is the upstream's alone to replay, never mcpfan's.

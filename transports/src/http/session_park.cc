@@ -25,7 +25,7 @@ void ParkedStream::park(Worker& w, const std::shared_ptr<Session>& s) {
   s->sub = sub;
   s->owner = static_cast<int>(w.index());
   s->stream = p->stream_;
-  s->conn = nullptr;
+  s->live = nullptr;
   s->live_epoch = 0;
   s->pending_epoch = 0;
   w.link(p.release());

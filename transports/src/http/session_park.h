@@ -6,7 +6,7 @@
 // (method, uri)) when the client resumes with Last-Event-ID. Parking ends when a new GET
 // takes over (on any worker: the new stream subscribes first and only journals; the parked
 // one is ended by a task on its worker's inbox, behind every publish routed there before;
-// then the new stream goes live from the journal: Http1Conn::go_live in connection_streams.cc), at
+// then the new stream goes live from the journal: EventStream::go_live in http/event_stream_session.cc), at
 // DELETE, at expiry and at shutdown.
 #include <memory>
 
@@ -26,7 +26,7 @@ class ParkedStream final : public Conn, public StreamSink {
  public:
   /**
    * Parks `s` on `w`'s shard: subscribes a new stream to the session's filter and records it
-   * as the session's (owner, stream, sub, conn = null). Loop-affine to `w`; the caller holds
+   * as the session's (owner, stream, sub, live = null). Loop-affine to `w`; the caller holds
    * s->mu and has checked the session has not ended.
    */
   static void park(Worker& w, const std::shared_ptr<Session>& s);

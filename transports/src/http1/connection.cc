@@ -9,7 +9,6 @@
 #include "http1/proxy_exchange.h"
 #include "http/router.h"
 #include "http1/response_writer.h"
-#include "http1/session_upstream.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
 #include "server/worker.h"
@@ -38,7 +37,7 @@ RequestLimits request_limits(const ServerConfig& cfg) {
 Http1Conn::Http1Conn(Worker& w, bool operator_listener)
     // The field list is kept only where a request may be forwarded (--upstream).
     : w_(w), sock_(w.io(), *this), parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
-      binding_(w.limits()), operator_listener_(operator_listener) {
+      binding_(w.limits()), operator_listener_(operator_listener), events_(w, *this) {
   if (int rc = sock_.init_tcp(); rc != 0) throw std::runtime_error(std::string("uv_tcp_init: ") + uv_strerror(rc));
   w_.link(this);
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
@@ -86,13 +85,7 @@ void Http1Conn::close() {
     proxy_->cancel();
     retired_ = std::move(proxy_);
   }
-  if (leg_) leg_->cancel();
-  release_session();  // first: a session's subscription may be parked before its stream closes
-  if (stream_open_) {
-    stream_open_ = false;
-    w_.shard().close_stream(stream_);
-  }
-  stream_usage_.release();
+  events_.close();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
   sock_.close();  // on_closed() follows, once the socket's last write is handed over
 }
@@ -223,8 +216,8 @@ void Http1Conn::write_raw(std::string data, bool then_close) {
 }
 
 void Http1Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
-  if (tag == kBatch) return batch_written(status);
   if (status < 0) return close();
+  if (tag == kBatch) return events_.batch_written();
   answer_written(tag == kLastAnswer);
 }
 
@@ -313,22 +306,6 @@ void Http1Conn::proxy_done(bool complete) {
   }
   if (!rest.empty()) parse(rest.data(), rest.size());
   else if (peer_eof_) linger();
-}
-
-void Http1Conn::start_upstream_leg(proxy::ForwardedRequest request) {
-  if (!streams_session() || !w_.upstream()) return;
-  leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream_max_answer_bytes);
-  leg_->start(*w_.upstream(), std::move(request));
-}
-
-bool Http1Conn::inject_event(std::string event) {
-  if (!stream_open_) return false;
-  if (w_.shard().send(stream_, std::move(event)) != SendStatus::Ok) {  // past the stream's bound: closed
-    stream_open_ = false;
-    close();
-    return false;
-  }
-  return true;
 }
 
 

@@ -1,18 +1,20 @@
 #pragma once
 // One accepted TCP connection speaking HTTP/1.1: requests (http1/request_parser.h: keep-alive,
 // pipelining, chunked bodies) become HttpRequest values handed to the routes with the
-// connection as their Exchange (http/exchange.h), answered in order; a `subscriptions/listen`
-// turns it into an SSE stream that the worker's Shard writes to. All its bytes go through its
-// net::Socket. Loop-affine. Freed only once its socket has closed.
+// connection as their Exchange (http/exchange.h), answered in order. A `subscriptions/listen` or
+// a 2025 session's GET turns it into the carrier of an EventStream (http/event_stream.h), which
+// knows what the stream means; the connection only frames it in chunks. All its bytes go
+// through its net::Socket. Loop-affine. Freed only once its socket has closed.
 // Its code is in three files: connection.cc (reading, answering, closing, timeouts),
 // connection_requests.cc (what it does with each parsed request: http1/request_parser.h reads them),
-// connection_streams.cc (streams).
+// connection_streams.cc (carrying a stream, in chunks).
 #include <uv.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "http/event_stream.h"
 #include "http/exchange.h"
 #include "http1/request_parser.h"
 #include "mcp/limits.h"
@@ -27,12 +29,10 @@ namespace mcpfan::detail {
 
 class Worker;
 class ProxyExchange;
-class SessionUpstreamLeg;
-struct Session;
 
 class Http1Conn final : public Conn,
                         public Exchange,
-                        public StreamSink,
+                        private StreamCarrier,
                         private RequestParser::Events,
                         private net::SocketEvents {
  public:
@@ -64,17 +64,20 @@ class Http1Conn final : public Conn,
   [[nodiscard]] TenantBinding& binding() noexcept override { return binding_; }
   /** Writes a complete response; the connection closes after it unless keep-alive holds. */
   void respond(Response r) override;
-  void hold_stream_usage(StreamUsage usage) noexcept override { stream_usage_ = std::move(usage); }
-  void begin_listen(const Filter& filter, std::string id, std::string ack_event) override;
-  /** connection_streams.cc */
+  // A stream is the EventStream's business: these hand it over.
+  void hold_stream_usage(StreamUsage usage) noexcept override { events_.hold_usage(std::move(usage)); }
+  void begin_listen(const Filter& filter, std::string id, std::string ack_event) override {
+    events_.begin_listen(filter, std::move(id), std::move(ack_event));
+  }
   [[nodiscard]] SessionRegistry::Claim begin_session_stream(
       std::shared_ptr<Session> session, const std::string* last_event_id,
-      std::optional<std::string> upstream_cursor = std::nullopt) override;
-  void hold_head() noexcept override { hold_head_ = true; }
-  void release_head() override;
-  [[nodiscard]] bool streams_session() const noexcept override { return stream_open_ && session_ != nullptr; }
-  /** Holds the upstream's GET stream for this session stream (http1/session_upstream.h). */
-  void start_upstream_leg(proxy::ForwardedRequest request) override;
+      std::optional<std::string> upstream_cursor = std::nullopt) override {
+    return events_.begin_session(std::move(session), last_event_id, std::move(upstream_cursor));
+  }
+  void hold_head() noexcept override { events_.hold_head(); }
+  void release_head() override { events_.release_head(); }
+  [[nodiscard]] bool streams_session() const noexcept override { return events_.streams_session(); }
+  void start_upstream_leg(proxy::ForwardedRequest request) override { events_.start_upstream_leg(std::move(request)); }
   /**
    * The request just parsed is answered by a ProxyExchange (http1/proxy_exchange.h); later
    * pipelined requests wait (their bytes are kept, bounded) until it calls proxy_done().
@@ -82,10 +85,7 @@ class Http1Conn final : public Conn,
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                AnswerRewrite rewrite) override;
 
-  /** Ends the stream (chunked terminator) and closes. For a session stream: DELETE. */
-  void finish_stream();
-
-  // ---- the front proxy's answer (http1/proxy_exchange.h) and session leg (http1/session_upstream.h) ----
+  // ---- the front proxy's answer (http1/proxy_exchange.h) ----
   /** Answer bytes from the upstream, as they come. */
   void proxy_write(std::string bytes);
   /** Whether the client reads slower than the upstream writes (the exchange pauses the upstream). */
@@ -99,19 +99,11 @@ class Http1Conn final : public Conn,
   void proxy_done(bool complete);
   /** Whether the connection stays open after the answer being written (else: Connection: close). */
   [[nodiscard]] bool keeps_alive();
-  /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
-  [[nodiscard]] bool inject_event(std::string event);
-  /** The session whose GET stream this is (null otherwise). */
-  [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept { return session_; }
 
   // Conn
   void begin_shutdown() override;
   void force_close() override { close(); }
   void sweep(std::uint64_t now_ms) override;
-
-  // StreamSink
-  void write_batch(OutBatch&& batch) override;
-  void close_requested(CloseReason reason) override;
 
  private:
   enum class Mode : std::uint8_t { Requests, Proxying, Listen, Draining, Lingering, Closing };
@@ -127,8 +119,14 @@ class Http1Conn final : public Conn,
   void on_shutdown_failed(net::Socket&) override { close(); }
   void on_closed(net::Socket& s) override;
   void on_failure(net::Socket&) override { close(); }
+  // StreamCarrier (connection_streams.cc): the EventStream's bytes as HTTP/1.1 chunks
+  void stream_started() override;
+  void write_head() override;
+  [[nodiscard]] Wrote write_events(OutBatch&& batch) override;
+  void write_end() override;
+  void abort() override { close(); }
+
   void answer_written(bool last);
-  void batch_written(int status);
   void parse(const char* data, std::size_t len);
   void parse_some(const char* data, std::size_t len);
   /** Bytes of answers queued and not yet written (streams are bounded by their shard). */
@@ -139,16 +137,7 @@ class Http1Conn final : public Conn,
   void start_reading();
   void pause_parser();
   void write_raw(std::string data, bool then_close);
-  /** Queues the listen's final `complete` result, then ends the stream once it is written. */
-  void end_listen();
-  void start_sse(StreamJournal* journal = nullptr);
   void keep_proxied_input(const char* data, std::size_t len);  // Proxying: bytes of later requests
-  void send_sse_head();
-  void release_session();
-  /** A session stream that took over another becomes live: connection_streams.cc. */
-  void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
-  void send_session_start(std::string first);
-  void stream_written();  // a batch is out: tell the shard, end the stream if it was ending
   void reject(int status, std::string_view message);
 
   // RequestParser::Events (connection_requests.cc)
@@ -161,33 +150,23 @@ class Http1Conn final : public Conn,
   RequestParser parser_;
   Mode mode_ = Mode::Requests;
   bool close_after_ = false;  // respond() found keep-alive off
-  bool stream_open_ = false;
-  bool ending_ = false;
   bool in_message_ = false;  // between the first byte of a request and its end
   bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
   bool read_paused_ = false; // answers backed up: not reading until they drain
   bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
   bool peer_eof_ = false;    // the client half-closed while the upstream answered: close once answered
-  bool hold_head_ = false;   // hold_head(): the stream's 200 waits for release_head()
-  bool head_held_ = false;   // ...and it is waiting now
-  std::optional<OutBatch> held_batch_;  // the shard's first batch, written after the held head
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;
   TenantBinding binding_;     // counted against its tenant's connections
   const bool operator_listener_;  // accepted on the --publish-listen listener
-  StreamUsage stream_usage_;  // a listen's stream and subscriptions
   std::uint64_t linger_until_ms_ = 0;   // Lingering: close when nothing arrived by then...
   std::uint64_t linger_end_ms_ = 0;     // ...or at this time, whatever arrives
   std::size_t lingered_bytes_ = 0;      // input discarded while lingering
   std::string stash_;                   // unparsed input kept while reading is paused
-  StreamId stream_{};
-  std::string listen_id_;             // empty for a session stream
-  std::shared_ptr<Session> session_;  // the session whose GET stream this is
+  EventStream events_;  // Listen: the stream this connection carries (idle before)
   std::unique_ptr<ProxyExchange> proxy_;    // Proxying: the request the upstream answers
   std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
-  std::unique_ptr<SessionUpstreamLeg> leg_;  // a proxied session stream's upstream GET; freed with the connection
-  std::unique_ptr<SessionTap> tap_;   // its event ids (outlives the stream: freed with the connection)
 };
 
 }  // namespace mcpfan::detail

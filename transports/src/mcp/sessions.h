@@ -2,10 +2,10 @@
 // MCP 2025-era Streamable HTTP sessions (design §2.2): created by `initialize`, named by
 // the Mcp-Session-Id header, with a set of subscribed URIs and at most one open GET stream.
 // Any worker may receive a session's requests; the GET stream lives on the worker that
-// accepted it, and only that worker touches the stream (`conn`, `sub`).
+// accepted it, and only that worker touches the stream (`live`, `sub`).
 //
 // Locking: two levels, never held the other way round.
-//  - Session::mu guards one session's URIs and its stream (`owner`, `conn`, `sub`): the
+//  - Session::mu guards one session's URIs and its stream (`owner`, `live`, `sub`): the
 //    client-sized work (a URI set change, building a stream's filter) locks only its session.
 //  - The registry's mutex guards the id map, the idle list and the idle counts: every
 //    operation under it is O(1) (expiry: O(sessions expired)). Session::mu may be held
@@ -15,7 +15,7 @@
 // is numbered and journaled under Session::mu. When its GET stream's connection closes, the
 // session stays subscribed on that worker through a parked stream (http/session_park.h) that
 // only journals, until a new GET takes over (on any worker), DELETE or expiry; so `owner`,
-// `stream` and `sub` name either the live GET stream (`conn` set) or the parked one.
+// `stream` and `sub` name either the live GET stream (`live` set) or the parked one.
 // A Session is shared (shared_ptr): the registry, requests in flight, the stream's
 // connection and tasks posted to a shard may each hold it; what it holds of its tenant's
 // ceilings is given back when the last reference goes.
@@ -37,7 +37,7 @@
 
 namespace mcpfan::detail {
 
-class Http1Conn;
+class EventStream;
 
 /** Resumption counters of all sessions (/metrics). Thread-safe. */
 struct SessionCounters {
@@ -71,7 +71,7 @@ struct Session {
   std::mutex mu;             // guards what follows, up to the registry's part
   SessionUris uris;          // resources/subscribe, at most --max-uris-per-listen
   int owner = -1;            // worker holding the GET stream or the parked one, or -1
-  Http1Conn* conn = nullptr;  // the GET stream (null when parked); only worker `owner` may use it
+  EventStream* live = nullptr;  // the GET stream (null when parked); only worker `owner` may use it
   StreamId stream{};         // the live or parked stream in that worker's shard
   SubId sub{};               // its subscription there
   SessionJournal journal;    // event ids and what was sent under them

@@ -15,10 +15,10 @@
 //    event's id becomes `<mcpfan cursor>~<upstream id>` and mcpfan's own carry the upstream's
 //    last id the same way, so a client that resumes restores both halves: mcpfan replays its
 //    journal, and the upstream's GET is resumed with the upstream's id.
-//  - The client's 200 waits for the upstream's answer to this GET (Http1Conn::hold_head()).
+//  - The client's 200 waits for the upstream's answer to this GET (EventStream::hold_head()).
 //
-// Loop-affine (the stream's worker). Owned by the client's Http1Conn, which cancels it when
-// the stream closes.
+// Loop-affine (the stream's worker). Owned by the client's EventStream (http/event_stream.h),
+// which cancels it when the stream closes: it knows nothing of the client's HTTP version.
 #include <string>
 
 #include "proxy/sse_events.h"
@@ -26,11 +26,11 @@
 
 namespace mcpfan::detail {
 
-class Http1Conn;
+class EventStream;
 
 class SessionUpstreamLeg final : public proxy::UpstreamSink {
  public:
-  SessionUpstreamLeg(Http1Conn& conn, std::size_t max_event_bytes) : conn_(conn), events_(max_event_bytes) {}
+  SessionUpstreamLeg(EventStream& stream, std::size_t max_event_bytes) : stream_(stream), events_(max_event_bytes) {}
   ~SessionUpstreamLeg() override { cancel(); }
   SessionUpstreamLeg(const SessionUpstreamLeg&) = delete;
   SessionUpstreamLeg& operator=(const SessionUpstreamLeg&) = delete;
@@ -48,7 +48,7 @@ class SessionUpstreamLeg final : public proxy::UpstreamSink {
   /** The event with its id made the session's: `<cursor>~<the upstream's id>` (session_journal.h). */
   std::string carry_id(std::string event);
 
-  Http1Conn& conn_;
+  EventStream& stream_;
   proxy::SseEventSplitter events_;
   proxy::UpstreamPool* pool_ = nullptr;
   proxy::UpstreamCall* call_ = nullptr;

@@ -1,8 +1,8 @@
-#include "http1/session_upstream.h"
+#include "http/session_upstream.h"
 
 #include <strings.h>
 
-#include "http1/connection.h"
+#include "http/event_stream.h"
 #include "mcp/session_journal.h"
 #include "mcp/sessions.h"
 #include "server/log.h"
@@ -12,7 +12,7 @@ namespace mcpfan::detail {
 
 void SessionUpstreamLeg::start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request) {
   pool_ = &pool;
-  conn_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
+  stream_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
   proxy::UpstreamCall* call = pool.start(std::move(request), this);
   if (!done_) call_ = call;
 }
@@ -27,12 +27,12 @@ void SessionUpstreamLeg::end(bool end_client_stream) {
   done_ = true;
   if (call_ && pool_) pool_->cancel(call_);
   call_ = nullptr;
-  if (end_client_stream) conn_.finish_stream();  // call last: the connection may go with it
+  if (end_client_stream) stream_.finish();  // call last: the stream may close with it
 }
 
 void SessionUpstreamLeg::on_head(int status, const proxy::HeaderList& headers) {
   if (done_) return;
-  conn_.release_head();
+  stream_.release_head();
   if (status == 200 && proxy::is_event_stream(headers)) {
     streaming_ = true;
     return;
@@ -58,7 +58,7 @@ std::string SessionUpstreamLeg::carry_id(std::string event) {
   std::size_t end = event.find('\n', at);
   std::string_view value(event.data() + at + 3, end - at - 3);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  const std::shared_ptr<Session>& s = conn_.session();
+  const std::shared_ptr<Session>& s = stream_.session();
   if (!s) return event;
   std::string line;
   {
@@ -75,11 +75,11 @@ std::string SessionUpstreamLeg::carry_id(std::string event) {
 void SessionUpstreamLeg::on_body(std::string_view bytes) {
   if (done_ || !streaming_) return;
   bool fits = events_.feed(bytes, [this](std::string&& event) {
-    if (!done_ && !conn_.inject_event(carry_id(std::move(event)))) done_ = true;  // the stream is gone
+    if (!done_ && !stream_.inject_event(carry_id(std::move(event)))) done_ = true;  // the stream is gone
   });
   if (done_) return;
   if (!fits) {
-    conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+    stream_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
     log::line("upstream_get", "an event on the upstream's GET stream is longer than --upstream-max-answer-bytes; the stream ends");
     end(true);
   }
@@ -93,9 +93,9 @@ void SessionUpstreamLeg::on_end() {
 
 void SessionUpstreamLeg::on_failure(proxy::UpstreamFailure kind, const std::string& what) {
   if (done_) return;
-  conn_.release_head();
+  stream_.release_head();
   call_ = nullptr;
-  conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  stream_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   // Cut short: the client's stream ends so that it reconnects, and both halves resume. An
   // upstream that never answered leaves the stream to mcpfan's notifications.
   log::line("upstream_get", "a session's upstream GET stream failed (" + std::string(proxy::failure_name(kind)) + ": " + what +
