@@ -10,7 +10,7 @@ namespace mcpfan::detail {
 
 namespace {
 
-void accept_http1(Worker& w, uv_stream_t* listener, bool operator_listener) {
+void accept_http1(LoopContext& w, uv_stream_t* listener, bool operator_listener) {
   Http1Conn* c = nullptr;
   guarded(
       w.stats(),
@@ -27,7 +27,7 @@ void accept_http1(Worker& w, uv_stream_t* listener, bool operator_listener) {
       });
 }
 
-bool adopt_stdio(Worker& w, ControlMsg& msg, std::string& err) {
+bool adopt_stdio(LoopContext& w, ControlMsg& msg, std::string& err) {
   return StdioConn::open(w, msg.in_fd, msg.out_fd, msg.from_unix_listener, msg.client, msg.on_end, err) != nullptr;
 }
 

@@ -11,7 +11,7 @@
 #include "engine/test_sink.h"
 #include "route_harness.h"
 #include "mcpfan/hub.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail::testing {
 namespace {
@@ -43,10 +43,10 @@ class RecordingCarrier final : public StreamCarrier {
 
 class EventStreamTest : public ::testing::Test {
  protected:
-  EventStreamTest() : harness_(ServerConfig{}), stream_(harness_.worker(), carrier_) { carrier_.stream = &stream_; }
+  EventStreamTest() : harness_(ServerConfig{}), stream_(harness_.context(), carrier_) { carrier_.stream = &stream_; }
   ~EventStreamTest() override { stream_.close(); }
 
-  Shard& shard() { return harness_.worker().shard(); }
+  Shard& shard() { return harness_.context().shard(); }
   void pump() {
     while (shard().drain()) {
     }

@@ -1,6 +1,6 @@
 #pragma once
-// Route unit tests without sockets: a real worker's parts (a ServerState, a Worker whose loop
-// never runs: its hub, shard, sessions, limits, client core and decoders) and an Exchange that
+// Route unit tests without sockets: a real worker's parts (a ServerState and a LoopContext whose
+// loop never runs: its hub, shard, sessions, limits, client core and decoders; no Worker) and an Exchange that
 // records what a route did with the request instead of writing it anywhere.
 #include <gtest/gtest.h>
 #include <uv.h>
@@ -16,14 +16,14 @@
 #include "http/router.h"
 #include "server/preflight.h"
 #include "server/server_state.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail::testing {
 
 /** What a route did with its request. */
 class RecordingExchange final : public Exchange {
  public:
-  explicit RecordingExchange(Worker& w, bool loopback_peer = true, bool operator_listener = false)
+  explicit RecordingExchange(LoopContext& w, bool loopback_peer = true, bool operator_listener = false)
       : w_(w), binding_(w.limits()), loopback_(loopback_peer), operator_(operator_listener) {}
 
   std::optional<Response> response;
@@ -46,7 +46,7 @@ class RecordingExchange final : public Exchange {
     return {};
   }
 
-  Worker& worker() noexcept override { return w_; }
+  LoopContext& context() noexcept override { return w_; }
   bool peer_is_loopback() override { return loopback_; }
   bool on_operator_listener() const noexcept override { return operator_; }
   TenantBinding& binding() noexcept override { return binding_; }
@@ -75,40 +75,40 @@ class RecordingExchange final : public Exchange {
   void forward(proxy::UpstreamPool&, proxy::ForwardedRequest, std::string, AnswerRewrite) override { ++answers; }
 
  private:
-  Worker& w_;
+  LoopContext& w_;
   TenantBinding binding_;
   StreamUsage usage_;
   bool loopback_;
   bool operator_;
 };
 
-/** A server's shared state and one worker built from `config`, never started. */
+/** A server's shared state and one loop's context built from `config`; the loop never runs. */
 class RouteHarness {
  public:
   explicit RouteHarness(ServerConfig config) : state_(std::move(config)) {
     auto loaded = load_reloadable(state_.config, false);
     EXPECT_TRUE(loaded) << (loaded ? "" : loaded.error().message);
     if (loaded) install_reloadable(state_, std::move(loaded.value()));
-    worker_ = std::make_unique<Worker>(0, state_, [] { return StatsSnapshot{}; });
+    context_ = std::make_unique<LoopContext>(0, state_, [] { return StatsSnapshot{}; });
   }
   ~RouteHarness() {
     // The loop never ran: its handles are closed here so that it can be closed whole.
-    uv_loop_t* loop = worker_->loop();
+    uv_loop_t* loop = context_->loop();
     uv_walk(loop, [](uv_handle_t* h, void*) { if (!uv_is_closing(h)) uv_close(h, nullptr); }, nullptr);
     uv_run(loop, UV_RUN_DEFAULT);
     EXPECT_EQ(uv_loop_close(loop), 0);
-    worker_.reset();
+    context_.reset();
     state_.hub->close();
   }
   RouteHarness(const RouteHarness&) = delete;
   RouteHarness& operator=(const RouteHarness&) = delete;
 
-  [[nodiscard]] Worker& worker() noexcept { return *worker_; }
+  [[nodiscard]] LoopContext& context() noexcept { return *context_; }
   [[nodiscard]] ServerState& state() noexcept { return state_; }
 
   /** Routes `req` as a connection would, and returns what the route did. */
   std::unique_ptr<RecordingExchange> route(HttpRequest req, bool loopback_peer = true) {
-    auto ex = std::make_unique<RecordingExchange>(*worker_, loopback_peer);
+    auto ex = std::make_unique<RecordingExchange>(*context_, loopback_peer);
     route_request(*ex, req);
     EXPECT_EQ(ex->answers, 1) << "a request gets exactly one answer";
     return ex;
@@ -116,7 +116,7 @@ class RouteHarness {
 
  private:
   ServerState state_;
-  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<LoopContext> context_;
 };
 
 }  // namespace mcpfan::detail::testing

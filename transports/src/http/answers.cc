@@ -1,7 +1,7 @@
 #include "http/exchange.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
@@ -52,7 +52,7 @@ void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal) {
 }
 
 std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::string_view id) {
-  ClientCore& core = c.worker().clients();
+  ClientCore& core = c.context().clients();
   Caller caller;
   TenantRef ref;  // none for the default tenant, which is never reclaimed
   if (core.auth_enabled()) {
@@ -74,8 +74,8 @@ std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::str
 }
 
 void count_rpc_limit(Exchange& c, const RpcRequest& r) {
-  if (r.limit_hit == RpcLimitHit::UriLength) c.worker().limits().hit(Limit::UriLength);
-  else if (r.limit_hit == RpcLimitHit::UrisPerListen) c.worker().limits().hit(Limit::UrisPerListen);
+  if (r.limit_hit == RpcLimitHit::UriLength) c.context().limits().hit(Limit::UriLength);
+  else if (r.limit_hit == RpcLimitHit::UrisPerListen) c.context().limits().hit(Limit::UrisPerListen);
 }
 
 }  // namespace mcpfan::detail

@@ -3,13 +3,13 @@
 #include "http/session_upstream.h"
 #include "mcp/messages.h"
 #include "server/log.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // The stream's life whatever it carries: its start, its writes and its end. What only a 2025
 // session stream does (claim, replay, take-over, parking) is in event_stream_session.cc.
 namespace mcpfan::detail {
 
-EventStream::EventStream(Worker& w, StreamCarrier& carrier) noexcept : w_(w), carrier_(carrier) {}
+EventStream::EventStream(LoopContext& w, StreamCarrier& carrier) noexcept : w_(w), carrier_(carrier) {}
 EventStream::~EventStream() = default;
 
 void EventStream::start(StreamJournal* journal) {

@@ -20,7 +20,7 @@
 
 namespace mcpfan::detail {
 
-class Worker;
+class LoopContext;
 class SessionUpstreamLeg;
 
 /** What carries an EventStream's bytes to the client. Loop-affine. */
@@ -47,7 +47,7 @@ class StreamCarrier {
 
 class EventStream final : public StreamSink {
  public:
-  EventStream(Worker& w, StreamCarrier& carrier) noexcept;
+  EventStream(LoopContext& w, StreamCarrier& carrier) noexcept;
   ~EventStream();
   EventStream(const EventStream&) = delete;
   EventStream& operator=(const EventStream&) = delete;
@@ -70,7 +70,7 @@ class EventStream final : public StreamSink {
   [[nodiscard]] bool inject_event(std::string event);
   /** The session whose GET stream this is (null otherwise). */
   [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept { return session_; }
-  [[nodiscard]] Worker& worker() noexcept { return w_; }
+  [[nodiscard]] LoopContext& context() noexcept { return w_; }
 
   // ---- the carrier's ----
   /** Server shutdown: a listen gets its final result, a session stream its end. */
@@ -97,7 +97,7 @@ class EventStream final : public StreamSink {
   /** A session stream that took over another becomes live (event_stream_session.cc). */
   void go_live(std::uint64_t epoch, const std::optional<std::string>& cursor);
 
-  Worker& w_;
+  LoopContext& w_;
   StreamCarrier& carrier_;
   bool open_ = false;
   bool closed_ = false;     // close() ran: the carrier is closing, nothing more is written

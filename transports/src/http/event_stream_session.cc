@@ -5,7 +5,7 @@
 #include "mcp/sessions.h"
 #include "mcpfan/hub.h"
 #include "mcpfan/json_text.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // What only a 2025 session's GET stream does: claim the session, replay what the client
 // missed (or send re-read hints), take over from the session's previous stream on any worker,

@@ -24,7 +24,7 @@
 
 namespace mcpfan::detail {
 
-class Worker;
+class LoopContext;
 
 /** An upstream's answer read whole (the answers whose capabilities mcpfan merges). */
 struct UpstreamAnswer {
@@ -39,8 +39,8 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
 
-  /** The loop's parts (hub, shard, sessions, limits, clients, config) the route works with. */
-  [[nodiscard]] virtual Worker& worker() noexcept = 0;
+  /** The loop's context (server/loop_context.h: hub, shard, sessions, limits, clients, config) the route works with. */
+  [[nodiscard]] virtual LoopContext& context() noexcept = 0;
   [[nodiscard]] virtual bool peer_is_loopback() = 0;
   /** Accepted on --publish-listen's listener (router.cc serves the operator paths there). */
   [[nodiscard]] virtual bool on_operator_listener() const noexcept = 0;

@@ -7,7 +7,7 @@
 #include "mcp/publishers.h"
 #include "server/metrics.h"
 #include "server/process_stats.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 #include "status/status.h"
 
 namespace mcpfan::detail {
@@ -15,7 +15,7 @@ namespace mcpfan::detail {
 // Tenant names are in /metrics: with auth configured, only this host or a key for any
 // tenant may read them.
 bool may_read_metrics(Exchange& c, const HttpRequest& req) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   const Publishers& pub = w.publishers();
   std::shared_ptr<const PublisherPolicy> policy = pub.policy.load();
   bool auth_on = w.clients().auth_enabled() || policy->keys.enabled();
@@ -28,7 +28,7 @@ namespace {
 
 // With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
 bool wrong_listener(Exchange& c, std::string_view path) {
-  const ServerConfig& cfg = c.worker().config();
+  const ServerConfig& cfg = c.context().config();
   if (cfg.publish_host.empty() || is_health_path(path)) return false;
   bool operator_path = is_operator_path(path);
   if (operator_path == c.on_operator_listener()) return false;
@@ -50,12 +50,12 @@ void route_request(Exchange& c, HttpRequest& req) {
   std::string_view url = req.url;
   std::string_view path = url.substr(0, url.find('?'));
   auto method = static_cast<http_method>(req.method);
-  const ServerConfig& cfg = c.worker().config();
+  const ServerConfig& cfg = c.context().config();
   if (!host_allowed(cfg, req.host, c.on_operator_listener() ? cfg.publish_host : cfg.host)) {
     c.respond(403, "application/json", json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
     return;
   }
-  if (!origin_allowed(c.worker().config(), req.origin)) {
+  if (!origin_allowed(c.context().config(), req.origin)) {
     c.respond(403, "application/json", json_error_body("Origin " + req.origin + " is not allowed"));
     return;
   }
@@ -67,7 +67,7 @@ void route_request(Exchange& c, HttpRequest& req) {
   };
   if (wrong_listener(c, path)) return;
   if (path == "/mcp") {
-    if (c.worker().upstream()) handle_mcp_proxied(c, req);
+    if (c.context().upstream()) handle_mcp_proxied(c, req);
     else if (method == HTTP_POST) handle_mcp_post(c, req);
     else if (method == HTTP_GET) handle_mcp_get(c, req);
     else if (method == HTTP_DELETE) handle_mcp_delete(c, req);
@@ -82,7 +82,7 @@ void route_request(Exchange& c, HttpRequest& req) {
       c.respond(403, "application/json", json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
       return;
     }
-    StatsSnapshot s = c.worker().stats_snapshot();
+    StatsSnapshot s = c.context().stats_snapshot();
     s.process = read_process_stats();  // GET /metrics only: a host's collect_metrics() has its own
     c.respond(200, "text/plain; version=0.0.4", render_prometheus(s));
   } else if (is_status_path(path)) {

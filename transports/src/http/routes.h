@@ -18,7 +18,7 @@
 namespace mcpfan::detail {
 
 class Exchange;
-class Worker;
+class LoopContext;
 struct HttpRequest;
 struct Session;
 
@@ -36,15 +36,15 @@ void handle_mcp_delete(Exchange& c, HttpRequest& req);
  * A new 2025-era session of `caller` at `version`, counted against its tenant; `id` empty for a
  * random one (the front proxy adopts its upstream's). The refusal when a limit says no.
  */
-[[nodiscard]] std::variant<std::shared_ptr<Session>, Refusal> open_session(Worker& w, const Caller& caller, std::string version,
+[[nodiscard]] std::variant<std::shared_ptr<Session>, Refusal> open_session(LoopContext& w, const Caller& caller, std::string version,
                                                                           std::string id);
 /** resources/subscribe or unsubscribe `r.uri` on the caller's session `s`; the refusal when a limit or a URI rule says no. */
-[[nodiscard]] std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
+[[nodiscard]] std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
                                                         const Caller& caller);
 /** The session the request names, if it exists and belongs to the caller's tenant. */
 [[nodiscard]] std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, const Caller& caller);
 /** Ends a session (DELETE): removed, its GET stream finished on its worker. False if there was none. */
-bool end_session(Worker& w, const std::string& id);
+bool end_session(LoopContext& w, const std::string& id);
 /** With --upstream: every /mcp request (routes_proxy.cc decides what mcpfan serves and what it forwards). */
 void handle_mcp_proxied(Exchange& c, HttpRequest& req);
 void handle_publish(Exchange& c, HttpRequest& req);

@@ -4,7 +4,7 @@
 #include "mcp/messages.h"
 #include "mcp/protocol.h"
 #include "mcp/sessions.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // 2025-era Streamable HTTP sessions (design §2.2): initialize, requests within a session,
 // the session's GET stream, and DELETE. Sessions are shared by every worker; see
@@ -23,7 +23,7 @@ void session_not_found(Exchange& c, std::string_view id) {
 // a publish sent after the client saw `{}` is matched against the new set.
 // Returns the limit that refused a new URI (the session's own URI count, or the tenant's
 // subscription ceiling); nothing changes then.
-std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+std::optional<Limit> change_session_uri(LoopContext& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
   int owner;
   {
     std::lock_guard lock(s->mu);
@@ -61,7 +61,7 @@ std::optional<Limit> change_session_uri(Worker& w, const std::shared_ptr<Session
 // The session named by the request, if it exists and belongs to the caller's tenant: another
 // tenant's session is answered as if it did not exist.
 std::shared_ptr<Session> find_session(Exchange& c, const HttpRequest& req, const Caller& caller) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   auto s = w.sessions().find(req.session_id, uv_now(w.loop()));
   if (s && s->tenant != caller.tenant) {
     w.clients().counters().client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
@@ -73,7 +73,7 @@ std::shared_ptr<Session> find_session(Exchange& c, const HttpRequest& req, const
 
 }  // namespace
 
-std::variant<std::shared_ptr<Session>, Refusal> open_session(Worker& w, const Caller& caller, std::string version,
+std::variant<std::shared_ptr<Session>, Refusal> open_session(LoopContext& w, const Caller& caller, std::string version,
                                                             std::string id) {
   ClientCore& core = w.clients();
   // A session holds one stream from here to its end, and its own reference on the tenant:
@@ -100,12 +100,12 @@ void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller) {
     return;
   }
   std::string_view version = negotiate_2025(r.init_version);
-  auto opened = open_session(c.worker(), caller, std::string(version), {});
+  auto opened = open_session(c.context(), caller, std::string(version), {});
   if (auto* refused = std::get_if<Refusal>(&opened)) return respond_refusal(c, r.id, *refused);
   respond_result(c, r, initialize_result(version), {{"Mcp-Session-Id", std::get<0>(opened)->id}});
 }
 
-std::optional<Refusal> apply_subscription(Worker& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
+std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
   const McpMethod* m = find_mcp_method(r.method);
   bool add = m && m->role == MethodRole::Subscribe;
   if (add) {
@@ -120,7 +120,7 @@ std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, con
 }
 
 void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
     rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
     return;
@@ -170,7 +170,7 @@ void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> up
 }
 
 void handle_mcp_delete(Exchange& c, HttpRequest& req) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   auto caller = authenticate(c, req);
   if (!caller) return;
   if (req.session_id.empty() || !find_session(c, req, *caller) || !end_session(w, req.session_id)) {
@@ -180,7 +180,7 @@ void handle_mcp_delete(Exchange& c, HttpRequest& req) {
   c.respond(200, {}, {});
 }
 
-bool end_session(Worker& w, const std::string& id) {
+bool end_session(LoopContext& w, const std::string& id) {
   auto s = w.sessions().erase(id);
   if (!s) return false;
   end_session_stream(w.hub(), s);  // its GET stream or parked stream

@@ -3,7 +3,7 @@
 #include "http/routes.h"
 #include "mcp/messages.h"
 #include "mcp/protocol.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // POST /mcp: which era a request belongs to, and the 2026-07-28 routes (design §2.1).
 namespace mcpfan::detail {
@@ -20,7 +20,7 @@ void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
   }
-  auto admitted = c.worker().clients().admit_listen(caller, r.listen, r.id);
+  auto admitted = c.context().clients().admit_listen(caller, r.listen, r.id);
   if (auto* refused = std::get_if<Refusal>(&admitted)) return respond_refusal(c, r.id, *refused);
   auto& grant = std::get<ListenGrant>(admitted);
   c.hold_stream_usage(std::move(grant.usage));
@@ -79,7 +79,7 @@ bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std
 }  // namespace
 
 void handle_mcp_post(Exchange& c, HttpRequest& req) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   if (!accepts_mcp(req.accept)) {
     c.respond(406, "application/json", json_error_body("Accept must allow application/json or text/event-stream"));
     return;

@@ -17,7 +17,7 @@
 #include "mcp/messages.h"
 #include "mcpfan/json_text.h"
 #include "server/stats_snapshot.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
@@ -98,8 +98,8 @@ void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
     c.respond(200, "text/plain", "ok\n");
     return;
   }
-  const ServerConfig& cfg = c.worker().config();
-  const StatsSnapshot s = c.worker().stats_snapshot();
+  const ServerConfig& cfg = c.context().config();
+  const StatsSnapshot s = c.context().stats_snapshot();
   const Readiness r = readiness(s, cfg);
   if (path == "/readyz") {
     if (r.ready) c.respond(200, "text/plain", "ready\n");

@@ -10,7 +10,7 @@
 #include "mcp/session_journal.h"
 #include "mcp/sessions.h"
 #include "proxy/capabilities.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // /mcp with --upstream (docs/protocol.md "Front proxy"): mcpfan serves what it is there for —
 // 2026-07-28 `subscriptions/listen`, and for the 2025-era sessions it saw initialized,
@@ -35,7 +35,7 @@ bool adoptable_session_id(std::string_view id) {
 }
 
 void forward(Exchange& c, HttpRequest& req, std::string id_json, AnswerRewrite rewrite = {}) {
-  proxy::UpstreamPool& pool = *c.worker().upstream();
+  proxy::UpstreamPool& pool = *c.context().upstream();
   // The answer may come at once (the pool is closed): forward() is the route's last call.
   c.forward(pool, upstream_request(req, pool.target()), std::move(id_json), std::move(rewrite));
 }
@@ -52,7 +52,7 @@ void forward_initialize(Exchange& c, HttpRequest& req, const RpcRequest& r, cons
     bool minted = session_id.empty();  // a stateless upstream: the session is mcpfan's alone
     if (!minted && !adoptable_session_id(session_id)) return;
     std::string version = is_2025_version(m.protocol_version) ? m.protocol_version : std::string(negotiate_2025(requested));
-    auto opened = open_session(c.worker(), caller, std::move(version), session_id);
+    auto opened = open_session(c.context(), caller, std::move(version), session_id);
     if (auto* refused = std::get_if<Refusal>(&opened)) {
       // The upstream's session stays unused until it expires there; the client is told why.
       a.status = refused->http_status == 200 ? 503 : refused->http_status;
@@ -77,11 +77,11 @@ void forward_discover(Exchange& c, HttpRequest& req, const RpcRequest& r) {
 // The session the request names, if mcpfan holds it (for the caller's tenant).
 std::shared_ptr<Session> held_session(Exchange& c, const HttpRequest& req) {
   if (req.session_id.empty()) return nullptr;
-  return c.worker().sessions().find(req.session_id, uv_now(c.worker().loop()));
+  return c.context().sessions().find(req.session_id, uv_now(c.context().loop()));
 }
 
 void proxied_post(Exchange& c, HttpRequest& req) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   RpcRequest r = w.rpc_decoder().decode(req.body);  // a response, a batch: not decodable here, forwarded
   // 2026-07-28 requests are routed by their Mcp-Method header where it is present (that is
   // what it is for); mcpfan checks it against the body for the requests it serves itself.
@@ -129,7 +129,7 @@ void proxied_session_get(Exchange& c, HttpRequest& req, const std::shared_ptr<Se
   std::erase_if(req.fields, [](const Field& f) { return ieq(f.name, "last-event-id"); });
   std::vector<Field> extra;
   if (!upstream_id.empty()) extra.push_back({"Last-Event-ID", upstream_id});
-  proxy::ForwardedRequest upstream_get = upstream_request(req, c.worker().upstream()->target(), extra);  // req is cleared once streaming
+  proxy::ForwardedRequest upstream_get = upstream_request(req, c.context().upstream()->target(), extra);  // req is cleared once streaming
   c.hold_head();
   // The session's upstream cursor changes only for a caller whose stream is granted: one who
   // gets 401, 404 or 409 leaves it as it was.
@@ -153,7 +153,7 @@ void handle_mcp_proxied(Exchange& c, HttpRequest& req) {
       if (held_session(c, req)) {
         auto caller = authenticate(c, req);
         if (!caller) return;
-        if (caller_session(c, req, *caller)) end_session(c.worker(), req.session_id);
+        if (caller_session(c, req, *caller)) end_session(c.context(), req.session_id);
       }
       return forward(c, req, {});
     default: return forward(c, req, {});

@@ -7,13 +7,13 @@
 #include "mcp/messages.h"
 #include "mcp/publishers.h"
 #include "backplane/backplane.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // POST /v1/publish: a publisher's notifications, checked (key, tenant, rate) and fanned out.
 namespace mcpfan::detail {
 
 void handle_publish(Exchange& c, HttpRequest& req) {
-  Worker& w = c.worker();
+  LoopContext& w = c.context();
   if (!is_json_content_type(req.content_type)) {
     c.respond(415, "application/json", json_error_body("Content-Type must be application/json"));
     return;

@@ -2,13 +2,13 @@
 
 #include "mcp/client.h"
 #include "mcpfan/hub.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
-ParkedStream::ParkedStream(Worker& w, std::shared_ptr<Session> s) : w_(w), s_(s), tap_(std::move(s), 0) {}
+ParkedStream::ParkedStream(LoopContext& w, std::shared_ptr<Session> s) : w_(w), s_(s), tap_(std::move(s), 0) {}
 
-void ParkedStream::park(Worker& w, const std::shared_ptr<Session>& s) {
+void ParkedStream::park(LoopContext& w, const std::shared_ptr<Session>& s) {
   std::unique_ptr<ParkedStream> p(new ParkedStream(w, s));
   Shard& shard = w.shard();
   // Framing::Line: the keepalive sweep passes it by. Its tap (epoch 0) never returns an id,

@@ -20,7 +20,7 @@ class Hub;
 
 namespace mcpfan::detail {
 
-class Worker;
+class LoopContext;
 
 class ParkedStream final : public Conn, public StreamSink {
  public:
@@ -29,7 +29,7 @@ class ParkedStream final : public Conn, public StreamSink {
    * as the session's (owner, stream, sub, live = null). Loop-affine to `w`; the caller holds
    * s->mu and has checked the session has not ended.
    */
-  static void park(Worker& w, const std::shared_ptr<Session>& s);
+  static void park(LoopContext& w, const std::shared_ptr<Session>& s);
 
   // Conn: a parked stream has no client to tell; shutdown ends it at once.
   void begin_shutdown() override { close(); }
@@ -41,11 +41,11 @@ class ParkedStream final : public Conn, public StreamSink {
   void close_requested(CloseReason reason) override;
 
  private:
-  ParkedStream(Worker& w, std::shared_ptr<Session> s);
+  ParkedStream(LoopContext& w, std::shared_ptr<Session> s);
   void close();
   void finish();  // the stream is closed: forget it in the session, unlink, free
 
-  Worker& w_;
+  LoopContext& w_;
   std::shared_ptr<Session> s_;
   SessionTap tap_;
   StreamId stream_{};

@@ -6,13 +6,13 @@
 #include "mcp/session_journal.h"
 #include "mcp/sessions.h"
 #include "server/log.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
 void SessionUpstreamLeg::start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request) {
   pool_ = &pool;
-  stream_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
+  stream_.context().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
   proxy::UpstreamCall* call = pool.start(std::move(request), this);
   if (!done_) call_ = call;
 }
@@ -79,7 +79,7 @@ void SessionUpstreamLeg::on_body(std::string_view bytes) {
   });
   if (done_) return;
   if (!fits) {
-    stream_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+    stream_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
     log::line("upstream_get", "an event on the upstream's GET stream is longer than --upstream-max-answer-bytes; the stream ends");
     end(true);
   }
@@ -95,7 +95,7 @@ void SessionUpstreamLeg::on_failure(proxy::UpstreamFailure kind, const std::stri
   if (done_) return;
   stream_.release_head();
   call_ = nullptr;
-  stream_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  stream_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   // Cut short: the client's stream ends so that it reconnects, and both halves resume. An
   // upstream that never answered leaves the stream to mcpfan's notifications.
   log::line("upstream_get", "a session's upstream GET stream failed (" + std::string(proxy::failure_name(kind)) + ": " + what +

@@ -11,7 +11,7 @@
 #include "http1/response_writer.h"
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
@@ -34,7 +34,7 @@ RequestLimits request_limits(const ServerConfig& cfg) {
 }
 }  // namespace
 
-Http1Conn::Http1Conn(Worker& w, bool operator_listener)
+Http1Conn::Http1Conn(LoopContext& w, bool operator_listener)
     // The field list is kept only where a request may be forwarded (--upstream).
     : w_(w), sock_(w.io(), *this), parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
       binding_(w.limits()), operator_listener_(operator_listener), events_(w, *this) {

@@ -27,7 +27,7 @@
 
 namespace mcpfan::detail {
 
-class Worker;
+class LoopContext;
 class ProxyExchange;
 
 class Http1Conn final : public Conn,
@@ -37,7 +37,7 @@ class Http1Conn final : public Conn,
                         private net::SocketEvents {
  public:
   /** `operator_listener`: accepted on --publish-listen's listener (router.cc serves the operator paths there). */
-  Http1Conn(Worker& w, bool operator_listener);
+  Http1Conn(LoopContext& w, bool operator_listener);
   ~Http1Conn();
   Http1Conn(const Http1Conn&) = delete;
   Http1Conn& operator=(const Http1Conn&) = delete;
@@ -58,7 +58,7 @@ class Http1Conn final : public Conn,
 
   // ---- Exchange: what the routes do with the request being answered (http/exchange.h) ----
   using Exchange::respond;
-  [[nodiscard]] Worker& worker() noexcept override { return w_; }
+  [[nodiscard]] LoopContext& context() noexcept override { return w_; }
   [[nodiscard]] bool peer_is_loopback() override { return sock_.peer_is_loopback(); }
   [[nodiscard]] bool on_operator_listener() const noexcept override { return operator_listener_; }
   [[nodiscard]] TenantBinding& binding() noexcept override { return binding_; }
@@ -145,7 +145,7 @@ class Http1Conn final : public Conn,
   void head_parsed(HttpRequest& req) override;
   void request_complete(HttpRequest& req) override;
 
-  Worker& w_;
+  LoopContext& w_;
   net::Socket sock_;
   RequestParser parser_;
   Mode mode_ = Mode::Requests;

@@ -2,7 +2,7 @@
 
 #include "http1/connection.h"
 #include "http/router.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 // What a connection does with the requests its RequestParser reads: deadlines, the interim
 // 100 Continue, and each complete request handed to the router, one at a time.

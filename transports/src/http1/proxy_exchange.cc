@@ -7,7 +7,7 @@
 #include "http1/connection.h"
 #include "mcp/messages.h"
 #include "server/log.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
@@ -40,7 +40,7 @@ ProxyExchange::~ProxyExchange() { cancel(); }
 
 void ProxyExchange::start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request) {
   pool_ = &pool;
-  conn_.worker().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
+  conn_.context().stats().proxied_requests.fetch_add(1, std::memory_order_relaxed);
   proxy::UpstreamCall* call = pool.start(std::move(request), this);
   if (!done_) call_ = call;  // else it ended inside start(): the call is gone
 }
@@ -81,7 +81,7 @@ void ProxyExchange::write_head(int status, const proxy::HeaderList& headers, std
   if (!conn_.keeps_alive()) out += "Connection: close\r\n";
   out += "\r\n";
   head_written_ = true;
-  if (status >= 400) conn_.worker().stats().http_errors.fetch_add(1, std::memory_order_relaxed);
+  if (status >= 400) conn_.context().stats().http_errors.fetch_add(1, std::memory_order_relaxed);
   conn_.proxy_write(std::move(out));
 }
 
@@ -104,11 +104,11 @@ void ProxyExchange::on_head(int status, const proxy::HeaderList& headers) {
 void ProxyExchange::on_body(std::string_view bytes) {
   if (done_ || bytes.empty()) return;
   if (rewrite_) {
-    std::size_t bound = conn_.worker().config().upstream_max_answer_bytes;
+    std::size_t bound = conn_.context().config().upstream_max_answer_bytes;
     if (buffered_.body.size() + bytes.size() > bound) {
       if (call_ && pool_) pool_->cancel(call_);
       call_ = nullptr;
-      conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+      conn_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
       std::string why = "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)";
       log_failure("too_large", why, 502);
       fail_before_head(502, std::move(why));
@@ -150,7 +150,7 @@ void ProxyExchange::on_end() {
 void ProxyExchange::on_failure(proxy::UpstreamFailure kind, const std::string& what) {
   if (done_) return;
   call_ = nullptr;
-  conn_.worker().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
+  conn_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   bool timeout = kind == proxy::UpstreamFailure::FirstByte || kind == proxy::UpstreamFailure::Idle;
   log_failure(proxy::failure_name(kind), what, head_written_ ? 0 : timeout ? 504 : 502);
   if (head_written_) {  // the client's answer has begun: all it can be told is that it did not end
@@ -167,7 +167,7 @@ void ProxyExchange::log_failure(std::string_view failure, const std::string& wha
     std::string message = "upstream request failed (" + std::string(failure) + "): " + what;
     message += status ? "; answered " + std::to_string(status) : "; the answer was cut short";
     log::line(LogLevel::Warn, "upstream_failed", std::move(message),
-              {{"upstream", conn_.worker().config().upstream}, {"failure", std::string(failure)}});
+              {{"upstream", conn_.context().config().upstream}, {"failure", std::string(failure)}});
   } catch (...) {  // out of memory: the line is lost, the client still gets its answer
     log::count_dropped();
   }

@@ -20,27 +20,12 @@ Worker* self(T* handle) {
 }  // namespace
 
 Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()> snapshot)
-    : index_(index),
-      config_(state.config),
-      hub_(*state.hub),
-      shard_(state.hub->shard(index)),
-      sessions_(state.sessions),
-      limits_(state.limits),
+    : ctx_(index, state, std::move(snapshot)),
       logger_(state.logger),
-      clients_(state.clients),
-      publishers_(state.publishers),
       acceptors_(state.acceptors),
-      backplane_(state.backplane.get()),
-      upstream_target_(state.upstream),
-      snapshot_(std::move(snapshot)),
-      publish_decoder_(PublishLimits{config_.max_uri_length}),
-      rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
-      read_buf_(64 * 1024, '\0') {
-  uv_loop_init(&loop_);
-  io_.loop = &loop_;
-  io_.read_buffer = read_buf_.data();
-  io_.read_buffer_size = read_buf_.size();
-  io_.callback_exceptions = &stats_.callback_exceptions;
+      upstream_target_(state.upstream) {
+  ctx_.on_unlinked_ = [](void* a) { static_cast<Worker*>(a)->maybe_finish_stop(); };
+  ctx_.on_unlinked_arg_ = this;
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
@@ -50,14 +35,14 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
     h->data = this;
   }
   // uv_async_send coalesces wake-ups: the callback drains in bounded batches and re-arms.
-  uv_async_init(&loop_, &inbox_async_, [](uv_async_t* a) {
+  uv_async_init(&ctx_.loop_, &inbox_async_, [](uv_async_t* a) {
     Worker* w = self(a);
     bool more = true;  // after an exception, look again rather than strand queued payloads
-    guarded(w->stats_, [&] { more = w->shard_.drain(); });
+    guarded(w->ctx_.stats_, [&] { more = w->ctx_.shard_.drain(); });
     if (more) uv_async_send(a);
   });
-  uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { self(a)->on_control(); });
-  uv_check_init(&loop_, &flush_check_);
+  uv_async_init(&ctx_.loop_, &control_async_, [](uv_async_t* a) { self(a)->on_control(); });
+  uv_check_init(&ctx_.loop_, &flush_check_);
   uv_check_start(&flush_check_, [](uv_check_t* h) {
     Worker* w = self(h);
     if (w->self_posted_) {
@@ -65,26 +50,26 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       // now, in the iteration that parsed it, without an eventfd round trip.
       w->self_posted_ = false;
       bool more = true;
-      guarded(w->stats_, [&] { more = w->shard_.drain(); });
+      guarded(w->ctx_.stats_, [&] { more = w->ctx_.shard_.drain(); });
       if (more) w->self_post();
     }
-    guarded(w->stats_, [&] { w->shard_.flush(uv_now(&w->loop_)); });
-    guarded(w->stats_, [&] { w->flush_sends(); });  // the batches the shard flush queued: one submit per 256
-    if (!w->shard_.has_dirty() && !w->self_posted_) uv_idle_stop(&w->flush_idle_);
+    guarded(w->ctx_.stats_, [&] { w->ctx_.shard_.flush(uv_now(&w->ctx_.loop_)); });
+    guarded(w->ctx_.stats_, [&] { w->flush_sends(); });  // the batches the shard flush queued: one submit per 256
+    if (!w->ctx_.shard_.has_dirty() && !w->self_posted_) uv_idle_stop(&w->flush_idle_);
   });
-  uv_idle_init(&loop_, &flush_idle_);
-  uv_timer_init(&loop_, &keepalive_timer_);
-  uv_timer_init(&loop_, &grace_timer_);
-  uv_timer_init(&loop_, &session_timer_);
-  uv_timer_init(&loop_, &sweep_timer_);
-  shard_.set_waker(
+  uv_idle_init(&ctx_.loop_, &flush_idle_);
+  uv_timer_init(&ctx_.loop_, &keepalive_timer_);
+  uv_timer_init(&ctx_.loop_, &grace_timer_);
+  uv_timer_init(&ctx_.loop_, &session_timer_);
+  uv_timer_init(&ctx_.loop_, &sweep_timer_);
+  ctx_.shard_.set_waker(
       [](void* a) {
         auto* w = static_cast<Worker*>(a);
         if (w->on_own_thread()) w->self_post();
         else w->wake(&w->inbox_async_);
       },
       this);
-  shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
+  ctx_.shard_.set_on_dirty([](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_);
 }
 
 Worker::~Worker() { join(); }
@@ -117,7 +102,7 @@ void Worker::refuse_adopt(ControlMsg& msg, StdioEnd why) noexcept {
   ::close(msg.in_fd);
   if (msg.out_fd != msg.in_fd) ::close(msg.out_fd);
   // The host was given a handle: it hears of this client's end like any other's.
-  if (msg.on_end) guarded(stats_, [&] { msg.on_end(why); });
+  if (msg.on_end) guarded(ctx_.stats_, [&] { msg.on_end(why); });
 }
 
 void Worker::self_post() noexcept {
@@ -136,40 +121,40 @@ void Worker::wake(uv_async_t* handle) {
 }
 
 bool Worker::open_listener(uv_tcp_t& listener, int fd, const char* what) {
-  uv_tcp_init(&loop_, &listener);
+  uv_tcp_init(&ctx_.loop_, &listener);
   int rc = uv_tcp_open(&listener, fd);
   if (rc != 0) ::close(fd);  // not libuv's: uv_close(listener) will not close it
   else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), SOMAXCONN, &Worker::on_connection);
   // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
-  if (rc != 0) log::line(LogLevel::Error, "listen", "worker " + std::to_string(index_) + " cannot listen" + what + ": " + uv_strerror(rc));
+  if (rc != 0) log::line(LogLevel::Error, "listen", "worker " + std::to_string(ctx_.index_) + " cannot listen" + what + ": " + uv_strerror(rc));
   return rc == 0;
 }
 
 void Worker::run(int listen_fd, int publish_fd) {
-  if (config_.io_uring_entries > 0) {
+  if (ctx_.config_.io_uring_entries > 0) {
     std::string why;
     // A send queued outside the check callback (a timer, a close callback) must not wait for
     // the next event: the idle handle keeps the loop from blocking until the check flushes it.
     send_ring_ = SendRing::create(
-        config_.io_uring_entries, stats_.sends, [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); },
+        ctx_.config_.io_uring_entries, ctx_.stats_.sends, [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); },
         &flush_idle_, &why);
     // Said by each loop that has none (the log's rate limit keeps it short): on old kernels
     // a later loop's ring can fail where the first one's did not (locked-memory limit).
-    io_.ring = send_ring_.get();
+    ctx_.io_.ring = send_ring_.get();
     if (!send_ring_) {
-      log::line("io_uring", "worker " + std::to_string(index_) + ": io_uring sends are off (" + why +
+      log::line("io_uring", "worker " + std::to_string(ctx_.index_) + ": io_uring sends are off (" + why +
                                 "): stream batches use libuv writes");
     }
   }
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
-    ul.connect_ms = config_.upstream_connect_ms;
-    ul.first_byte_ms = config_.upstream_first_byte_ms;
-    ul.idle_ms = config_.upstream_idle_ms;
-    ul.max_idle = config_.upstream_max_idle;
-    ul.keepalive_ms = config_.upstream_keepalive_ms;
-    ul.resolve_ttl_ms = config_.upstream_resolve_ttl_ms;
-    upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul, &stats_.upstream);
+    ul.connect_ms = ctx_.config_.upstream_connect_ms;
+    ul.first_byte_ms = ctx_.config_.upstream_first_byte_ms;
+    ul.idle_ms = ctx_.config_.upstream_idle_ms;
+    ul.max_idle = ctx_.config_.upstream_max_idle;
+    ul.keepalive_ms = ctx_.config_.upstream_keepalive_ms;
+    ul.resolve_ttl_ms = ctx_.config_.upstream_resolve_ttl_ms;
+    ctx_.upstream_ = std::make_unique<proxy::UpstreamPool>(&ctx_.loop_, *upstream_target_, ul, &ctx_.stats_.upstream);
   }
   (void)open_listener(listener_, listen_fd, "");
   if (publish_fd >= 0) {
@@ -177,47 +162,47 @@ void Worker::run(int listen_fd, int publish_fd) {
     publish_open_ = true;  // initialised either way: begin_stop() closes the handle
   }
   if (unix_fd_ >= 0) {
-    uv_poll_init(&loop_, &unix_poll_, unix_fd_);
+    uv_poll_init(&ctx_.loop_, &unix_poll_, unix_fd_);
     uv_poll_start(&unix_poll_, UV_READABLE, [](uv_poll_t* p, int status, int) {
-      if (status == 0) guarded(self(p)->stats_, [&] { self(p)->accept_unix(); });
+      if (status == 0) guarded(self(p)->ctx_.stats_, [&] { self(p)->accept_unix(); });
     });
   }
   // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
   // between 1 and 1.25 intervals after its last write.
-  std::uint64_t period = std::max<std::uint64_t>(config_.keepalive_ms / 4, 10);
+  std::uint64_t period = std::max<std::uint64_t>(ctx_.config_.keepalive_ms / 4, 10);
   uv_timer_start(
       &keepalive_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        guarded(w->stats_, [&] { w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms); });
+        guarded(w->ctx_.stats_, [&] { w->ctx_.shard_.keepalive(uv_now(&w->ctx_.loop_), w->ctx_.config_.keepalive_ms); });
       },
       period, period);
-  if (index_ == 0) {
-    std::uint64_t every = std::clamp<std::uint64_t>(config_.session_idle_ms / 4, 10, 5000);
+  if (ctx_.index_ == 0) {
+    std::uint64_t every = std::clamp<std::uint64_t>(ctx_.config_.session_idle_ms / 4, 10, 5000);
     uv_timer_start(
         &session_timer_,
         [](uv_timer_t* t) {
           Worker* w = self(t);
-          guarded(w->stats_, [&] { (void)w->sessions_.expire(uv_now(&w->loop_), w->config_.session_idle_ms); });
+          guarded(w->ctx_.stats_, [&] { (void)w->ctx_.sessions_.expire(uv_now(&w->ctx_.loop_), w->ctx_.config_.session_idle_ms); });
         },
         every, every);
   }
   // Deadlines are checked by a sweep, not a timer per connection: a timer is ~120 bytes per
   // stream, and a deadline a quarter-period late is harmless.
-  std::uint64_t shortest = std::min({config_.request_timeout_ms, config_.idle_timeout_ms, config_.write_timeout_ms});
+  std::uint64_t shortest = std::min({ctx_.config_.request_timeout_ms, ctx_.config_.idle_timeout_ms, ctx_.config_.write_timeout_ms});
   std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
   uv_timer_start(
-      &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
-  uv_run(&loop_, UV_RUN_DEFAULT);
-  upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
-  io_.ring = nullptr;
+      &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->ctx_.stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
+  uv_run(&ctx_.loop_, UV_RUN_DEFAULT);
+  ctx_.upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
+  ctx_.io_.ring = nullptr;
   send_ring_.reset();  // on this thread, which set it up
-  uv_loop_close(&loop_);
+  uv_loop_close(&ctx_.loop_);
 }
 
 void Worker::sweep() {
-  std::uint64_t now = uv_now(&loop_);
-  for (Conn* c = conns_; c;) {
+  std::uint64_t now = uv_now(&ctx_.loop_);
+  for (Conn* c = ctx_.conns_; c;) {
     Conn* next = c->next_;  // sweep() may close c, which unlinks it only in its close callback
     c->sweep(now);
     c = next;
@@ -227,7 +212,7 @@ void Worker::sweep() {
 void Worker::on_connection(uv_stream_t* server, int status) {
   Worker* w = self(server);
   if (status < 0) return;
-  w->acceptors_.tcp(*w, server, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
+  w->acceptors_.tcp(w->ctx_, server, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
 }
 
 void Worker::accept_unix() {
@@ -242,41 +227,26 @@ void Worker::accept_unix() {
   }
 }
 
-void Worker::link(Conn* c) noexcept {
-  c->next_ = conns_;
-  c->prev_ = nullptr;
-  if (conns_) conns_->prev_ = c;
-  conns_ = c;
-}
-
-void Worker::unlink(Conn* c) noexcept {
-  if (c->prev_) c->prev_->next_ = c->next_;
-  else conns_ = c->next_;
-  if (c->next_) c->next_->prev_ = c->prev_;
-  c->prev_ = c->next_ = nullptr;
-  if (stopping_) maybe_finish_stop();
-}
-
 void Worker::on_control() {
   ControlMsg msg;
   for (int i = 0; i < 1024 && control_.try_dequeue(msg); ++i) {
     // One message's failure (an allocation) must not strand the ones queued behind it. An
     // Adopt that threw may have handed its fds to libuv already: they are not closed here
     // (a leak on allocation failure beats closing a descriptor twice).
-    guarded(stats_, [&] {
+    guarded(ctx_.stats_, [&] {
       if (msg.type == ControlMsg::Type::Stop) {
         begin_stop();
       } else if (msg.type == ControlMsg::Type::Detach) {
         // Gone already (or never here): its on_end ran or is about to; nothing to do.
-        if (auto it = stdio_clients_.find(msg.client); it != stdio_clients_.end()) it->second->detach();
+        if (auto it = ctx_.stdio_clients_.find(msg.client); it != ctx_.stdio_clients_.end()) it->second->detach();
       } else {
         std::string err;
-        if (stopping_) {
+        if (ctx_.stopping_) {
           refuse_adopt(msg, StdioEnd::ServerStopped);
-        } else if (!acceptors_.stdio(*this, msg, err)) {
+        } else if (!acceptors_.stdio(ctx_, msg, err)) {
           log::line("stdio_refused", "stdio client refused: " + err);
           // Its fds are closed; a process serving its own stdio must not run on without it.
-          if (msg.on_end) guarded(stats_, [&] { msg.on_end(StdioEnd::Refused); });
+          if (msg.on_end) guarded(ctx_.stats_, [&] { msg.on_end(StdioEnd::Refused); });
         }
       }
     });
@@ -285,8 +255,8 @@ void Worker::on_control() {
 }
 
 void Worker::begin_stop() {
-  if (stopping_) return;
-  stopping_ = true;
+  if (ctx_.stopping_) return;
+  ctx_.stopping_ = true;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
   if (publish_open_) uv_close(reinterpret_cast<uv_handle_t*>(&publish_listener_), nullptr);
   if (unix_fd_ >= 0) {
@@ -294,7 +264,7 @@ void Worker::begin_stop() {
     ::close(unix_fd_);
   }
   // Listens get their final result and end once it is written; the rest close now.
-  for (Conn* c = conns_; c;) {
+  for (Conn* c = ctx_.conns_; c;) {
     Conn* next = c->next_;
     c->begin_shutdown();
     c = next;
@@ -303,14 +273,14 @@ void Worker::begin_stop() {
       &grace_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        for (Conn* c = w->conns_; c; c = c->next_) c->force_close();
+        for (Conn* c = w->ctx_.conns_; c; c = c->next_) c->force_close();
       },
-      config_.shutdown_grace_ms, 0);
+      ctx_.config_.shutdown_grace_ms, 0);
   maybe_finish_stop();
 }
 
 void Worker::maybe_finish_stop() {
-  if (conns_ || handles_closed_) return;
+  if (ctx_.conns_ || handles_closed_) return;
   flush_sends();  // empty with every connection closed (each socket waited for its send); the idle handle goes now
   {
     std::lock_guard lock(wake_mu_);
@@ -320,7 +290,7 @@ void Worker::maybe_finish_stop() {
   // here (an Adopt's fds closed), and post() refuses the rest.
   ControlMsg msg;
   while (control_.try_dequeue(msg)) refuse_adopt(msg, StdioEnd::ServerStopped);
-  if (upstream_) upstream_->close();  // every connection is gone: no call is in flight
+  if (ctx_.upstream_) ctx_.upstream_->close();  // every connection is gone: no call is in flight
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),

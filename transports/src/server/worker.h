@@ -1,83 +1,29 @@
 #pragma once
-// One worker loop: a thread running a libuv loop that owns its listening socket, its
-// connections and its engine Shard. Other threads talk to it only through the shard's
-// inbox (publishes) and the control queue below (stop, cancel), each with a uv_async_t.
+// One worker loop: a thread running a libuv loop, with its listening sockets, its timers and
+// its control queue. What its connections use is its LoopContext (server/loop_context.h),
+// which it owns: they never see the thread or the listeners. Other threads talk to it only
+// through the shard's inbox (publishes) and the control queue below (stop, adopt, detach),
+// each with a uv_async_t.
 #include <uv.h>
 
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <vector>
 
-#include "mcpfan/hub.h"
-#include "mcpfan/publish_decoder.h"
-#include "mcpfan/rpc_decoder.h"
 #include "mcpfan/transport/server.h"
-#include "proxy/upstream.h"
 #include "server/log.h"
-#include "net/send_ring.h"
-#include "net/socket.h"
-#include "server/stats_snapshot.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
-class Conn;
 class Worker;
-class ClientCore;
-class SessionRegistry;
-class Limits;
-struct Publishers;
 struct ServerState;
-class Backplane;
-namespace proxy {
-class UpstreamPool;
-}
-
-/** Counters a worker keeps beyond its shard's. Written by the loop, read by /metrics. */
-struct WorkerStats {
-  std::atomic<std::int64_t> connections{0};
-  std::atomic<std::uint64_t> http_requests{0};
-  std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
-  std::atomic<std::uint64_t> callback_exceptions{0};  // caught at a libuv callback boundary
-  std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
-  std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
-  std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
-  proxy::UpstreamCounters upstream;                 // this loop's upstream pool (connections, retries)
-  SendRingStats sends;  // this loop's io_uring sends (send_ring.h)
-};
-
-/**
- * Runs `f` inside a libuv callback: no exception may leave one (libuv is C; it would end in
- * std::terminate). An exception is counted and swallowed; `on_error` then cleans up what the
- * callback was working on (typically: close that one connection). Returns false if f threw.
- */
-template <class F, class G>
-bool guarded(WorkerStats& stats, F&& f, G&& on_error) noexcept {
-  try {
-    f();
-    return true;
-  } catch (...) {
-    stats.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
-  }
-  try {
-    on_error();
-  } catch (...) {
-    stats.callback_exceptions.fetch_add(1, std::memory_order_relaxed);
-  }
-  return false;
-}
-template <class F>
-bool guarded(WorkerStats& stats, F&& f) noexcept {
-  return guarded(stats, std::forward<F>(f), [] {});
-}
-
-/** Told once when an attached stdio client ends (Server::attach_stdio's on_end, bound to its handle). */
-using StdioEndFn = std::function<void(StdioEnd)>;
 
 /** A control message from another thread. */
 struct ControlMsg;
@@ -88,12 +34,12 @@ struct ControlMsg;
  */
 struct Acceptors {
   /** Accepts the connection waiting on `listener` (--listen's, or --publish-listen's: `operator_listener`) and serves it. */
-  void (*tcp)(Worker& w, uv_stream_t* listener, bool operator_listener) = nullptr;
+  void (*tcp)(LoopContext& ctx, uv_stream_t* listener, bool operator_listener) = nullptr;
   /**
    * Serves an Adopt's stdio-framed client. False, with `err` set, when it cannot: its fds are
    * closed and its on_end is left in `msg` for the caller to tell.
    */
-  bool (*stdio)(Worker& w, ControlMsg& msg, std::string& err) = nullptr;
+  bool (*stdio)(LoopContext& ctx, ControlMsg& msg, std::string& err) = nullptr;
 };
 
 struct ControlMsg {
@@ -122,6 +68,9 @@ class Worker {
   /** `publish_fd`: this worker's socket of the operator listener (--publish-listen), or -1. */
   void start(int listen_fd, int publish_fd = -1);
   void join();
+  void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
+  /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
+  void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
   // ---- any thread ----
   /**
    * Queues a control message. False once the loop has closed (stopped): the message is not
@@ -131,40 +80,9 @@ class Worker {
   [[nodiscard]] bool post(ControlMsg msg);
   /** True when called on this worker's own thread. */
   [[nodiscard]] bool on_own_thread() const noexcept { return std::this_thread::get_id() == thread_id_.load(); }
-  [[nodiscard]] const WorkerStats& stats() const noexcept { return stats_; }
-
-  // ---- loop-affine (connections call these) ----
-  [[nodiscard]] uv_loop_t* loop() noexcept { return &loop_; }
-  [[nodiscard]] unsigned index() const noexcept { return index_; }
-  [[nodiscard]] SessionRegistry& sessions() noexcept { return sessions_; }
-  [[nodiscard]] Shard& shard() noexcept { return shard_; }
-  [[nodiscard]] Hub& hub() noexcept { return hub_; }
-  [[nodiscard]] Limits& limits() noexcept { return limits_; }
-  /** MCP client admission (auth, tenants, ceilings): what HTTP and stdio clients share. */
-  [[nodiscard]] ClientCore& clients() noexcept { return clients_; }
-  /** Publisher keys and rates: what /v1/publish checks. */
-  [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
-  /** The backplane, or null (no --nats). Lives while the worker does. */
-  [[nodiscard]] Backplane* backplane() noexcept { return backplane_; }
-  /** This loop's connections to the --upstream MCP server, or null (no --upstream). Lives while the loop runs. */
-  [[nodiscard]] proxy::UpstreamPool* upstream() noexcept { return upstream_.get(); }
-  [[nodiscard]] const ServerConfig& config() const noexcept { return config_; }
-  [[nodiscard]] PublishDecoder& publish_decoder() noexcept { return publish_decoder_; }
-  [[nodiscard]] RpcDecoder& rpc_decoder() noexcept { return rpc_decoder_; }
-  [[nodiscard]] WorkerStats& stats() noexcept { return stats_; }
-  [[nodiscard]] bool stopping() const noexcept { return stopping_; }
-  /** What this loop's sockets share (net/socket.h): the loop, its io_uring sends, its read buffer. */
-  [[nodiscard]] net::LoopIo& io() noexcept { return io_; }
-  /** The whole server's numbers now, for /metrics and /status.json. */
-  [[nodiscard]] StatsSnapshot stats_snapshot() const { return snapshot_(); }
-  void link(Conn* c) noexcept;
-  void unlink(Conn* c) noexcept;
-  void set_peers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
-  /** Accept stdio-framed clients on this listening Unix socket and deal them out to peers. */
-  void set_unix_listener(int fd) noexcept { unix_fd_ = fd; }
-  /** An attached stdio client by its handle's number, for detach_stdio (the stdio connection registers itself). */
-  void register_stdio(std::uint64_t number, Conn* c) { if (number != 0) stdio_clients_[number] = c; }
-  void unregister_stdio(std::uint64_t number) noexcept { if (number != 0) stdio_clients_.erase(number); }
+  [[nodiscard]] const WorkerStats& stats() const noexcept { return ctx_.stats(); }
+  /** What its connections use; loop-affine (route tests and the acceptors reach it here). */
+  [[nodiscard]] LoopContext& context() noexcept { return ctx_; }
 
  private:
   void run(int listen_fd, int publish_fd);
@@ -185,29 +103,13 @@ class Worker {
   void accept_unix();
   void sweep();
 
-  unsigned index_;
-  const ServerConfig& config_;
-  Hub& hub_;
-  Shard& shard_;
-  SessionRegistry& sessions_;
-  Limits& limits_;
+  LoopContext ctx_;
   log::Logger& logger_;  // bound to the loop's thread: what its connections log goes to this Server's sink
-  ClientCore& clients_;
-  Publishers& publishers_;
   const Acceptors& acceptors_;  // the server's: how this loop serves TCP and stdio clients
-  Backplane* backplane_;
   const std::optional<proxy::UpstreamTarget>& upstream_target_;
-  std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop
   std::unique_ptr<SendRing> send_ring_;            // made in run(), on the loop's thread (a single-issuer ring)
-  std::function<StatsSnapshot()> snapshot_;
-  WorkerStats stats_;
-  PublishDecoder publish_decoder_;
-  RpcDecoder rpc_decoder_;
-  std::string read_buf_;  // the loop-wide read buffer: every read is consumed before the next, so one suffices
-  net::LoopIo io_;
   std::vector<Worker*> peers_;
 
-  uv_loop_t loop_{};
   uv_tcp_t listener_{};
   uv_tcp_t publish_listener_{};  // the operator listener (--publish-listen), when publish_open_
   bool publish_open_ = false;
@@ -222,14 +124,9 @@ class Worker {
   uv_poll_t unix_poll_{};       // the Unix listener (worker 0 only)
   int unix_fd_ = -1;
   unsigned next_peer_ = 0;
-  // Attached stdio clients with a handle, for Detach; one entry per live StdioConn, so it
-  // is bounded by the connections (each removed when its connection is freed).
-  std::unordered_map<std::uint64_t, Conn*> stdio_clients_;
   moodycamel::ConcurrentQueue<ControlMsg> control_;
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
-  Conn* conns_ = nullptr;   // intrusive list of open connections
-  bool stopping_ = false;
   bool handles_closed_ = false;  // guarded by wake_mu_ for cross-thread readers
   bool self_posted_ = false;     // loop-affine: the shard's inbox has posts of this loop's own
   std::mutex wake_mu_;

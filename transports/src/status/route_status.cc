@@ -6,7 +6,7 @@
 #include "http/exchange.h"
 #include "http/router.h"
 #include "mcp/messages.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 #include "status/status.h"
 
 // GET /status and GET /status.json. The page carries its script and style inline and the
@@ -69,7 +69,7 @@ void route_status(Exchange& c, const HttpRequest& req, std::string_view path) {
     c.respond(200, "text/html; charset=utf-8", std::string(kStatusPage), page_headers());
     return;
   }
-  std::string body = render_status_json(c.worker().stats_snapshot(), ms_since_epoch(std::chrono::system_clock::now()),
+  std::string body = render_status_json(c.context().stats_snapshot(), ms_since_epoch(std::chrono::system_clock::now()),
                                         ms_since_epoch(std::chrono::steady_clock::now()));
   c.respond(200, "application/json", body, {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
 }

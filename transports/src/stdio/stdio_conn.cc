@@ -14,7 +14,7 @@
 #include "server/log.h"
 #include "mcp/limits.h"
 #include "mcp/messages.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
@@ -24,13 +24,13 @@ void StdioConn::maybe_free() {
   w_.unregister_stdio(number_);
   StdioEndFn on_end = std::move(on_end_);
   StdioEnd why = end_reason_.value_or(StdioEnd::Failed);
-  Worker& w = w_;
+  LoopContext& w = w_;
   delete this;
   // After the delete: the host may attach another client (or stop) as soon as it hears.
   if (on_end) guarded(w.stats(), [&] { on_end(why); });
 }
 
-StdioConn::StdioConn(Worker& w) : w_(w), in_(w.io(), *this), out_(w.io(), *this), binding_(w.limits()) {}
+StdioConn::StdioConn(LoopContext& w) : w_(w), in_(w.io(), *this), out_(w.io(), *this), binding_(w.limits()) {}
 
 void StdioConn::detach() {
   note_end(StdioEnd::Detached);
@@ -43,7 +43,7 @@ int StdioConn::open_socket(net::Socket& sock, int fd, bool readable) {
   return rc;
 }
 
-StdioConn* StdioConn::open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
+StdioConn* StdioConn::open(LoopContext& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
                            StdioEndFn& on_end, std::string& err) {
   auto* c = new StdioConn(w);
   // A --unix client authenticates with a token, unless the socket itself names the tenant

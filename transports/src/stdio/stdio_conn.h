@@ -24,11 +24,11 @@
 #include "mcpfan/shard.h"
 #include "net/socket.h"
 #include "server/conn.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 
 namespace mcpfan::detail {
 
-class Worker;
+class LoopContext;
 struct McpMethod;
 
 class StdioConn final : public Conn, public StreamSink, private net::SocketEvents {
@@ -39,7 +39,7 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
    * connection is freed. On failure returns nullptr with `err` set, the fds are closed and
    * `on_end` is left to the caller.
    */
-  static StdioConn* open(Worker& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
+  static StdioConn* open(LoopContext& w, int in_fd, int out_fd, bool from_unix_listener, std::uint64_t number,
                          StdioEndFn& on_end, std::string& err);
   /** Server::detach_stdio(): ends the client as at the end of its input. */
   void detach() override;
@@ -59,7 +59,7 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
     StreamUsage usage;  // counted against the tenant until the listen ends
   };
 
-  explicit StdioConn(Worker& w);
+  explicit StdioConn(LoopContext& w);
   /** Records why it ends; the first reason given wins (an EOF during a stop is InputEnded). */
   void note_end(StdioEnd why) noexcept {
     if (!end_reason_) end_reason_ = why;
@@ -99,7 +99,7 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   /** Frees this connection once it is closing and nothing (handle, file write) still uses it. */
   void maybe_free();
 
-  Worker& w_;
+  LoopContext& w_;
   net::Socket in_;
   net::Socket out_;            // with separate_out_ (and stdout not a file)
   uv_timer_t file_anchor_{};   // stdin is a file: never started, it only anchors the close callback

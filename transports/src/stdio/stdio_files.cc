@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "server/worker.h"
+#include "server/loop_context.h"
 #include "stdio/stdio_conn.h"
 
 // stdin or stdout redirected to a regular file (`mcpfan --stdio < requests.jsonl > out.jsonl`):

@@ -2,7 +2,7 @@
 #include "mcp/methods.h"
 #include "mcp/protocol.h"
 #include "server/log.h"
-#include "server/worker.h"
+#include "server/loop_context.h"
 #include "stdio/stdio_conn.h"
 
 // The MCP requests of a stdio client. Admission (tokens, tenants, ceilings, URI prefixes) is
