@@ -19,7 +19,7 @@
 namespace mcpfan::detail {
 
 void StdioConn::maybe_free() {
-  if (!closing_ || open_handles_ > 0 || file_write_in_flight_ || file_read_in_flight_) return;
+  if (!closing_ || open_handles_ > 0 || out_file_.writing || in_file_.reading) return;
   w_.unlink(this);
   w_.unregister_stdio(number_);
   StdioEndFn on_end = std::move(on_end_);
@@ -73,16 +73,16 @@ StdioConn* StdioConn::open(LoopContext& w, int in_fd, int out_fd, bool from_unix
   if (in_file && !c->separate_out_) {
     rc = UV_EINVAL;
   } else if (in_file) {
-    c->in_is_file_ = true;
-    c->in_file_fd_ = in_fd;
+    c->in_file_.used = true;
+    c->in_file_.fd = in_fd;
     // A handle all the same, so that the connection is freed in a close callback as always.
-    rc = uv_timer_init(w.loop(), &c->file_anchor_);
-    c->file_anchor_.data = c;
+    rc = uv_timer_init(w.loop(), &c->in_file_.anchor);
+    c->in_file_.anchor.data = c;
     if (rc == 0) {
       ++c->open_handles_;
-      c->anchor_open_ = true;
+      c->in_file_.anchor_open = true;
     } else {
-      c->in_file_fd_ = -1;  // not taken: closed below as the caller's
+      c->in_file_.fd = -1;  // not taken: closed below as the caller's
     }
   } else {
     rc = c->open_socket(c->in_, in_fd, true);
@@ -91,7 +91,7 @@ StdioConn* StdioConn::open(LoopContext& w, int in_fd, int out_fd, bool from_unix
   bool out_owned = !c->separate_out_;
   if (rc == 0 && c->separate_out_) {
     if (uv_guess_handle(out_fd) == UV_FILE) {  // `mcpfan --stdio > log.jsonl`: no poll on files
-      c->out_file_fd_ = out_fd;
+      c->out_file_.fd = out_fd;
       out_owned = true;
     } else {
       out_owned = (rc = c->open_socket(c->out_, out_fd, false)) == 0;
@@ -138,26 +138,26 @@ void StdioConn::close() {
   // What it holds of its tenant's ceilings goes back; the tenant's entry last, as it is
   // reclaimed only once that usage is back to zero.
   listens_.clear();
-  session_uris_.reset();
-  session_usage_.release();
+  session_.uris.reset();
+  session_.usage.release();
   binding_.release();
   tenant_ref_.reset();
   // A file read or write in the threadpool still uses its descriptor: its callback closes it.
-  if (out_file_fd_ >= 0 && !file_write_in_flight_) {
-    ::close(out_file_fd_);
-    out_file_fd_ = -1;
+  if (out_file_.fd >= 0 && !out_file_.writing) {
+    ::close(out_file_.fd);
+    out_file_.fd = -1;
   }
-  if (in_file_fd_ >= 0 && !file_read_in_flight_) {
-    ::close(in_file_fd_);
-    in_file_fd_ = -1;
+  if (in_file_.fd >= 0 && !in_file_.reading) {
+    ::close(in_file_.fd);
+    in_file_.fd = -1;
   }
   // Only opened handles are closed: open() may fail before the second one exists. A socket
   // closes once its last batch is off the ring (net/socket.h); handle_closed() counts each.
   if (in_.opened()) in_.close();
   if (out_.opened()) out_.close();
-  if (anchor_open_) {
-    anchor_open_ = false;
-    uv_close(reinterpret_cast<uv_handle_t*>(&file_anchor_), [](uv_handle_t* h) {
+  if (in_file_.anchor_open) {
+    in_file_.anchor_open = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&in_file_.anchor), [](uv_handle_t* h) {
       static_cast<StdioConn*>(h->data)->handle_closed();
     });
   }
@@ -172,7 +172,7 @@ void StdioConn::on_eof() {
   if (closing_ || eof_) return;
   eof_ = true;
   note_end(StdioEnd::InputEnded);
-  if (!in_is_file_) in_.read_stop();
+  if (!in_file_.used) in_.read_stop();
   // A last line without its newline is still a message (`printf '{...}' | mcpfan --stdio`).
   if (!line_.empty() && !skipping_ && !ending_) {
     std::string last = std::move(line_);
@@ -252,15 +252,15 @@ void StdioConn::begin_shutdown() {
 }
 
 void StdioConn::maybe_finish() {
-  if (file_read_paused_) read_file();  // answers drained: read on
-  if (ending_ && stream_open_ && writes_in_flight_ == 0 && !out().writes_pending() &&
+  if (in_file_.paused) read_file();  // answers drained: read on
+  if (ending_ && stream_open_ && out_file_.writes == 0 && !out().writes_pending() &&
       w_.shard().pending_bytes(stream_) == 0) {
     close();
   }
 }
 
 void StdioConn::write_batch(OutBatch&& batch) {
-  if (out_file_fd_ >= 0) return write_batch_to_file(std::move(batch));
+  if (out_file_.fd >= 0) return write_batch_to_file(std::move(batch));
   switch (out().write_batch(std::move(batch), {}, 0)) {  // no framing slot: lines carry their own newline
     case net::Socket::Sent::Done:
       w_.shard().write_done(stream_);
@@ -285,7 +285,7 @@ void StdioConn::sweep(std::uint64_t now) {
   // bound, which a quiet stream never reaches.
   if (closing_) return;
   std::uint64_t timeout = w_.config().write_timeout_ms;
-  bool file_stalled = writes_in_flight_ > 0 && now - write_progress_ms_ >= timeout;
+  bool file_stalled = out_file_.writes > 0 && now - out_file_.progress_ms >= timeout;
   if (!file_stalled && !out().write_stalled(now, timeout)) return;
   w_.limits().hit(Limit::WriteTimeout, caller_.tenant);
   close();

@@ -102,17 +102,25 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   LoopContext& w_;
   net::Socket in_;
   net::Socket out_;            // with separate_out_ (and stdout not a file)
-  uv_timer_t file_anchor_{};   // stdin is a file: never started, it only anchors the close callback
-  bool anchor_open_ = false;
+  // stdin redirected from a regular file: read in libuv's threadpool (stdio_files.cc)
+  struct FileInput {
+    bool used = false;       // stdin is a file (even once its descriptor is closed)
+    int fd = -1;
+    bool reading = false;    // a read is in the threadpool
+    bool paused = false;     // its answers backed up: the next read waits for them to drain
+    uv_fs_t req{};
+    std::string buf;
+    uv_timer_t anchor{};     // never started: it only anchors the close callback
+    bool anchor_open = false;
+  } in_file_;
+  // stdout redirected to a regular file: written in libuv's threadpool (stdio_files.cc)
+  struct FileOutput {
+    int fd = -1;
+    bool writing = false;           // a write is in the threadpool
+    int writes = 0;                 // batches being written (socket writes: the socket counts them)
+    std::uint64_t progress_ms = 0;  // when a write last completed (or the first was queued)
+  } out_file_;
   bool separate_out_ = false;
-  bool in_is_file_ = false;
-  int in_file_fd_ = -1;     // stdin redirected from a regular file: read in libuv's threadpool
-  bool file_read_in_flight_ = false;
-  bool file_read_paused_ = false;  // its answers backed up: the next read waits for them to drain
-  uv_fs_t file_read_req_{};
-  std::string file_buf_;
-  int out_file_fd_ = -1;    // stdout redirected to a regular file: written in libuv's threadpool
-  bool file_write_in_flight_ = false;
   std::uint64_t number_ = 0;          // the host's StdioClient handle, 0 for none
   StdioEndFn on_end_;                 // the host's, called once when freed
   std::optional<StdioEnd> end_reason_;  // unset when it closes: a failure (StdioEnd::Failed)
@@ -121,8 +129,6 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   bool skipping_ = false;   // discarding the rest of an over-long line
   bool eof_ = false;        // the input ended
   int open_handles_ = 0;
-  int writes_in_flight_ = 0;             // file writes (socket writes: the socket counts them)
-  std::uint64_t write_progress_ms_ = 0;  // when a file write last completed (or the first was queued)
   std::string line_;        // a partial line carried between reads
   StreamId stream_{};
   bool stream_open_ = false;
@@ -132,10 +138,12 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant; any client with the host's authenticator
   ClientTransport transport_ = ClientTransport::Stdio;  // what the host's authenticator is told
   // The 2025-era session an initialize creates: one stream, the list_changed subscription,
-  // and the resources/subscribe URIs, counted against the tenant (session_uris_ set: it exists).
-  SubId session_sub_{};
-  StreamUsage session_usage_;
-  std::optional<SessionUris> session_uris_;
+  // and the resources/subscribe URIs, counted against the tenant (`uris` set: it exists).
+  struct Session2025 {
+    SubId sub{};
+    StreamUsage usage;
+    std::optional<SessionUris> uris;
+  } session_;
   std::unordered_map<std::string, Listen> listens_; // by request id as JSON text
 };
 

@@ -28,9 +28,9 @@ struct StdioConn::FileWrite {
 void StdioConn::write_file(FileWrite* fw) {
   auto& bufs = fw->batch.bufs;
   auto n = static_cast<unsigned>(std::min<std::size_t>(bufs.size() - fw->next, IOV_MAX));
-  if (!file_write_in_flight_ && writes_in_flight_++ == 0) write_progress_ms_ = uv_now(w_.loop());
-  file_write_in_flight_ = true;
-  int rc = uv_fs_write(w_.loop(), &fw->req, out_file_fd_, reinterpret_cast<uv_buf_t*>(&bufs[fw->next]), n, -1,
+  if (!out_file_.writing && out_file_.writes++ == 0) out_file_.progress_ms = uv_now(w_.loop());
+  out_file_.writing = true;
+  int rc = uv_fs_write(w_.loop(), &fw->req, out_file_.fd, reinterpret_cast<uv_buf_t*>(&bufs[fw->next]), n, -1,
                        [](uv_fs_t* req) {
                          auto* fw = reinterpret_cast<FileWrite*>(req);
                          StdioConn* c = fw->conn;
@@ -45,7 +45,7 @@ void StdioConn::write_file(FileWrite* fw) {
 }
 
 void StdioConn::file_written(FileWrite* fw, ssize_t result) {
-  write_progress_ms_ = uv_now(w_.loop());
+  out_file_.progress_ms = uv_now(w_.loop());
   auto& bufs = fw->batch.bufs;
   if (result > 0 && !closing_) {
     auto left = static_cast<std::size_t>(result);
@@ -57,11 +57,11 @@ void StdioConn::file_written(FileWrite* fw, ssize_t result) {
     if (fw->next < bufs.size()) return write_file(fw);  // the rest of this batch
   }
   delete fw;
-  file_write_in_flight_ = false;
-  --writes_in_flight_;
+  out_file_.writing = false;
+  --out_file_.writes;
   if (closing_) {  // close() left the descriptor and this connection to us
-    ::close(out_file_fd_);
-    out_file_fd_ = -1;
+    ::close(out_file_.fd);
+    out_file_.fd = -1;
     return maybe_free();
   }
   if (result <= 0) {
@@ -77,37 +77,37 @@ void StdioConn::write_batch_to_file(OutBatch&& batch) {
 }
 
 void StdioConn::read_file() {
-  if (closing_ || ending_ || eof_ || file_read_in_flight_ || in_file_fd_ < 0) return;
+  if (closing_ || ending_ || eof_ || in_file_.reading || in_file_.fd < 0) return;
   if (stream_open_ && w_.shard().pending_bytes(stream_) > kFilePauseBytes) {
-    file_read_paused_ = true;  // maybe_finish() reads on once the answers drained
+    in_file_.paused = true;  // maybe_finish() reads on once the answers drained
     return;
   }
-  file_read_paused_ = false;
-  if (file_buf_.empty()) file_buf_.resize(kFileReadBytes);
-  uv_buf_t buf = uv_buf_init(file_buf_.data(), static_cast<unsigned>(file_buf_.size()));
-  file_read_in_flight_ = true;
-  file_read_req_.data = this;
-  int rc = uv_fs_read(w_.loop(), &file_read_req_, in_file_fd_, &buf, 1, -1, [](uv_fs_t* req) {
+  in_file_.paused = false;
+  if (in_file_.buf.empty()) in_file_.buf.resize(kFileReadBytes);
+  uv_buf_t buf = uv_buf_init(in_file_.buf.data(), static_cast<unsigned>(in_file_.buf.size()));
+  in_file_.reading = true;
+  in_file_.req.data = this;
+  int rc = uv_fs_read(w_.loop(), &in_file_.req, in_file_.fd, &buf, 1, -1, [](uv_fs_t* req) {
     auto* c = static_cast<StdioConn*>(req->data);
     ssize_t result = req->result;
     uv_fs_req_cleanup(req);
-    c->file_read_in_flight_ = false;
+    c->in_file_.reading = false;
     guarded(c->w_.stats(), [&] { c->file_read(result); }, [&] { c->close(); });
   });
   if (rc != 0) {
-    file_read_in_flight_ = false;
+    in_file_.reading = false;
     on_eof();
   }
 }
 
 void StdioConn::file_read(ssize_t result) {
   if (closing_) {  // close() left the descriptor and this connection to us
-    ::close(in_file_fd_);
-    in_file_fd_ = -1;
+    ::close(in_file_.fd);
+    in_file_.fd = -1;
     return maybe_free();
   }
   if (result <= 0) return on_eof();  // the end of the file (or a read error: the end all the same)
-  on_input(std::string_view(file_buf_.data(), static_cast<std::size_t>(result)));
+  on_input(std::string_view(in_file_.buf.data(), static_cast<std::size_t>(result)));
   read_file();
 }
 

@@ -116,27 +116,27 @@ void StdioConn::handle_session_request(const McpMethod& method, RpcRequest& r) {
   Shard& shard = w_.shard();
   const std::string& m = r.method;
   if (method.role == MethodRole::Initialize) {
-    if (!session_uris_) {
-      if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_usage_)) {
+    if (!session_.uris) {
+      if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_.usage)) {
         return reply_refusal(r, core.refusal(*refused, caller_.tenant));
       }
-      session_uris_.emplace(core.limits(), caller_.tenant, w_.config().max_uris_per_listen);
-      session_sub_ = shard.subscribe(stream_, ClientCore::session_filter(caller_.tenant, *session_uris_), {});
+      session_.uris.emplace(core.limits(), caller_.tenant, w_.config().max_uris_per_listen);
+      session_.sub = shard.subscribe(stream_, ClientCore::session_filter(caller_.tenant, *session_.uris), {});
     }
     reply(rpc_result_json(r.id, initialize_result(negotiate_2025(r.init_version))));
     return;
   }
-  if (!session_uris_) {
+  if (!session_.uris) {
     reply_error(r.id, rpc_code::kInvalidRequest, "send initialize before " + m);
     return;
   }
   if (method.role == MethodRole::Subscribe) {
     if (auto refused = core.check_uri(caller_, r.uri)) return reply_refusal(r, *refused);
-    if (auto refused = session_uris_->add(r.uri)) return reply_refusal(r, core.refusal(*refused, caller_.tenant));
-    shard.add_uri(session_sub_, caller_.tenant, r.uri);
+    if (auto refused = session_.uris->add(r.uri)) return reply_refusal(r, core.refusal(*refused, caller_.tenant));
+    shard.add_uri(session_.sub, caller_.tenant, r.uri);
   } else {
-    session_uris_->remove(r.uri);
-    shard.remove_uri(session_sub_, caller_.tenant, r.uri);
+    session_.uris->remove(r.uri);
+    shard.remove_uri(session_.sub, caller_.tenant, r.uri);
   }
   reply(rpc_result_json(r.id, "{}"));
 }
