@@ -29,5 +29,18 @@ TEST(ResponseWriter, AStatusWithoutAKnownPhraseSaysUnknown) {
   EXPECT_STREQ(http_reason_phrase(431), "Request Header Fields Too Large");
 }
 
+TEST(ResponseWriter, AProxiedHeadWithALengthKeepsItAndOneWithoutIsChunked) {
+  std::vector<Field> fields{{"Content-Type", "application/json"}, {"Mcp-Session-Id", "s1"}};
+  EXPECT_EQ(render_answer_head(200, fields, std::size_t{42}, /*chunked=*/false, /*keep_alive=*/true),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: 42\r\n\r\n");
+  EXPECT_EQ(render_answer_head(502, {}, std::nullopt, /*chunked=*/true, /*keep_alive=*/false),
+            "HTTP/1.1 502 Bad Gateway\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+}
+
+TEST(ResponseWriter, AChunkIsItsHexSizeTheBytesAndCrlf) {
+  EXPECT_EQ(render_chunk("hello"), "5\r\nhello\r\n");
+  EXPECT_EQ(render_chunk(std::string(26, 'x')), "1a\r\n" + std::string(26, 'x') + "\r\n");
+}
+
 }  // namespace
 }  // namespace mcpfan::detail

@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <strings.h>
 
-#include "http1/proxy_exchange.h"
 #include "http/router.h"
 #include "http1/response_writer.h"
 #include "mcp/messages.h"
@@ -260,22 +259,33 @@ bool Http1Conn::keeps_alive() { return !close_after_ && parser_.keep_alive() && 
 
 void Http1Conn::forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                         AnswerRewrite rewrite) {
-  auto exchange = std::make_unique<ProxyExchange>(*this, std::move(id_json), head_);
+  auto exchange = std::make_unique<ProxiedAnswer>(w_, static_cast<AnswerCarrier&>(*this), std::move(id_json), head_);
   if (rewrite) exchange->rewrite_with(std::move(rewrite));
-  ProxyExchange* x = exchange.get();
+  ProxiedAnswer* x = exchange.get();
   // The upstream's own timeouts (connect, first byte, idle) govern from here.
   mode_ = Mode::Proxying;
   deadline_ = Deadline::None;
   proxy_ = std::move(exchange);
-  x->start(pool, std::move(request));  // may end at once (pool closed): proxy_done() then ran
+  x->start(pool, std::move(request));  // may end at once (pool closed): answer_done() then ran
 }
 
-void Http1Conn::proxy_write(std::string bytes) {
+void Http1Conn::answer_head(int status, const std::vector<Field>& fields, std::optional<std::size_t> length,
+                            bool no_body) {
+  if (mode_ == Mode::Closing) return;
+  answer_chunked_ = !no_body && !length;
+  write_raw(render_answer_head(status, fields, length, answer_chunked_, keeps_alive()), false);
+}
+
+void Http1Conn::answer_body(std::string_view bytes) {
   if (mode_ == Mode::Closing || bytes.empty()) return;
-  write_raw(std::move(bytes), false);
+  write_raw(answer_chunked_ ? render_chunk(bytes) : std::string(bytes), false);
 }
 
-bool Http1Conn::proxy_backlogged() const noexcept { return unwritten() > kPauseBytes; }
+void Http1Conn::answer_end() {
+  if (mode_ != Mode::Closing && answer_chunked_) write_raw("0\r\n\r\n", false);
+}
+
+bool Http1Conn::answer_backlogged() const noexcept { return unwritten() > kPauseBytes; }
 
 void Http1Conn::keep_proxied_input(const char* data, std::size_t len) {
   // A client may pipeline its next request, or close (read as EOF, which cancels the
@@ -288,8 +298,9 @@ void Http1Conn::keep_proxied_input(const char* data, std::size_t len) {
   }
 }
 
-void Http1Conn::proxy_done(bool complete) {
+void Http1Conn::answer_done(bool complete) {
   retired_ = std::move(proxy_);  // we may be inside its callback: freed at the next exchange or with the connection
+  answer_chunked_ = false;
   head_ = false;  // the proxied request is answered (an early error answer to a HEAD had no body)
   if (mode_ != Mode::Proxying) return;  // an error answer without keep-alive, or closing
   if (!complete) return close();

@@ -16,6 +16,7 @@
 
 #include "http/event_stream.h"
 #include "http/exchange.h"
+#include "http/proxied_answer.h"
 #include "http1/request_parser.h"
 #include "mcp/limits.h"
 #include "mcp/sessions.h"
@@ -28,11 +29,10 @@
 namespace mcpfan::detail {
 
 class LoopContext;
-class ProxyExchange;
-
 class Http1Conn final : public Conn,
                         public Exchange,
                         private StreamCarrier,
+                        private AnswerCarrier,
                         private RequestParser::Events,
                         private net::SocketEvents {
  public:
@@ -79,26 +79,11 @@ class Http1Conn final : public Conn,
   [[nodiscard]] bool streams_session() const noexcept override { return events_.streams_session(); }
   void start_upstream_leg(proxy::ForwardedRequest request) override { events_.start_upstream_leg(std::move(request)); }
   /**
-   * The request just parsed is answered by a ProxyExchange (http1/proxy_exchange.h); later
-   * pipelined requests wait (their bytes are kept, bounded) until it calls proxy_done().
+   * The request just parsed is answered by a ProxiedAnswer (http/proxied_answer.h); later
+   * pipelined requests wait (their bytes are kept, bounded) until it calls answer_done().
    */
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                AnswerRewrite rewrite) override;
-
-  // ---- the front proxy's answer (http1/proxy_exchange.h) ----
-  /** Answer bytes from the upstream, as they come. */
-  void proxy_write(std::string bytes);
-  /** Whether the client reads slower than the upstream writes (the exchange pauses the upstream). */
-  [[nodiscard]] bool proxy_backlogged() const noexcept;
-  /**
-   * The exchange is over: its answer was written whole (`complete`; then the next request is
-   * read, or the connection closes if keep-alive is off), or it was cut short (the
-   * connection closes: the client sees an answer that did not end). Call last: the exchange
-   * may be destroyed once the connection closes.
-   */
-  void proxy_done(bool complete);
-  /** Whether the connection stays open after the answer being written (else: Connection: close). */
-  [[nodiscard]] bool keeps_alive();
 
   // Conn
   void begin_shutdown() override;
@@ -126,6 +111,22 @@ class Http1Conn final : public Conn,
   void write_end() override;
   void abort() override { close(); }
 
+  // AnswerCarrier (connection.cc): a proxied answer as HTTP/1.1, Content-Length or chunks
+  void answer_head(int status, const std::vector<Field>& fields, std::optional<std::size_t> length,
+                   bool no_body) override;
+  void answer_body(std::string_view bytes) override;
+  void answer_end() override;
+  [[nodiscard]] bool answer_backlogged() const noexcept override;
+  void answer_error(Response r) override { respond(std::move(r)); }
+  /**
+   * Written whole (`complete`: then the next request is read, or the connection closes if
+   * keep-alive is off), or cut short (the connection closes: the client sees an answer that
+   * did not end).
+   */
+  void answer_done(bool complete) override;
+  /** Whether the connection stays open after the answer being written (else: Connection: close). */
+  [[nodiscard]] bool keeps_alive();
+
   void answer_written(bool last);
   void parse(const char* data, std::size_t len);
   void parse_some(const char* data, std::size_t len);
@@ -150,6 +151,7 @@ class Http1Conn final : public Conn,
   RequestParser parser_;
   Mode mode_ = Mode::Requests;
   bool close_after_ = false;  // respond() found keep-alive off
+  bool answer_chunked_ = false;  // Proxying: the upstream's answer goes out in chunks (no length given)
   bool in_message_ = false;  // between the first byte of a request and its end
   bool head_ = false;        // the request being answered is a HEAD whose headers were parsed
   bool read_paused_ = false; // answers backed up: not reading until they drain
@@ -165,8 +167,8 @@ class Http1Conn final : public Conn,
   std::size_t lingered_bytes_ = 0;      // input discarded while lingering
   std::string stash_;                   // unparsed input kept while reading is paused
   EventStream events_;  // Listen: the stream this connection carries (idle before)
-  std::unique_ptr<ProxyExchange> proxy_;    // Proxying: the request the upstream answers
-  std::unique_ptr<ProxyExchange> retired_;  // an exchange that ended inside its own callback: freed later
+  std::unique_ptr<ProxiedAnswer> proxy_;    // Proxying: the request the upstream answers
+  std::unique_ptr<ProxiedAnswer> retired_;  // an answer that ended inside its own callback: freed later
 };
 
 }  // namespace mcpfan::detail

@@ -57,4 +57,38 @@ std::string render_response(const Response& r, bool keep_alive, bool head_reques
   return out;
 }
 
+std::string render_answer_head(int status, const std::vector<Field>& fields, std::optional<std::size_t> length,
+                               bool chunked, bool keep_alive) {
+  std::string out;
+  char line[64];
+  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
+  out += line;
+  for (const Field& f : fields) {
+    out += f.name;
+    out += ": ";
+    out += f.value;
+    out += "\r\n";
+  }
+  if (length) {
+    out += "Content-Length: ";
+    out += std::to_string(*length);
+    out += "\r\n";
+  }
+  if (chunked) out += "Transfer-Encoding: chunked\r\n";
+  if (!keep_alive) out += "Connection: close\r\n";
+  out += "\r\n";
+  return out;
+}
+
+std::string render_chunk(std::string_view bytes) {
+  char size[24];
+  int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  std::string chunk;
+  chunk.reserve(static_cast<std::size_t>(n) + bytes.size() + 2);
+  chunk.append(size, static_cast<std::size_t>(n));
+  chunk += bytes;
+  chunk += "\r\n";
+  return chunk;
+}
+
 }  // namespace mcpfan::detail
