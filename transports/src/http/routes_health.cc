@@ -12,7 +12,7 @@
 #include <string>
 
 #include "http/exchange.h"
-#include "http1/request_parser.h"
+#include <http_parser.h>
 #include "http/router.h"
 #include "mcp/messages.h"
 #include "mcpfan/json_text.h"

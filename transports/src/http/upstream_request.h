@@ -1,6 +1,6 @@
 #pragma once
 // The request mcpfan's front proxy sends upstream for a client's request, built from the
-// values the RequestParser accepted (http1/request_parser.h), never from the bytes received:
+// values the RequestParser accepted (http1/request_parser.h: HttpRequest values), never from the bytes received:
 //  - the request line: the method, the upstream's path with the client's query string;
 //  - Host: the upstream's authority;
 //  - every end-to-end field, in order, names as sent: not the hop-by-hop ones (RFC 9110
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http1/request_parser.h"
+#include "http/request.h"
 #include "proxy/upstream.h"
 
 namespace mcpfan::detail {
