@@ -33,8 +33,8 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       backplane_(state.backplane.get()),
       upstream_target_(state.upstream),
       snapshot_(std::move(snapshot)),
-      publish_decoder_(PublishLimits{config_.max_uri_length}),
-      rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
+      publish_decoder_(PublishLimits{config_.mcp.max_uri_length}),
+      rpc_decoder_(RpcLimits{config_.mcp.max_uri_length, config_.mcp.max_uris_per_listen}),
       read_buf_(64 * 1024, '\0') {
   uv_loop_init(&loop_);
   io_.loop = &loop_;
@@ -163,12 +163,12 @@ void Worker::run(int listen_fd, int publish_fd) {
   }
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
-    ul.connect_ms = config_.upstream_connect_ms;
-    ul.first_byte_ms = config_.upstream_first_byte_ms;
-    ul.idle_ms = config_.upstream_idle_ms;
-    ul.max_idle = config_.upstream_max_idle;
-    ul.keepalive_ms = config_.upstream_keepalive_ms;
-    ul.resolve_ttl_ms = config_.upstream_resolve_ttl_ms;
+    ul.connect_ms = config_.upstream.connect_ms;
+    ul.first_byte_ms = config_.upstream.first_byte_ms;
+    ul.idle_ms = config_.upstream.idle_ms;
+    ul.max_idle = config_.upstream.max_idle;
+    ul.keepalive_ms = config_.upstream.keepalive_ms;
+    ul.resolve_ttl_ms = config_.upstream.resolve_ttl_ms;
     upstream_ = std::make_unique<proxy::UpstreamPool>(&loop_, *upstream_target_, ul, &stats_.upstream);
   }
   (void)open_listener(listener_, listen_fd, "");
@@ -184,27 +184,28 @@ void Worker::run(int listen_fd, int publish_fd) {
   }
   // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
   // between 1 and 1.25 intervals after its last write.
-  std::uint64_t period = std::max<std::uint64_t>(config_.keepalive_ms / 4, 10);
+  std::uint64_t period = std::max<std::uint64_t>(config_.http.keepalive_ms / 4, 10);
   uv_timer_start(
       &keepalive_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        guarded(w->stats_, [&] { w->shard_.keepalive(uv_now(&w->loop_), w->config_.keepalive_ms); });
+        guarded(w->stats_, [&] { w->shard_.keepalive(uv_now(&w->loop_), w->config_.http.keepalive_ms); });
       },
       period, period);
   if (index_ == 0) {
-    std::uint64_t every = std::clamp<std::uint64_t>(config_.session_idle_ms / 4, 10, 5000);
+    std::uint64_t every = std::clamp<std::uint64_t>(config_.mcp.session_idle_ms / 4, 10, 5000);
     uv_timer_start(
         &session_timer_,
         [](uv_timer_t* t) {
           Worker* w = self(t);
-          guarded(w->stats_, [&] { (void)w->sessions_.expire(uv_now(&w->loop_), w->config_.session_idle_ms); });
+          guarded(w->stats_, [&] { (void)w->sessions_.expire(uv_now(&w->loop_), w->config_.mcp.session_idle_ms); });
         },
         every, every);
   }
   // Deadlines are checked by a sweep, not a timer per connection: a timer is ~120 bytes per
   // stream, and a deadline a quarter-period late is harmless.
-  std::uint64_t shortest = std::min({config_.request_timeout_ms, config_.idle_timeout_ms, config_.write_timeout_ms});
+  std::uint64_t shortest =
+      std::min({config_.http.request_timeout_ms, config_.http.idle_timeout_ms, config_.http.write_timeout_ms});
   std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
   uv_timer_start(
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
