@@ -20,6 +20,7 @@
 #include "config_file.h"
 #include "control_signals.h"
 #include "program_log.h"
+#include "setting_flags.h"
 #include "mcpfan/transport/server.h"
 #include "mcpfan/version.h"
 
@@ -75,161 +76,12 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--publish-listen", f.publish_listen,
                  "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
                  "answers them 404 and serves /mcp and /healthz only");
-  app.add_flag("--reuse-port", cfg.listen.reuse_port,
-               "share the --listen and --publish-listen ports with another process serving them with SO_REUSEPORT "
-               "(the kernel spreads connections over both, e.g. for a zero-downtime restart); without it a port in "
-               "use fails the start with \"address in use\"");
-  app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
-  app.add_option("--io-uring-entries", cfg.io_uring_entries,
-                 "send SSE stream batches through an io_uring of this many entries per worker (0 = libuv writes only)")
-      ->capture_default_str();
-  app.add_option("--max-body", cfg.http.max_body, "largest request body in bytes (413 above)")->capture_default_str();
-  app.add_option("--keepalive-ms", cfg.http.keepalive_ms, "SSE keepalive comment interval")->capture_default_str()->check(CLI::Range(10, 3600000));
-  app.add_option("--max-uri-length", cfg.mcp.max_uri_length, "longest resource URI accepted")->capture_default_str();
-  app.add_option("--max-uris-per-listen", cfg.mcp.max_uris_per_listen, "resourceSubscriptions per listen")->capture_default_str();
-  app.add_option("--max-pending-bytes", cfg.shard.max_pending_bytes,
-                 "unwritten bytes a stream may hold before it is closed as a slow consumer")->capture_default_str();
-  app.add_option("--shard-inbox-max", cfg.shard.max_inbox,
-                 "notifications a worker loop's inbox may hold not yet matched; past it a publish is refused (503) and a "
-                 "message from another node dropped, both counted")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-  app.add_option("--shutdown-grace-ms", cfg.shutdown_grace_ms, "time for final writes on SIGTERM before connections are cut")
-      ->capture_default_str();
-  app.add_option("--drain-delay-ms", cfg.drain_delay_ms,
-                 "on SIGTERM, keep serving this long with GET /readyz answering 503 (load balancers take the node out) "
-                 "before stopping; a second SIGTERM or SIGINT stops at once; 0: stop at once")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{3'600'000}));
-  app.add_option("--readyz-backplane", cfg.readyz_backplane,
-                 "GET /readyz while the NATS backplane is disconnected: ignore (still 200: local delivery works, and 503 on "
-                 "every node at once would empty the load balancer) or require (503)")
-      ->capture_default_str()->check(CLI::IsMember({"ignore", "require"}));
-  app.add_option("--allow-origin", cfg.http.allow_origins,
-                 "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
-  app.add_option("--allow-host", cfg.http.allow_hosts,
-                 "allowed Host header host (repeatable; \"*\" = any); default: localhost, 127.0.0.1, [::1] on a loopback "
-                 "listener, any Host on an --insecure one");
-  app.add_option("--session-idle-ms", cfg.mcp.session_idle_ms,
-                 "a 2025-era session with no open GET stream expires after this")->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--session-replay-bytes", cfg.mcp.session_replay_bytes,
-                 "a 2025-era session's journal of missed notifications for a Last-Event-ID resume (newest per method and "
-                 "uri; older cursors get re-read hints)")->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
-  app.add_option("--debounce-ms", cfg.debounce_ms,
-                 "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered (0 = off)")
-      ->capture_default_str();
-  app.add_flag("--insecure", cfg.listen.insecure,
-               "allow a non-loopback listener without authentication (without it such a listener needs client tokens "
-               "for /mcp and publisher keys for /v1/publish)");
-  app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
-  app.add_option("--unix", cfg.listen.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
-  // The NATS backplane (docs/operations.md "Several nodes"): without --nats, one process, all in memory.
-  app.add_option("--nats", cfg.nats.urls, "NATS server URLs, comma-separated (nats://127.0.0.1:4222): publishes reach every node");
-  app.add_option("--nats-prefix", cfg.nats.prefix, "first subject token(s) of this cluster's subjects")->capture_default_str();
-  app.add_option("--node-name", cfg.nats.node_name, "this node's NATS connection name");
-  app.add_option("--nats-creds", cfg.nats.creds_file, "NATS user credentials file")->check(CLI::ExistingFile);
-  app.add_option("--nats-tls-ca", cfg.nats.tls_ca_file, "CA bundle; require TLS to the NATS servers")->check(CLI::ExistingFile);
-  app.add_option("--nats-linger-ms", cfg.nats.linger_ms, "keep a subject's NATS interest this long after its last subscriber")
-      ->capture_default_str();
-  app.add_option("--nats-outage-buffer-bytes", cfg.nats.outage_buffer_bytes,
-                 "notifications for other nodes held while NATS is unreachable; a publish past it gets 503")
-      ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
-  app.add_option("--nats-receive-buffer-bytes", cfg.nats.receive_buffer_bytes,
-                 "bytes received from other nodes and not yet delivered (also each NATS subscription's pending bound); "
-                 "past it a message is dropped and counted")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 34));
-  app.add_option("--nats-settle-ms", cfg.nats.settle_ms,
-                 "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited")
-      ->capture_default_str();
-  app.add_option("--nats-max-subjects", cfg.nats.max_subjects,
-                 "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> subject")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
-  app.add_option("--nats-batch-us", cfg.nats.batch_window_us,
-                 "after a send to NATS, later notifications wait up to this long and leave together "
-                 "(one after a quiet spell goes at once); 0: every one at once")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000}));
-  app.add_option("--nats-io", cfg.nats.io,
-                 "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
-                 "batches under load) or threads (nats.c's reader and flusher threads)")
-      ->capture_default_str()->check(CLI::IsMember({"libuv", "threads"}));
-  app.add_flag("--nats-publish-batching", cfg.nats.publish_batching,
-               "let nats.c's flusher thread batch outgoing messages (it waits 1 ms before each write: +1 ms per hop)");
-  app.add_option("--nats-delivery-threads", cfg.nats.delivery_threads,
-                 "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
-                 "nats.c's default; only for a handful of subjects)")
-      ->capture_default_str()->check(CLI::Range(0, 64));
-  // The front proxy (docs/protocol.md "Front proxy"): without --upstream, mcpfan serves only its own methods.
-  app.add_option("--upstream", cfg.upstream.url,
-                 "http://HOST:PORT/path of an MCP server to stand in front of (HOST an IP or a name, looked up without "
-                 "blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and forwards "
-                 "every other request there");
-  app.add_option("--upstream-resolve-ttl-ms", cfg.upstream.resolve_ttl_ms,
-                 "how long the upstream host name's addresses serve new connections before it is looked up again (a "
-                 "failed connect looks it up again at once); 0: look up for every new connection")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{86'400'000}));
-  app.add_option("--upstream-connect-ms", cfg.upstream.connect_ms, "connecting to the upstream (502 past it)")
-      ->capture_default_str()->check(CLI::Range(1, 600000));
-  app.add_option("--upstream-first-byte-ms", cfg.upstream.first_byte_ms, "the first byte of the upstream's answer (504 past it)")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-idle-ms", cfg.upstream.idle_ms, "a gap in a streaming upstream answer; the stream is cut past it")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-max-idle", cfg.upstream.max_idle, "pooled keep-alive upstream connections per worker")
-      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{100000}));
-  app.add_option("--upstream-keepalive-ms", cfg.upstream.keepalive_ms,
-                 "a pooled upstream connection idle this long is closed, not reused; keep it below the upstream's own "
-                 "keep-alive timeout (Node's default: 5000), so that a request never races the upstream's close")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-max-answer-bytes", cfg.upstream.max_answer_bytes,
-                 "initialize and server/discover answers (whose capabilities mcpfan merges) are read whole up to this (502 past it)")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
-  app.add_flag("--upstream-forward-subscribe", cfg.upstream.forward_subscribe,
-               "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)");
-  app.add_option("--max-line-bytes", cfg.mcp.max_line_bytes, "longest stdio-framed message")->capture_default_str();
-  // Limits (docs/security.md "Limits"): each hit is counted in mcpfan_limit_hits_total.
-  app.add_option("--max-header-bytes", cfg.http.max_header_bytes, "largest request header block (431 above)")->capture_default_str();
-  app.add_option("--max-url-length", cfg.http.max_url_length, "longest request target (414 above)")->capture_default_str();
-  app.add_option("--request-timeout-ms", cfg.http.request_timeout_ms,
-                 "a request must arrive whole within this after its first byte, or after connecting (408)")
-      ->capture_default_str()->check(CLI::Range(10, 3600000));
-  app.add_option("--idle-timeout-ms", cfg.http.idle_timeout_ms, "a keep-alive connection idle between requests closes after this")
-      ->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--write-timeout-ms", cfg.http.write_timeout_ms,
-                 "a connection whose writes make no progress this long is closed (peer stopped reading or vanished)")
-      ->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--max-requests-per-connection", cfg.http.max_requests_per_connection,
-                 "requests on one keep-alive connection; the last is answered with Connection: close (0 = unlimited)")
-      ->capture_default_str();
-  app.add_option("--tcp-keepalive-s", cfg.http.tcp_keepalive_s, "TCP keep-alive probes after this idle time (0 = off)")
-      ->capture_default_str()->check(CLI::Range(0, 86400));
-  app.add_option("--max-connections-per-tenant", cfg.tenants.max_connections_per_tenant, "0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-streams-per-tenant", cfg.tenants.max_streams_per_tenant, "listens + 2025-era sessions; 0 = unlimited")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-subscriptions-per-tenant", cfg.tenants.max_subscriptions_per_tenant,
-                 "resource URIs subscribed; 0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-idle-sessions", cfg.tenants.max_idle_sessions,
-                 "2025-era sessions without an open stream, in all; more initialize requests get 503")
-      ->capture_default_str();
-  app.add_option("--max-idle-sessions-per-tenant", cfg.tenants.max_idle_sessions_per_tenant,
-                 "2025-era sessions without an open stream per tenant; more get 429 (0 = unlimited)")
-      ->capture_default_str();
-  app.add_option("--max-listens-per-connection", cfg.mcp.max_listens_per_connection,
-                 "subscriptions/listen one stdio client may hold open at once")
-      ->capture_default_str();
-  app.add_option("--max-tenants", cfg.tenants.max_tenants, "distinct tenants with clients; more are refused")
-      ->capture_default_str()->check(CLI::Range(1, 10000000));
-  app.add_option("--metrics-tenants", cfg.tenants.metrics_tenants,
-                 "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\"")->capture_default_str();
-  // Authentication (docs/security.md "Client tokens", "Publisher keys").
-  app.add_option("--jwt-secret-file", cfg.auth.jwt_secret_file, "HS256 secret (at least 32 bytes) for client tokens")
-      ->check(CLI::ExistingFile);
-  app.add_option("--jwt-public-key-file", cfg.auth.jwt_public_key_file, "RS256 (RSA) or ES256 (P-256) PEM public key for client tokens")
-      ->check(CLI::ExistingFile);
-  app.add_option("--publish-keys-file", cfg.auth.publish_keys_file, "publisher keys, lines \"KEY TENANT\" (\"*\" = any tenant)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--unix-tenant", cfg.auth.unix_tenant,
-                 "tenant of --unix clients, which then need no token (the socket's permissions are the access control)");
-  app.add_option("--publish-rate", cfg.auth.publish_rate, "notifications per second per publisher key; 429 above (0 = unlimited)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--publish-burst", cfg.auth.publish_burst, "publish token bucket size (0 = one second's worth)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  // Every flag that is one setting, declared in mcpfan/transport/settings.h.
+  // --stdio is the program's own; --help has always listed it after --insecure.
+  mcpfan::tool::add_setting_flags(app, cfg, [&app, &stdio](std::string_view flag) {
+    if (flag != "--insecure") return;
+    app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
+  });
   // Logging (transport/log.h): the lines on stderr, their least severity and their format.
   // Taken as words and mapped here: CLI11 would print a one-byte enum's values as raw bytes in --help.
   app.add_option_function<std::string>(
@@ -262,17 +114,6 @@ std::unique_ptr<CLI::App> scratch_flags_app() {
     WithFlags() { add_flags(*this, flags); }
   };
   return std::make_unique<WithFlags>();
-}
-
-// The keys of the reloadable settings (Server::reload()); a change to any other is reported as needing a restart.
-bool reloadable_key(const std::string& key) {
-  static const char* const kKeys[] = {"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "publish-rate",
-                                      "publish-burst", "max-connections-per-tenant", "max-streams-per-tenant",
-                                      "max-subscriptions-per-tenant", "max-idle-sessions-per-tenant"};
-  for (const char* k : kKeys) {
-    if (key == k) return true;
-  }
-  return false;
 }
 
 // Settings (as CLI11 writes a config: one "key=value" line each) that differ between two parses.
@@ -339,7 +180,7 @@ void reload(mcpfan::Server& server, int argc, char** argv, const std::string& ru
     return;
   }
   for (const std::string& key : changed_keys(running_settings, app.config_to_str(true, false))) {
-    if (!reloadable_key(key)) {
+    if (!mcpfan::tool::reloadable_key(key)) {
       mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Warn, "reload_needs_restart",
                                 "reload: " + key + " changed; it takes effect after a restart");
     }
