@@ -4,12 +4,15 @@
  * program's; also its key in a --config file), its path in ServerConfig, its --help text, its
  * range, the words it takes and whether Server::reload() applies it. The program's flags,
  * Server::check()'s range checks and the program's list of reloadable keys are all made from
- * for_each_setting(), so a new setting is one line here and one field in server_config.h.
+ * for_each_setting(), so a new setting is one line here and one field in server_config.h (a
+ * reloadable one is also applied in Server::reload(): tests/transports/settings holds the two
+ * together). A setting only an embedder sets but Server::check() judges has no flag
+ * (shard.drain_batch).
  *
  * Not here: what is not one field (--listen and --publish-listen, HOST:PORT into listen.host
  * and listen.port; --log-level and --log-format, words into enums; --stdio and --config, which
- * are the program's), and what only an embedder can set (listen.listen_fd, log.sink,
- * auth.authenticate_client).
+ * are the program's), and the embedder's hooks with nothing to check (listen.listen_fd, judged
+ * by the socket it names; log.sink; auth.authenticate_client).
  */
 #include <cstddef>
 #include <cstdint>
