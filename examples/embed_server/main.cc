@@ -3,7 +3,7 @@
 // from two threads of its own through server.hub(), and checks that both notifications
 // arrive on the listen's SSE stream, and that its own metrics sink counts them
 // (Server::collect_metrics). Clients are authenticated by the host's own callback
-// (ServerConfig::authenticate_client, mcpfan/transport/host_auth.h): "Bearer acme-token" is
+// (ServerConfig::auth.authenticate_client, mcpfan/transport/host_auth.h): "Bearer acme-token" is
 // tenant "acme", anything else is denied (401). Exits 0 on success, 1 with a message otherwise.
 //
 // Thread affinity, as the headers state it: Server's constructor, start(), stop() and its
@@ -140,10 +140,10 @@ class PublishedTotal final : public mcpfan::MetricsSink {
 int main() {
   std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished is an EPIPE, not the end of the host (transport/server.h)
   mcpfan::ServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;  // ephemeral
+  config.listen.host = "127.0.0.1";
+  config.listen.port = 0;  // ephemeral
   config.workers = 2;
-  config.authenticate_client = authenticate;
+  config.auth.authenticate_client = authenticate;
   mcpfan::Server server(config);
   auto port = server.start();
   if (!port) return fail("start() failed");

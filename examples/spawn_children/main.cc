@@ -138,7 +138,7 @@ int main() {
   // result at the child's EOF) must fail with EPIPE, not kill the host (transport/server.h).
   std::signal(SIGPIPE, SIG_IGN);
   mcpfan::ServerConfig config;
-  config.port = 0;
+  config.listen.port = 0;
   config.workers = 2;
   mcpfan::Server server(config);
   if (!server.start()) return fail("start() failed");

@@ -92,19 +92,19 @@ void configure(ServerConfig& c) {
   write_file(dir + "/secret", std::string(kSecret) + "\n");
   write_file(dir + "/publishers", "# fuzz keys\n" + std::string(kPublisherKeyT1) + " t1\n" +
                                       std::string(kPublisherKeyAny) + " *\n");
-  c.jwt_secret_file = dir + "/secret";
-  c.publish_keys_file = dir + "/publishers";
-  c.unix_path = dir + "/sock";  // clients here must authenticate: no unix_tenant
+  c.auth.jwt_secret_file = dir + "/secret";
+  c.auth.publish_keys_file = dir + "/publishers";
+  c.listen.unix_path = dir + "/sock";  // clients here must authenticate: no unix_tenant
   // Low enough that one input can reach each refusal (README.md: which input reaches which).
-  c.publish_rate = 20;  // notifications per second per key
-  c.publish_burst = 4;
-  c.max_connections_per_tenant = 2;  // not reachable: an input is one connection
-  c.max_streams_per_tenant = 2;
-  c.max_subscriptions_per_tenant = 4;
-  c.max_tenants = 3;  // "default" and two more: a third token tenant is refused (503)
-  c.max_idle_sessions = 3;
-  c.max_idle_sessions_per_tenant = 2;
-  c.max_listens_per_connection = 2;
+  c.auth.publish_rate = 20;  // notifications per second per key
+  c.auth.publish_burst = 4;
+  c.tenants.max_connections_per_tenant = 2;  // not reachable: an input is one connection
+  c.tenants.max_streams_per_tenant = 2;
+  c.tenants.max_subscriptions_per_tenant = 4;
+  c.tenants.max_tenants = 3;  // "default" and two more: a third token tenant is refused (503)
+  c.tenants.max_idle_sessions = 3;
+  c.tenants.max_idle_sessions_per_tenant = 2;
+  c.mcp.max_listens_per_connection = 2;
 }
 
 void remove_key_files() {

@@ -62,19 +62,19 @@ Instance& instance() {
   // As tools/mcpfan/main.cc does: libuv writes to peers that may have gone.
   std::signal(SIGPIPE, SIG_IGN);
   ServerConfig c;
-  c.host = "127.0.0.1";
-  c.port = 0;
+  c.listen.host = "127.0.0.1";
+  c.listen.port = 0;
   c.workers = 1;
-  c.max_body = 16 * 1024;
-  c.max_header_bytes = 4 * 1024;
-  c.max_url_length = 1024;
-  c.max_uri_length = 256;
-  c.max_uris_per_listen = 16;
-  c.keepalive_ms = 50;
+  c.http.max_body = 16 * 1024;
+  c.http.max_header_bytes = 4 * 1024;
+  c.http.max_url_length = 1024;
+  c.mcp.max_uri_length = 256;
+  c.mcp.max_uris_per_listen = 16;
+  c.http.keepalive_ms = 50;
   c.shutdown_grace_ms = 200;
-  c.session_idle_ms = kSessionIdleMs;
-  c.max_line_bytes = 4 * 1024;
-  c.max_requests_per_connection = 8;  // pipelined inputs reach "the last one is answered with close"
+  c.mcp.session_idle_ms = kSessionIdleMs;
+  c.mcp.max_line_bytes = 4 * 1024;
+  c.http.max_requests_per_connection = 8;  // pipelined inputs reach "the last one is answered with close"
   ServerConfig a = c;  // the same limits, plus authentication, ceilings and a publish rate
   auth::configure(a);
   g_instance = new Instance{start(std::move(c), "plain"), start(std::move(a), "authenticated")};
@@ -312,7 +312,7 @@ Routed route(std::string_view input) {
 }
 
 int connect_unix() {
-  const std::string& path = authed_server().config().unix_path;
+  const std::string& path = authed_server().config().listen.unix_path;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   FUZZ_CHECK(fd >= 0, "socket: %s", std::strerror(errno));
   sockaddr_un addr{};

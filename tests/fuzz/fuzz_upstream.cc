@@ -170,21 +170,21 @@ Proxy& proxy() {
   std::signal(SIGPIPE, SIG_IGN);
   g_proxy = new Proxy;
   mcpfan::ServerConfig c;
-  c.host = "127.0.0.1";
-  c.port = 0;
+  c.listen.host = "127.0.0.1";
+  c.listen.port = 0;
   c.workers = 1;
-  c.max_body = 16 * 1024;
-  c.keepalive_ms = 50;
+  c.http.max_body = 16 * 1024;
+  c.http.keepalive_ms = 50;
   c.shutdown_grace_ms = 200;
-  c.session_idle_ms = 200;  // adopted sessions expire, not pile up
-  c.upstream = "http://127.0.0.1:" + std::to_string(g_proxy->upstream.port()) + "/mcp";
+  c.mcp.session_idle_ms = 200;  // adopted sessions expire, not pile up
+  c.upstream.url = "http://127.0.0.1:" + std::to_string(g_proxy->upstream.port()) + "/mcp";
   // An input makes at most two upstream calls one after the other (initialize, then the GET's
   // leg): with these bounds even both timing out stays well inside exchange()'s 2 s hang check,
   // which a loaded machine (CI with other builds) otherwise reached with 1 s each.
-  c.upstream_connect_ms = 250;
-  c.upstream_first_byte_ms = 250;
-  c.upstream_idle_ms = 250;
-  c.upstream_max_answer_bytes = 4096;  // reachable: bigger rewritten answers are a 502
+  c.upstream.connect_ms = 250;
+  c.upstream.first_byte_ms = 250;
+  c.upstream.idle_ms = 250;
+  c.upstream.max_answer_bytes = 4096;  // reachable: bigger rewritten answers are a 502
   g_proxy->server = std::make_unique<mcpfan::Server>(std::move(c));
   auto port = g_proxy->server->start();
   FUZZ_CHECK(port.ok(), "the proxy fuzz server did not start: %s", port.error().message.c_str());

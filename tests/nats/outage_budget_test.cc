@@ -25,9 +25,9 @@ std::vector<Notification> One(std::string uri) {
 
 std::unique_ptr<Backplane> Unreachable(Hub& hub, int bound = kBound) {
   BackplaneConfig c;
-  c.servers = "nats://127.0.0.1:1";
-  c.node_name = "outage-budget-test";
-  c.outage_buffer_bytes = bound;
+  c.nats.urls = "nats://127.0.0.1:1";
+  c.nats.node_name = "outage-budget-test";
+  c.nats.outage_buffer_bytes = bound;
   auto b = Backplane::start(std::move(c), hub);
   if (!b) ADD_FAILURE() << b.error().message;
   return b ? std::move(b.value()) : nullptr;

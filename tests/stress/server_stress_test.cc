@@ -89,11 +89,11 @@ std::string session_id_of(const std::string& response) {
 TEST(ServerStress, PublishersAndClientsRaceStop) {
   std::signal(SIGPIPE, SIG_IGN);
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
+  cfg.listen.port = 0;
   cfg.workers = 3;
   cfg.debounce_ms = 2;  // the debouncer's thread joins the race, and its close with stop()
   cfg.shutdown_grace_ms = 300;
-  cfg.keepalive_ms = 20;
+  cfg.http.keepalive_ms = 20;
   mcpfan::Server server(cfg);
   auto started = server.start();
   ASSERT_TRUE(started) << started.error().message;
@@ -194,7 +194,7 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
 
 TEST(ServerLifecycle, MisuseIsAClearErrorNotUndefinedBehaviour) {
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
+  cfg.listen.port = 0;
   cfg.workers = 2;
   std::atomic<bool> stop_refused{false};
   std::atomic<bool> eof_seen{false};

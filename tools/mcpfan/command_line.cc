@@ -60,10 +60,11 @@ void print_check_summary(const std::string& file, const std::string& listen, con
   std::printf("mcpfan: configuration OK (%s)\n", file.empty() ? "command line only, no --config file" : file.c_str());
   std::printf("  listen %s%s%s; workers %s%s\n", listen.c_str(), publish_listen.empty() ? "" : ", publish-listen ",
               publish_listen.c_str(), c.workers == 0 ? "one per core" : std::to_string(c.workers).c_str(),
-              c.insecure ? "; --insecure" : "");
+              c.listen.insecure ? "; --insecure" : "");
   std::printf("  %s\n", checked.c_str());
-  std::printf("  nats %s; upstream %s (neither contacted by --check-config)\n", c.nats.empty() ? "off" : c.nats.c_str(),
-              c.upstream.empty() ? "off" : c.upstream.c_str());
+  std::printf("  nats %s; upstream %s (neither contacted by --check-config)\n",
+              c.nats.urls.empty() ? "off" : c.nats.urls.c_str(),
+              c.upstream.url.empty() ? "off" : c.upstream.url.c_str());
   std::fflush(stdout);
 }
 

@@ -20,6 +20,7 @@
 #include "config_file.h"
 #include "control_signals.h"
 #include "program_log.h"
+#include "setting_flags.h"
 #include "mcpfan/transport/server.h"
 #include "mcpfan/version.h"
 
@@ -75,168 +76,19 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--publish-listen", f.publish_listen,
                  "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
                  "answers them 404 and serves /mcp and /healthz only");
-  app.add_flag("--reuse-port", cfg.reuse_port,
-               "share the --listen and --publish-listen ports with another process serving them with SO_REUSEPORT "
-               "(the kernel spreads connections over both, e.g. for a zero-downtime restart); without it a port in "
-               "use fails the start with \"address in use\"");
-  app.add_option("--workers", cfg.workers, "worker loops (0 = one per core)")->capture_default_str();
-  app.add_option("--io-uring-entries", cfg.io_uring_entries,
-                 "send SSE stream batches through an io_uring of this many entries per worker (0 = libuv writes only)")
-      ->capture_default_str();
-  app.add_option("--max-body", cfg.max_body, "largest request body in bytes (413 above)")->capture_default_str();
-  app.add_option("--keepalive-ms", cfg.keepalive_ms, "SSE keepalive comment interval")->capture_default_str()->check(CLI::Range(10, 3600000));
-  app.add_option("--max-uri-length", cfg.max_uri_length, "longest resource URI accepted")->capture_default_str();
-  app.add_option("--max-uris-per-listen", cfg.max_uris_per_listen, "resourceSubscriptions per listen")->capture_default_str();
-  app.add_option("--max-pending-bytes", cfg.shard.max_pending_bytes,
-                 "unwritten bytes a stream may hold before it is closed as a slow consumer")->capture_default_str();
-  app.add_option("--shard-inbox-max", cfg.shard.max_inbox,
-                 "notifications a worker loop's inbox may hold not yet matched; past it a publish is refused (503) and a "
-                 "message from another node dropped, both counted")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-  app.add_option("--shutdown-grace-ms", cfg.shutdown_grace_ms, "time for final writes on SIGTERM before connections are cut")
-      ->capture_default_str();
-  app.add_option("--drain-delay-ms", cfg.drain_delay_ms,
-                 "on SIGTERM, keep serving this long with GET /readyz answering 503 (load balancers take the node out) "
-                 "before stopping; a second SIGTERM or SIGINT stops at once; 0: stop at once")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{3'600'000}));
-  app.add_option("--readyz-backplane", cfg.readyz_backplane,
-                 "GET /readyz while the NATS backplane is disconnected: ignore (still 200: local delivery works, and 503 on "
-                 "every node at once would empty the load balancer) or require (503)")
-      ->capture_default_str()->check(CLI::IsMember({"ignore", "require"}));
-  app.add_option("--allow-origin", cfg.allow_origins,
-                 "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port");
-  app.add_option("--allow-host", cfg.allow_hosts,
-                 "allowed Host header host (repeatable; \"*\" = any); default: localhost, 127.0.0.1, [::1] on a loopback "
-                 "listener, any Host on an --insecure one");
-  app.add_option("--session-idle-ms", cfg.session_idle_ms,
-                 "a 2025-era session with no open GET stream expires after this")->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--session-replay-bytes", cfg.session_replay_bytes,
-                 "a 2025-era session's journal of missed notifications for a Last-Event-ID resume (newest per method and "
-                 "uri; older cursors get re-read hints)")->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
-  app.add_option("--debounce-ms", cfg.debounce_ms,
-                 "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered (0 = off)")
-      ->capture_default_str();
-  app.add_flag("--insecure", cfg.insecure,
-               "allow a non-loopback listener without authentication (without it such a listener needs client tokens "
-               "for /mcp and publisher keys for /v1/publish)");
-  app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
-  app.add_option("--unix", cfg.unix_path, "serve stdio-framed MCP clients on this Unix-domain socket");
-  // The NATS backplane (docs/operations.md "Several nodes"): without --nats, one process, all in memory.
-  app.add_option("--nats", cfg.nats, "NATS server URLs, comma-separated (nats://127.0.0.1:4222): publishes reach every node");
-  app.add_option("--nats-prefix", cfg.nats_prefix, "first subject token(s) of this cluster's subjects")->capture_default_str();
-  app.add_option("--node-name", cfg.node_name, "this node's NATS connection name");
-  app.add_option("--nats-creds", cfg.nats_creds_file, "NATS user credentials file")->check(CLI::ExistingFile);
-  app.add_option("--nats-tls-ca", cfg.nats_tls_ca_file, "CA bundle; require TLS to the NATS servers")->check(CLI::ExistingFile);
-  app.add_option("--nats-linger-ms", cfg.nats_linger_ms, "keep a subject's NATS interest this long after its last subscriber")
-      ->capture_default_str();
-  app.add_option("--nats-outage-buffer-bytes", cfg.nats_outage_buffer_bytes,
-                 "notifications for other nodes held while NATS is unreachable; a publish past it gets 503")
-      ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
-  app.add_option("--nats-receive-buffer-bytes", cfg.nats_receive_buffer_bytes,
-                 "bytes received from other nodes and not yet delivered (also each NATS subscription's pending bound); "
-                 "past it a message is dropped and counted")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 34));
-  app.add_option("--nats-settle-ms", cfg.nats_settle_ms,
-                 "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited")
-      ->capture_default_str();
-  app.add_option("--nats-max-subjects", cfg.nats_max_subjects,
-                 "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> subject")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
-  app.add_option("--nats-batch-us", cfg.nats_batch_window_us,
-                 "after a send to NATS, later notifications wait up to this long and leave together "
-                 "(one after a quiet spell goes at once); 0: every one at once")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000}));
-  app.add_option("--nats-io", cfg.nats_io,
-                 "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
-                 "batches under load) or threads (nats.c's reader and flusher threads)")
-      ->capture_default_str()->check(CLI::IsMember({"libuv", "threads"}));
-  app.add_flag("--nats-publish-batching", cfg.nats_publish_batching,
-               "let nats.c's flusher thread batch outgoing messages (it waits 1 ms before each write: +1 ms per hop)");
-  app.add_option("--nats-delivery-threads", cfg.nats_delivery_threads,
-                 "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
-                 "nats.c's default; only for a handful of subjects)")
-      ->capture_default_str()->check(CLI::Range(0, 64));
-  // The front proxy (docs/protocol.md "Front proxy"): without --upstream, mcpfan serves only its own methods.
-  app.add_option("--upstream", cfg.upstream,
-                 "http://HOST:PORT/path of an MCP server to stand in front of (HOST an IP or a name, looked up without "
-                 "blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and forwards "
-                 "every other request there");
-  app.add_option("--upstream-resolve-ttl-ms", cfg.upstream_resolve_ttl_ms,
-                 "how long the upstream host name's addresses serve new connections before it is looked up again (a "
-                 "failed connect looks it up again at once); 0: look up for every new connection")
-      ->capture_default_str()->check(CLI::Range(std::uint64_t{0}, std::uint64_t{86'400'000}));
-  app.add_option("--upstream-connect-ms", cfg.upstream_connect_ms, "connecting to the upstream (502 past it)")
-      ->capture_default_str()->check(CLI::Range(1, 600000));
-  app.add_option("--upstream-first-byte-ms", cfg.upstream_first_byte_ms, "the first byte of the upstream's answer (504 past it)")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-idle-ms", cfg.upstream_idle_ms, "a gap in a streaming upstream answer; the stream is cut past it")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-max-idle", cfg.upstream_max_idle, "pooled keep-alive upstream connections per worker")
-      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{100000}));
-  app.add_option("--upstream-keepalive-ms", cfg.upstream_keepalive_ms,
-                 "a pooled upstream connection idle this long is closed, not reused; keep it below the upstream's own "
-                 "keep-alive timeout (Node's default: 5000), so that a request never races the upstream's close")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
-  app.add_option("--upstream-max-answer-bytes", cfg.upstream_max_answer_bytes,
-                 "initialize and server/discover answers (whose capabilities mcpfan merges) are read whole up to this (502 past it)")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
-  app.add_flag("--upstream-forward-subscribe", cfg.upstream_forward_subscribe,
-               "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)");
-  app.add_option("--max-line-bytes", cfg.max_line_bytes, "longest stdio-framed message")->capture_default_str();
-  // Limits (docs/security.md "Limits"): each hit is counted in mcpfan_limit_hits_total.
-  app.add_option("--max-header-bytes", cfg.max_header_bytes, "largest request header block (431 above)")->capture_default_str();
-  app.add_option("--max-url-length", cfg.max_url_length, "longest request target (414 above)")->capture_default_str();
-  app.add_option("--request-timeout-ms", cfg.request_timeout_ms,
-                 "a request must arrive whole within this after its first byte, or after connecting (408)")
-      ->capture_default_str()->check(CLI::Range(10, 3600000));
-  app.add_option("--idle-timeout-ms", cfg.idle_timeout_ms, "a keep-alive connection idle between requests closes after this")
-      ->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--write-timeout-ms", cfg.write_timeout_ms,
-                 "a connection whose writes make no progress this long is closed (peer stopped reading or vanished)")
-      ->capture_default_str()->check(CLI::Range(10, 86400000));
-  app.add_option("--max-requests-per-connection", cfg.max_requests_per_connection,
-                 "requests on one keep-alive connection; the last is answered with Connection: close (0 = unlimited)")
-      ->capture_default_str();
-  app.add_option("--tcp-keepalive-s", cfg.tcp_keepalive_s, "TCP keep-alive probes after this idle time (0 = off)")
-      ->capture_default_str()->check(CLI::Range(0, 86400));
-  app.add_option("--max-connections-per-tenant", cfg.max_connections_per_tenant, "0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-streams-per-tenant", cfg.max_streams_per_tenant, "listens + 2025-era sessions; 0 = unlimited")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-subscriptions-per-tenant", cfg.max_subscriptions_per_tenant,
-                 "resource URIs subscribed; 0 = unlimited")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-idle-sessions", cfg.max_idle_sessions,
-                 "2025-era sessions without an open stream, in all; more initialize requests get 503")
-      ->capture_default_str();
-  app.add_option("--max-idle-sessions-per-tenant", cfg.max_idle_sessions_per_tenant,
-                 "2025-era sessions without an open stream per tenant; more get 429 (0 = unlimited)")
-      ->capture_default_str();
-  app.add_option("--max-listens-per-connection", cfg.max_listens_per_connection,
-                 "subscriptions/listen one stdio client may hold open at once")
-      ->capture_default_str();
-  app.add_option("--max-tenants", cfg.max_tenants, "distinct tenants with clients; more are refused")
-      ->capture_default_str()->check(CLI::Range(1, 10000000));
-  app.add_option("--metrics-tenants", cfg.metrics_tenants,
-                 "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\"")->capture_default_str();
-  // Authentication (docs/security.md "Client tokens", "Publisher keys").
-  app.add_option("--jwt-secret-file", cfg.jwt_secret_file, "HS256 secret (at least 32 bytes) for client tokens")
-      ->check(CLI::ExistingFile);
-  app.add_option("--jwt-public-key-file", cfg.jwt_public_key_file, "RS256 (RSA) or ES256 (P-256) PEM public key for client tokens")
-      ->check(CLI::ExistingFile);
-  app.add_option("--publish-keys-file", cfg.publish_keys_file, "publisher keys, lines \"KEY TENANT\" (\"*\" = any tenant)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--unix-tenant", cfg.unix_tenant,
-                 "tenant of --unix clients, which then need no token (the socket's permissions are the access control)");
-  app.add_option("--publish-rate", cfg.publish_rate, "notifications per second per publisher key; 429 above (0 = unlimited)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--publish-burst", cfg.publish_burst, "publish token bucket size (0 = one second's worth)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  // Every flag that is one setting, declared in mcpfan/transport/settings.h.
+  // --stdio is the program's own; --help has always listed it after --insecure.
+  mcpfan::tool::add_setting_flags(app, cfg, [&app, &stdio](std::string_view flag) {
+    if (flag != "--insecure") return;
+    app.add_flag("--stdio", stdio, "also serve one stdio-framed MCP client on stdin/stdout; exit 0 when stdin closes");
+  });
   // Logging (transport/log.h): the lines on stderr, their least severity and their format.
   // Taken as words and mapped here: CLI11 would print a one-byte enum's values as raw bytes in --help.
   app.add_option_function<std::string>(
          "--log-level",
          [&cfg](const std::string& v) {
            const std::string w = CLI::detail::to_lower(v);
-           cfg.log_level = w == "debug" ? mcpfan::LogLevel::Debug
+           cfg.log.level = w == "debug" ? mcpfan::LogLevel::Debug
                            : w == "warn" ? mcpfan::LogLevel::Warn
                            : w == "error" ? mcpfan::LogLevel::Error
                                           : mcpfan::LogLevel::Info;
@@ -247,7 +99,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option_function<std::string>(
          "--log-format",
          [&cfg](const std::string& v) {
-           cfg.log_format = CLI::detail::to_lower(v) == "json" ? mcpfan::LogFormat::Json : mcpfan::LogFormat::Text;
+           cfg.log.format = CLI::detail::to_lower(v) == "json" ? mcpfan::LogFormat::Json : mcpfan::LogFormat::Text;
          },
          "stderr lines as text (\"TIME LEVEL mcpfan: message key=value\") or json (one object per line: ts, level, "
          "kind, msg, fields)")
@@ -262,17 +114,6 @@ std::unique_ptr<CLI::App> scratch_flags_app() {
     WithFlags() { add_flags(*this, flags); }
   };
   return std::make_unique<WithFlags>();
-}
-
-// The keys of the reloadable settings (Server::reload()); a change to any other is reported as needing a restart.
-bool reloadable_key(const std::string& key) {
-  static const char* const kKeys[] = {"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "publish-rate",
-                                      "publish-burst", "max-connections-per-tenant", "max-streams-per-tenant",
-                                      "max-subscriptions-per-tenant", "max-idle-sessions-per-tenant"};
-  for (const char* k : kKeys) {
-    if (key == k) return true;
-  }
-  return false;
 }
 
 // Settings (as CLI11 writes a config: one "key=value" line each) that differ between two parses.
@@ -316,11 +157,11 @@ bool resolve_listeners(Flags& f) {
     mcpfan::tool::report_config_problem(*f.source, "--publish-listen " + f.publish_listen + ": expected HOST:PORT");
     return false;
   }
-  cfg.host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
-  cfg.port = hp.port;
+  cfg.listen.host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
+  cfg.listen.port = hp.port;
   if (split) {
-    cfg.publish_host = php.host == "localhost" ? "127.0.0.1" : php.host;
-    cfg.publish_port = php.port;
+    cfg.listen.publish_host = php.host == "localhost" ? "127.0.0.1" : php.host;
+    cfg.listen.publish_port = php.port;
   }
   return true;
 }
@@ -339,7 +180,7 @@ void reload(mcpfan::Server& server, int argc, char** argv, const std::string& ru
     return;
   }
   for (const std::string& key : changed_keys(running_settings, app.config_to_str(true, false))) {
-    if (!reloadable_key(key)) {
+    if (!mcpfan::tool::reloadable_key(key)) {
       mcpfan::tool::program_log(server.config(), mcpfan::LogLevel::Warn, "reload_needs_restart",
                                 "reload: " + key + " changed; it takes effect after a restart");
     }
@@ -450,16 +291,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   // The body after "mcpfan: " is what scripts parse: "listening on HOST:PORT workers=N pid=P".
-  mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening", "listening on " + display(cfg.host, started.value()),
-                            {{"workers", std::to_string(server.config().workers), true},
-                             {"pid", std::to_string(getpid()), true}},
-                            true);
-  if (!cfg.publish_host.empty()) {
+  mcpfan::tool::program_log(
+      cfg, mcpfan::LogLevel::Info, "listening", "listening on " + display(cfg.listen.host, started.value()),
+      {{"workers", std::to_string(server.config().workers), true}, {"pid", std::to_string(getpid()), true}}, true);
+  if (!cfg.listen.publish_host.empty()) {
     mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening_publish",
-                              "publish listener on " + display(cfg.publish_host, server.publish_port()), {}, true);
+                              "publish listener on " + display(cfg.listen.publish_host, server.publish_port()), {},
+                              true);
   }
-  if (!cfg.unix_path.empty()) {
-    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening_unix", "stdio-framed clients on Unix socket " + cfg.unix_path);
+  if (!cfg.listen.unix_path.empty()) {
+    mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Info, "listening_unix",
+                              "stdio-framed clients on Unix socket " + cfg.listen.unix_path);
   }
   if (flags.stdio) {
     // The server owns (and libuv closes) what it is given: duplicates, so that 0 and 1 stay

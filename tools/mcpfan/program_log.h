@@ -14,7 +14,7 @@
 
 namespace mcpfan::tool {
 
-/** One line at `level` (dropped below cfg.log_level unless `always`). */
+/** One line at `level` (dropped below cfg.log.level unless `always`). */
 void program_log(const ServerConfig& cfg, LogLevel level, std::string_view kind, std::string message,
                  std::vector<LogField> fields = {}, bool always = false);
 

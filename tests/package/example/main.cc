@@ -42,7 +42,7 @@ bool read_line(int fd, std::string& buf, std::string& line) {
 
 int main() {
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;  // ephemeral loopback port: the HTTP side is not used here
+  cfg.listen.port = 0;  // ephemeral loopback port: the HTTP side is not used here
   cfg.workers = 1;
   mcpfan::Server server(cfg);
   auto port = server.start();

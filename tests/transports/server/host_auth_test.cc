@@ -1,4 +1,4 @@
-// ServerConfig::authenticate_client (docs/embedding.md "The host's own authentication"): an in-process
+// ServerConfig::auth.authenticate_client (docs/embedding.md "The host's own authentication"): an in-process
 // Server on an ephemeral loopback port, clients over real sockets (HTTP) and a socketpair
 // (an attached stdio client). Every wait is for an event (a line, an answer, EOF) with a
 // bound; nothing sleeps.
@@ -121,10 +121,10 @@ struct HostServer {
     // transport/server.h: a host ignores SIGPIPE (a stdio client closed before stop() writes its final result).
     std::signal(SIGPIPE, SIG_IGN);
     mcpfan::ServerConfig config;
-    config.port = 0;
+    config.listen.port = 0;
     config.workers = 2;
     if (more) more(config);
-    config.authenticate_client = std::move(auth);
+    config.auth.authenticate_client = std::move(auth);
     server = std::make_unique<mcpfan::Server>(config);
     auto bound = server->start();
     EXPECT_TRUE(bound.ok()) << bound.error().message;
@@ -179,7 +179,7 @@ TEST(HostAuth, ADenialIs401WithTheHostsMessageAndCounted) {
 }
 
 TEST(HostAuth, AGrantIntoAFullTenantTableIs503) {
-  HostServer s(host, [](mcpfan::ServerConfig& c) { c.max_tenants = 1; });  // the default tenant fills it
+  HostServer s(host, [](mcpfan::ServerConfig& c) { c.tenants.max_tenants = 1; });  // the default tenant fills it
   std::string got = refused_listen(s.port, "file:///a", "Bearer acme-token");
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("Retry-After: 1"), std::string::npos) << got;
@@ -195,7 +195,7 @@ TEST(HostAuth, AUnixClientIsAskedWithTransportUnix) {
         seen.push_back(c.transport);
         return host(c);
       },
-      [&](mcpfan::ServerConfig& c) { c.unix_path = path; });
+      [&](mcpfan::ServerConfig& c) { c.listen.unix_path = path; });
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -238,10 +238,10 @@ TEST(HostAuth, AThrowingAuthenticatorIs500AndTheServerGoesOn) {
 TEST(HostAuth, StartRefusesTheCallbackTogetherWithTokens) {
   for (bool public_key : {false, true}) {
     mcpfan::ServerConfig config;
-    config.port = 0;
+    config.listen.port = 0;
     config.workers = 1;
-    config.authenticate_client = host;
-    (public_key ? config.jwt_public_key_file : config.jwt_secret_file) = "/nonexistent/key";
+    config.auth.authenticate_client = host;
+    (public_key ? config.auth.jwt_public_key_file : config.auth.jwt_secret_file) = "/nonexistent/key";
     mcpfan::Server server(config);
     auto bound = server.start();
     ASSERT_FALSE(bound.ok());
@@ -260,11 +260,11 @@ TEST(HostAuth, StartRefusesTheCallbackTogetherWithTokens) {
 TEST(HostAuth, AReloadKeepsTheCallbackAndRefusesTokenFiles) {
   HostServer s;
   mcpfan::ServerConfig next = s.server->config();
-  next.authenticate_client = nullptr;  // ignored: the callback is fixed at start
+  next.auth.authenticate_client = nullptr;  // ignored: the callback is fixed at start
   auto ok = s.server->reload(next);
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_NE(ok.value().find("the host's authenticator"), std::string::npos) << ok.value();
-  next.jwt_secret_file = "/nonexistent/secret";
+  next.auth.jwt_secret_file = "/nonexistent/secret";
   auto refused = s.server->reload(next);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("authenticate_client"), std::string::npos) << refused.error().message;
@@ -302,9 +302,9 @@ TEST(HostAuth, TheCallbackRunsConcurrentlyOnSeveralWorkers) {
   ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(::listen(lfd, 64), 0);
   mcpfan::ServerConfig config;
-  config.listen_fd = lfd;
+  config.listen.listen_fd = lfd;
   config.workers = 2;
-  config.authenticate_client = auth;
+  config.auth.authenticate_client = auth;
   mcpfan::Server server(config);
   auto bound = server.start();
   ASSERT_TRUE(bound.ok()) << bound.error().message;

@@ -169,7 +169,7 @@ TEST(ListenSocket, ServerStartRefusesAPortInUseUnlessReusePort) {
   std::uint16_t port = port_of_fd(other);
   {
     mcpfan::ServerConfig config;
-    config.port = port;
+    config.listen.port = port;
     config.workers = 2;
     mcpfan::Server server(config);
     auto started = server.start();
@@ -178,9 +178,9 @@ TEST(ListenSocket, ServerStartRefusesAPortInUseUnlessReusePort) {
   }
   {
     mcpfan::ServerConfig config;
-    config.port = 0;
-    config.publish_host = "127.0.0.1";
-    config.publish_port = port;
+    config.listen.port = 0;
+    config.listen.publish_host = "127.0.0.1";
+    config.listen.publish_port = port;
     config.workers = 2;
     mcpfan::Server server(config);
     auto started = server.start();
@@ -189,9 +189,9 @@ TEST(ListenSocket, ServerStartRefusesAPortInUseUnlessReusePort) {
   }
   {
     mcpfan::ServerConfig config;
-    config.port = port;
+    config.listen.port = port;
     config.workers = 2;
-    config.reuse_port = true;
+    config.listen.reuse_port = true;
     mcpfan::Server server(config);
     auto started = server.start();
     ASSERT_TRUE(started.ok()) << started.error().message;
@@ -207,11 +207,11 @@ TEST(ListenSocket, ServerStartRefusesOnePortForBothListeners) {
   std::uint16_t port = port_of_fd(probe);
   ::close(probe);
   mcpfan::ServerConfig config;
-  config.port = port;
-  config.publish_host = "127.0.0.1";
-  config.publish_port = port;
+  config.listen.port = port;
+  config.listen.publish_host = "127.0.0.1";
+  config.listen.publish_port = port;
   config.workers = 1;
-  config.reuse_port = true;  // not even on purpose: the operator paths would leak onto the public listener
+  config.listen.reuse_port = true;  // not even on purpose: the operator paths would leak onto the public listener
   mcpfan::Server server(config);
   auto started = server.start();
   ASSERT_FALSE(started.ok());

@@ -1,4 +1,4 @@
-// ServerConfig::log_sink and log_level (transport/log.h) for an embedding host: an in-process
+// ServerConfig::log.sink and log_level (transport/log.h) for an embedding host: an in-process
 // Server on an ephemeral loopback port. The sink gets the records, on one thread that is not
 // the host's, until stop() returns; nothing goes to stderr behind the host's back; the level
 // filters. And format_log_record(): one line per record whatever the message holds.
@@ -105,10 +105,10 @@ TEST(LogSink, AHostSinkGetsTheRecordsOnOneThreadAndStderrNothing) {
   StderrCapture err;
   {
     mcpfan::ServerConfig cfg;
-    cfg.port = 0;
+    cfg.listen.port = 0;
     cfg.workers = 2;
-    cfg.max_body = 1024;
-    cfg.log_sink = c.sink();
+    cfg.http.max_body = 1024;
+    cfg.log.sink = c.sink();
     mcpfan::Server server(cfg);
     auto port = server.start();
     ASSERT_TRUE(port) << port.error().message;
@@ -136,11 +136,11 @@ TEST(LogSink, AHostSinkGetsTheRecordsOnOneThreadAndStderrNothing) {
 TEST(LogSink, RecordsBelowTheLevelAreNotDelivered) {
   Captured c;
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
+  cfg.listen.port = 0;
   cfg.workers = 1;
-  cfg.max_body = 1024;
-  cfg.log_sink = c.sink();
-  cfg.log_level = LogLevel::Error;
+  cfg.http.max_body = 1024;
+  cfg.log.sink = c.sink();
+  cfg.log.level = LogLevel::Error;
   mcpfan::Server server(cfg);
   auto port = server.start();
   ASSERT_TRUE(port) << port.error().message;
@@ -152,13 +152,13 @@ TEST(LogSink, RecordsBelowTheLevelAreNotDelivered) {
 
 TEST(LogSink, ASinkThatThrowsDoesNotStopTheServer) {
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
+  cfg.listen.port = 0;
   cfg.workers = 1;
-  cfg.max_body = 1024;
+  cfg.http.max_body = 1024;
   std::mutex mu;
   std::condition_variable cv;
   int calls = 0;
-  cfg.log_sink = [&](const LogRecord&) {
+  cfg.log.sink = [&](const LogRecord&) {
     {
       std::lock_guard lock(mu);
       ++calls;

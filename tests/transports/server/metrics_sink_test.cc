@@ -71,9 +71,9 @@ std::string get_keep_alive(int fd, const std::string& path) {
 
 mcpfan::ServerConfig loopback_config() {
   mcpfan::ServerConfig config;
-  config.port = 0;
+  config.listen.port = 0;
   config.workers = 2;
-  config.keepalive_ms = 600000;  // no SSE comment moves a counter while the test compares
+  config.http.keepalive_ms = 600000;  // no SSE comment moves a counter while the test compares
   return config;
 }
 
@@ -165,7 +165,7 @@ TEST_F(MetricsSink, CountersMoveWhenAPublishReachesAListen) {
 
 TEST_F(MetricsSink, TenantsPastTheBoundAreOther) {
   mcpfan::ServerConfig config = loopback_config();
-  config.metrics_tenants = 0;  // no tenant named: every row sums into "_other", as in /metrics
+  config.tenants.metrics_tenants = 0;  // no tenant named: every row sums into "_other", as in /metrics
   mcpfan::Server server(config);
   auto port = server.start();
   ASSERT_TRUE(port.ok());
@@ -239,7 +239,7 @@ namespace {
 // background), its families are walked until stop() and gone after it.
 TEST_F(MetricsSink, CollectWhileStopDestroysTheBackplane) {
   mcpfan::ServerConfig config = loopback_config();
-  config.nats = "nats://127.0.0.1:1";  // nothing listens on port 1
+  config.nats.urls = "nats://127.0.0.1:1";  // nothing listens on port 1
   mcpfan::Server server(config);
   auto port = server.start();
   ASSERT_TRUE(port.ok()) << port.error().message;

@@ -1,6 +1,6 @@
 // Server::check() (the program's --check-config) and the checks start() shares with it: a
 // listener that is not on loopback needs authentication for what it serves unless
-// ServerConfig::insecure, and the message names what is missing; key files, the NATS files
+// ServerConfig::listen.insecure, and the message names what is missing; key files, the NATS files
 // and URLs, the Unix socket path are read and judged without binding or connecting anything.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,25 +14,11 @@
 #include <string>
 
 #include "mcpfan/transport/server.h"
+#include "support/file_dir.h"
 
 namespace {
 
-class Dir {
- public:
-  Dir() {
-    char tmpl[] = "/tmp/mcpfan-check-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~Dir() { (void)!std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string file(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ + "/" + name) << text;
-    return path_ + "/" + name;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using Dir = mcpfan::testing::FileDir;
 
 const std::string kSecret(40, 's');                       // HS256 needs at least 32 bytes
 const std::string kKeys = std::string(24, 'k') + " *\n";  // a publisher key for any tenant
@@ -45,7 +31,7 @@ std::string check_error(const mcpfan::ServerConfig& c) {
 }
 
 std::string start_error(mcpfan::ServerConfig c) {
-  c.port = 0;
+  c.listen.port = 0;
   c.workers = 1;
   mcpfan::Server server(c);
   auto started = server.start();
@@ -58,8 +44,8 @@ std::string start_error(mcpfan::ServerConfig c) {
 
 mcpfan::ServerConfig open_config() {
   mcpfan::ServerConfig c;
-  c.host = "0.0.0.0";
-  c.port = 0;
+  c.listen.host = "0.0.0.0";
+  c.listen.port = 0;
   c.workers = 1;
   return c;
 }
@@ -71,32 +57,32 @@ TEST(ServerCheck, OpenListenerWithoutAuthIsRefusedByStartAndCheck) {
                      "and --publish-keys-file)"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("ServerConfig::insecure"), std::string::npos) << err;
+  EXPECT_NE(err.find("ServerConfig::listen.insecure"), std::string::npos) << err;
   EXPECT_EQ(check_error(c), err);
 }
 
 TEST(ServerCheck, ClientTokensAloneNamePublisherKeysAsMissing) {
   Dir d;
   mcpfan::ServerConfig c = open_config();
-  c.jwt_secret_file = d.file("secret", kSecret);
+  c.auth.jwt_secret_file = d.file("secret", kSecret);
   std::string err = start_error(c);
   EXPECT_NE(err.find("without authentication (--publish-keys-file): client tokens are configured"), std::string::npos) << err;
   // Publisher keys alone: the clients' part is missing.
-  c.jwt_secret_file.clear();
-  c.publish_keys_file = d.file("keys", kKeys);
+  c.auth.jwt_secret_file.clear();
+  c.auth.publish_keys_file = d.file("keys", kKeys);
   err = check_error(c);
   EXPECT_NE(err.find("without authentication (--jwt-secret-file or --jwt-public-key-file): publisher keys are configured"),
             std::string::npos)
       << err;
   // Both: served.
-  c.jwt_secret_file = d.file("secret", kSecret);
+  c.auth.jwt_secret_file = d.file("secret", kSecret);
   EXPECT_EQ(check_error(c), "");
   EXPECT_EQ(start_error(c), "");
 }
 
 TEST(ServerCheck, InsecureServesAnOpenListener) {
   mcpfan::ServerConfig c = open_config();
-  c.insecure = true;
+  c.listen.insecure = true;
   EXPECT_EQ(check_error(c), "");
   EXPECT_EQ(start_error(c), "");
 }
@@ -104,29 +90,29 @@ TEST(ServerCheck, InsecureServesAnOpenListener) {
 TEST(ServerCheck, EachListenerNeedsWhatItServes) {
   Dir d;
   mcpfan::ServerConfig c;
-  c.publish_host = "0.0.0.0";
+  c.listen.publish_host = "0.0.0.0";
   std::string err = check_error(c);
   EXPECT_NE(err.find("refusing --publish-listen on 0.0.0.0 without authentication (--publish-keys-file)"), std::string::npos)
       << err;
   // The public listener without publishing needs client authentication only.
   c = open_config();
-  c.publish_host = "127.0.0.1";
+  c.listen.publish_host = "127.0.0.1";
   err = check_error(c);
   EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or --jwt-public-key-file)"),
             std::string::npos)
       << err;
-  c.jwt_secret_file = d.file("secret", kSecret);
+  c.auth.jwt_secret_file = d.file("secret", kSecret);
   EXPECT_EQ(check_error(c), "");
 }
 
 TEST(ServerCheck, LoopbackAddressesNeedNoAuth) {
   for (const char* host : {"127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"}) {
     mcpfan::ServerConfig c;
-    c.host = host;
+    c.listen.host = host;
     EXPECT_EQ(check_error(c), "") << host;
   }
   mcpfan::ServerConfig c;
-  c.host = "::";
+  c.listen.host = "::";
   EXPECT_NE(check_error(c).find("refusing --listen on ::"), std::string::npos);
 }
 
@@ -139,9 +125,10 @@ TEST(ServerCheck, TheHostsOwnSocketIsJudgedByItsAddress) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(::listen(fd, 4), 0);
   mcpfan::ServerConfig c;  // host stays 127.0.0.1: the socket's address is what clients reach
-  c.listen_fd = fd;
-  EXPECT_NE(check_error(c).find("refusing ServerConfig::listen_fd on 0.0.0.0:"), std::string::npos) << check_error(c);
-  c.insecure = true;
+  c.listen.listen_fd = fd;
+  EXPECT_NE(check_error(c).find("refusing ServerConfig::listen.listen_fd on 0.0.0.0:"), std::string::npos)
+      << check_error(c);
+  c.listen.insecure = true;
   EXPECT_EQ(check_error(c), "");
   ::close(fd);
 }
@@ -159,7 +146,7 @@ TEST(ServerCheck, BindsNothing) {
   socklen_t len = sizeof a;
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
   mcpfan::ServerConfig c;
-  c.port = ntohs(a.sin_port);
+  c.listen.port = ntohs(a.sin_port);
   c.workers = 1;
   auto checked = mcpfan::Server::check(c);
   ASSERT_TRUE(checked) << checked.error().message;
@@ -174,19 +161,19 @@ TEST(ServerCheck, BindsNothing) {
 TEST(ServerCheck, KeyFilesAreReadAndNamedByFlag) {
   Dir d;
   mcpfan::ServerConfig c;
-  c.jwt_secret_file = d.file("short", "too short\n");
+  c.auth.jwt_secret_file = d.file("short", "too short\n");
   std::string err = check_error(c);
-  EXPECT_EQ(err.rfind("--jwt-secret-file: secret file " + c.jwt_secret_file + ": 9 bytes", 0), 0u) << err;
-  c.jwt_secret_file = d.file("secret", kSecret);
-  c.jwt_public_key_file = d.file("pub.pem", "not a key\n");
+  EXPECT_EQ(err.rfind("--jwt-secret-file: secret file " + c.auth.jwt_secret_file + ": 9 bytes", 0), 0u) << err;
+  c.auth.jwt_secret_file = d.file("secret", kSecret);
+  c.auth.jwt_public_key_file = d.file("pub.pem", "not a key\n");
   err = check_error(c);
   EXPECT_EQ(err.rfind("--jwt-public-key-file: public key file", 0), 0u) << err;
-  c.jwt_public_key_file.clear();
-  c.publish_keys_file = d.path() + "/missing";
+  c.auth.jwt_public_key_file.clear();
+  c.auth.publish_keys_file = d.path() + "/missing";
   err = check_error(c);
   EXPECT_EQ(err.rfind("--publish-keys-file: ", 0), 0u) << err;
   EXPECT_NE(err.find("missing"), std::string::npos) << err;
-  c.publish_keys_file = d.file("keys", kKeys);
+  c.auth.publish_keys_file = d.file("keys", kKeys);
   auto ok = mcpfan::Server::check(c);
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_NE(ok.value().find("client token algorithms: HS256; publisher keys: 1"), std::string::npos) << ok.value();
@@ -196,23 +183,23 @@ TEST(ServerCheck, KeyFilesAreReadAndNamedByFlag) {
 TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
   Dir d;
   mcpfan::ServerConfig c;
-  c.nats = "nats://127.0.0.1:1";  // nothing listens there: check() does not try
+  c.nats.urls = "nats://127.0.0.1:1";  // nothing listens there: check() does not try
   EXPECT_EQ(check_error(c), "");
-  c.nats = "nats://127.0.0.1:99999";
+  c.nats.urls = "nats://127.0.0.1:99999";
   EXPECT_NE(check_error(c).find("--nats: \"nats://127.0.0.1:99999\": the port must be 1..65535"), std::string::npos);
-  c.nats = "http://127.0.0.1:4222";
+  c.nats.urls = "http://127.0.0.1:4222";
   EXPECT_NE(check_error(c).find("the scheme must be nats:// or tls://"), std::string::npos);
-  c.nats = " , ";
+  c.nats.urls = " , ";
   EXPECT_NE(check_error(c).find("--nats"), std::string::npos);
-  c.nats = "nats://127.0.0.1:4222";
-  c.nats_prefix = "a b";
+  c.nats.urls = "nats://127.0.0.1:4222";
+  c.nats.prefix = "a b";
   EXPECT_EQ(check_error(c).rfind("--nats-prefix: ", 0), 0u) << check_error(c);
-  c.nats_prefix = "mcpfan";
-  c.nats_creds_file = d.path() + "/none.creds";
-  EXPECT_EQ(check_error(c).rfind("--nats-creds " + c.nats_creds_file + ": ", 0), 0u) << check_error(c);
-  c.nats_creds_file.clear();
-  c.nats_tls_ca_file = d.file("ca.pem", "not a certificate\n");
-  EXPECT_NE(check_error(c).find("--nats-tls-ca " + c.nats_tls_ca_file + ": no PEM certificate"), std::string::npos)
+  c.nats.prefix = "mcpfan";
+  c.nats.creds_file = d.path() + "/none.creds";
+  EXPECT_EQ(check_error(c).rfind("--nats-creds " + c.nats.creds_file + ": ", 0), 0u) << check_error(c);
+  c.nats.creds_file.clear();
+  c.nats.tls_ca_file = d.file("ca.pem", "not a certificate\n");
+  EXPECT_NE(check_error(c).find("--nats-tls-ca " + c.nats.tls_ca_file + ": no PEM certificate"), std::string::npos)
       << check_error(c);
 }
 #else
@@ -220,11 +207,11 @@ TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
 // error, from check() and from start() (which runs the same checks before it binds).
 TEST(ServerCheck, NatsIsRefusedByABuildWithoutIt) {
   mcpfan::ServerConfig c;
-  c.nats = "nats://127.0.0.1:4222";
+  c.nats.urls = "nats://127.0.0.1:4222";
   const std::string why = "--nats: this mcpfan was built without NATS support (MCPFAN_WITH_NATS=OFF)";
   EXPECT_EQ(check_error(c), why);
   EXPECT_EQ(start_error(c), why);
-  c.nats.clear();
+  c.nats.urls.clear();
   EXPECT_EQ(check_error(c), "");
 }
 #endif
@@ -232,13 +219,13 @@ TEST(ServerCheck, NatsIsRefusedByABuildWithoutIt) {
 TEST(ServerCheck, UnixPathIsJudgedWithoutBinding) {
   Dir d;
   mcpfan::ServerConfig c;
-  c.unix_path = d.path() + "/no-such-dir/mcpfan.sock";
-  EXPECT_EQ(check_error(c).rfind("--unix " + c.unix_path + ": directory ", 0), 0u) << check_error(c);
-  c.unix_path = d.file("plain", "x");
+  c.listen.unix_path = d.path() + "/no-such-dir/mcpfan.sock";
+  EXPECT_EQ(check_error(c).rfind("--unix " + c.listen.unix_path + ": directory ", 0), 0u) << check_error(c);
+  c.listen.unix_path = d.file("plain", "x");
   EXPECT_NE(check_error(c).find("exists and is not a socket"), std::string::npos) << check_error(c);
-  c.unix_path = d.path() + "/mcpfan.sock";
+  c.listen.unix_path = d.path() + "/mcpfan.sock";
   EXPECT_EQ(check_error(c), "");
-  EXPECT_NE(::access(c.unix_path.c_str(), F_OK), 0) << "check() created the socket";
+  EXPECT_NE(::access(c.listen.unix_path.c_str(), F_OK), 0) << "check() created the socket";
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 
 /** start()'s error for `cfg` ("" when it starts; then it is stopped again). */
 std::string start_error(mcpfan::ServerConfig cfg) {
-  cfg.port = 0;
+  cfg.listen.port = 0;
   mcpfan::Server server(cfg);
   auto started = server.start();
   if (started) {
@@ -31,16 +31,19 @@ TEST(ServerConfigCheck, ValuesOutOfRangeAreRefusedByName) {
     const char* expected;
   };
   const Case cases[] = {
-      {[](mcpfan::ServerConfig& c) { c.workers = 5000; }, "ServerConfig::workers = 5000 is outside 0..1024 (--workers)"},
-      {[](mcpfan::ServerConfig& c) { c.keepalive_ms = 0; }, "ServerConfig::keepalive_ms = 0 is outside 10..3600000 (--keepalive-ms)"},
-      {[](mcpfan::ServerConfig& c) { c.max_body = 0; }, "ServerConfig::max_body = 0 is outside"},
-      {[](mcpfan::ServerConfig& c) { c.request_timeout_ms = 1; }, "(--request-timeout-ms)"},
-      {[](mcpfan::ServerConfig& c) { c.max_tenants = 0; }, "ServerConfig::max_tenants = 0"},
-      {[](mcpfan::ServerConfig& c) { c.max_streams_per_tenant = -1; }, "ServerConfig::max_streams_per_tenant = -1"},
-      {[](mcpfan::ServerConfig& c) { c.publish_rate = std::nan(""); }, "ServerConfig::publish_rate"},
-      {[](mcpfan::ServerConfig& c) { c.publish_burst = -1; }, "(--publish-burst)"},
+      {[](mcpfan::ServerConfig& c) { c.workers = 5000; },
+       "ServerConfig::workers = 5000 is outside 0..1024 (--workers)"},
+      {[](mcpfan::ServerConfig& c) { c.http.keepalive_ms = 0; },
+       "ServerConfig::http.keepalive_ms = 0 is outside 10..3600000 (--keepalive-ms)"},
+      {[](mcpfan::ServerConfig& c) { c.http.max_body = 0; }, "ServerConfig::http.max_body = 0 is outside"},
+      {[](mcpfan::ServerConfig& c) { c.http.request_timeout_ms = 1; }, "(--request-timeout-ms)"},
+      {[](mcpfan::ServerConfig& c) { c.tenants.max_tenants = 0; }, "ServerConfig::tenants.max_tenants = 0"},
+      {[](mcpfan::ServerConfig& c) { c.tenants.max_streams_per_tenant = -1; },
+       "ServerConfig::tenants.max_streams_per_tenant = -1"},
+      {[](mcpfan::ServerConfig& c) { c.auth.publish_rate = std::nan(""); }, "ServerConfig::auth.publish_rate"},
+      {[](mcpfan::ServerConfig& c) { c.auth.publish_burst = -1; }, "(--publish-burst)"},
       {[](mcpfan::ServerConfig& c) { c.shard.drain_batch = 0; }, "ServerConfig::shard.drain_batch = 0"},
-      {[](mcpfan::ServerConfig& c) { c.nats_io = "epoll"; }, "ServerConfig::nats_io = \"epoll\""},
+      {[](mcpfan::ServerConfig& c) { c.nats.io = "epoll"; }, "ServerConfig::nats.io = \"epoll\""},
   };
   for (const Case& k : cases) {
     mcpfan::ServerConfig cfg;
@@ -52,15 +55,15 @@ TEST(ServerConfigCheck, ValuesOutOfRangeAreRefusedByName) {
   EXPECT_EQ(start_error(mcpfan::ServerConfig{}), "");
   mcpfan::ServerConfig edge;
   edge.workers = 1;
-  edge.keepalive_ms = 10;
-  edge.publish_rate = 0;
+  edge.http.keepalive_ms = 10;
+  edge.auth.publish_rate = 0;
   EXPECT_EQ(start_error(edge), "");
 }
 
 TEST(ServerConfigCheck, ARefusedStartBindsNothing) {
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
-  cfg.max_tenants = std::numeric_limits<std::size_t>::max();  // would size the tenant tables
+  cfg.listen.port = 0;
+  cfg.tenants.max_tenants = std::numeric_limits<std::size_t>::max();  // would size the tenant tables
   cfg.workers = std::numeric_limits<unsigned>::max();         // would make as many shards
   mcpfan::Server server(cfg);  // clamped while built: this returns at once
   auto started = server.start();

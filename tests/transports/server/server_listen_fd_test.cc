@@ -1,4 +1,4 @@
-// ServerConfig::listen_fd (docs/embedding.md "The host's own listening socket"): served by every worker
+// ServerConfig::listen.listen_fd (docs/embedding.md "The host's own listening socket"): served by every worker
 // in place of binding host:port; the host's fd stays the host's; anything that is not a
 // listening stream socket is refused by start() with nothing started.
 #include <arpa/inet.h>
@@ -55,7 +55,7 @@ TEST(ServerListenFd, ServesTheHostsSocket) {
   std::uint16_t port = 0;
   int fd = loopback_listener(port);
   mcpfan::ServerConfig config;
-  config.listen_fd = fd;
+  config.listen.listen_fd = fd;
   config.workers = 2;
   mcpfan::Server server(config);
   auto bound = server.start();
@@ -76,7 +76,7 @@ TEST(ServerListenFd, RefusesWhatIsNotAListeningStreamSocket) {
   int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   for (int fd : {unlistened, pipe_fds[0], udp}) {
     mcpfan::ServerConfig config;
-    config.listen_fd = fd;
+    config.listen.listen_fd = fd;
     config.workers = 1;
     mcpfan::Server server(config);
     auto bound = server.start();

@@ -95,7 +95,7 @@ const char* kListen =
 
 mcpfan::ServerConfig two_workers() {
   mcpfan::ServerConfig cfg;
-  cfg.port = 0;
+  cfg.listen.port = 0;
   cfg.workers = 2;
   return cfg;
 }

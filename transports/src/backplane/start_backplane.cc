@@ -11,18 +11,18 @@
 namespace mcpfan::detail {
 
 std::optional<std::string> backplane_config_error(const ServerConfig& c) {
-  if (c.nats.empty()) return std::nullopt;
+  if (c.nats.urls.empty()) return std::nullopt;
 #if MCPFAN_WITH_NATS
-  return nats::settings_error(c);
+  return nats::settings_error(c.nats);
 #else
   return std::string("--nats: this mcpfan was built without NATS support (MCPFAN_WITH_NATS=OFF)");
 #endif
 }
 
 Result<std::unique_ptr<Backplane>> start_backplane(const ServerConfig& c, Hub& hub, log::Logger& logger) {
-  if (c.nats.empty()) return std::unique_ptr<Backplane>();
+  if (c.nats.urls.empty()) return std::unique_ptr<Backplane>();
 #if MCPFAN_WITH_NATS
-  auto started = nats::Backplane::start(nats::backplane_config(c, logger), hub);
+  auto started = nats::Backplane::start({c.nats, c.mcp.max_uri_length, &logger}, hub);
   if (!started) return started.error();
   return std::unique_ptr<Backplane>(std::move(started.value()));
 #else

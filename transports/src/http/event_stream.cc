@@ -124,7 +124,7 @@ void EventStream::close_requested(CloseReason reason) {
 
 void EventStream::start_upstream_leg(proxy::ForwardedRequest request) {
   if (!streams_session() || !w_.upstream()) return;
-  leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream_max_answer_bytes);
+  leg_ = std::make_unique<SessionUpstreamLeg>(*this, w_.config().upstream.max_answer_bytes);
   leg_->start(*w_.upstream(), std::move(request));
 }
 

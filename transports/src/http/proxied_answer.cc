@@ -85,7 +85,7 @@ void ProxiedAnswer::on_head(int status, const proxy::HeaderList& headers) {
 void ProxiedAnswer::on_body(std::string_view bytes) {
   if (done_ || bytes.empty()) return;
   if (rewrite_) {
-    std::size_t bound = ctx_.config().upstream_max_answer_bytes;
+    std::size_t bound = ctx_.config().upstream.max_answer_bytes;
     if (buffered_.body.size() + bytes.size() > bound) {
       if (call_ && pool_) pool_->cancel(call_);
       call_ = nullptr;
@@ -136,7 +136,7 @@ void ProxiedAnswer::log_failure(std::string_view failure, const std::string& wha
     std::string message = "upstream request failed (" + std::string(failure) + "): " + what;
     message += status ? "; answered " + std::to_string(status) : "; the answer was cut short";
     log::line(LogLevel::Warn, "upstream_failed", std::move(message),
-              {{"upstream", ctx_.config().upstream}, {"failure", std::string(failure)}});
+              {{"upstream", ctx_.config().upstream.url}, {"failure", std::string(failure)}});
   } catch (...) {  // out of memory: the line is lost, the client still gets its answer
     log::count_dropped();
   }

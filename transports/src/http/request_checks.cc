@@ -59,8 +59,8 @@ bool accepts_mcp(std::string_view accept) {
 
 bool origin_allowed(const ServerConfig& cfg, std::string_view origin) {
   if (origin.empty()) return true;  // not a browser: Origin is what a rebinding page cannot hide
-  if (cfg.allow_origins.empty()) return default_origin_ok(origin);
-  for (const std::string& o : cfg.allow_origins) {
+  if (cfg.http.allow_origins.empty()) return default_origin_ok(origin);
+  for (const std::string& o : cfg.http.allow_origins) {
     if (o == "*" || ieq(o, origin)) return true;
   }
   return false;
@@ -70,12 +70,12 @@ bool host_allowed(const ServerConfig& cfg, std::string_view host_header, std::st
   if (host_header.empty()) return true;  // HTTP/1.0: nothing a rebinding page could set
   std::string_view h = host_part(host_header);
   auto eq = ieq;
-  if (cfg.allow_hosts.empty()) {
+  if (cfg.http.allow_hosts.empty()) {
     bool loopback_listener = listener_host.rfind("127.", 0) == 0 || listener_host == "::1";
     if (!loopback_listener) return true;  // --insecure without --allow-host: the operator chose an open listener
     return eq(h, "localhost") || eq(h, "127.0.0.1") || eq(h, "[::1]") || eq(h, listener_host);
   }
-  for (const std::string& a : cfg.allow_hosts) {
+  for (const std::string& a : cfg.http.allow_hosts) {
     if (a == "*" || eq(a, h) || eq(a, host_header)) return true;
   }
   return false;

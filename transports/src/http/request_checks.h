@@ -16,7 +16,7 @@ namespace mcpfan::detail {
 /**
  * The Host header names this server (--allow-host; by default loopback names and the
  * listener's own address on a loopback listener). `listener_host`: the address the request
- * came in on (config.host, or config.publish_host on the operator listener).
+ * came in on (config.listen.host, or config.listen.publish_host on the operator listener).
  */
 [[nodiscard]] bool host_allowed(const ServerConfig& cfg, std::string_view host_header, std::string_view listener_host);
 

@@ -29,7 +29,7 @@ namespace {
 // With --publish-listen: a path on the listener that does not serve it. Answers 404 and returns true.
 bool wrong_listener(Exchange& c, std::string_view path) {
   const ServerConfig& cfg = c.context().config();
-  if (cfg.publish_host.empty() || is_health_path(path)) return false;
+  if (cfg.listen.publish_host.empty() || is_health_path(path)) return false;
   bool operator_path = is_operator_path(path);
   if (operator_path == c.on_operator_listener()) return false;
   std::string p(path);
@@ -51,7 +51,7 @@ void route_request(Exchange& c, HttpRequest& req) {
   std::string_view path = url.substr(0, url.find('?'));
   auto method = static_cast<http_method>(req.method);
   const ServerConfig& cfg = c.context().config();
-  if (!host_allowed(cfg, req.host, c.on_operator_listener() ? cfg.publish_host : cfg.host)) {
+  if (!host_allowed(cfg, req.host, c.on_operator_listener() ? cfg.listen.publish_host : cfg.listen.host)) {
     c.respond(403, "application/json", json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
     return;
   }

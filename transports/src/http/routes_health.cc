@@ -71,7 +71,7 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
   if (s.upstream) {
     const StatsSnapshot::Upstream& u = *s.upstream;
     b += R"({"url":)";
-    append_json_string(b, cfg.upstream);
+    append_json_string(b, cfg.upstream.url);
     b += R"(,"requests":)" + std::to_string(u.requests);
     b += R"(,"failures":)" + std::to_string(u.failures);
     b += R"(,"connects":)" + std::to_string(u.connects);

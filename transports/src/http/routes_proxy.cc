@@ -99,7 +99,7 @@ void proxied_post(Exchange& c, HttpRequest& req) {
   if (!req.session_id.empty()) {
     bool subscription = is(MethodRole::Subscribe) || is(MethodRole::Unsubscribe);
     if (subscription && !r.error && held_session(c, req)) {
-      if (!w.config().upstream_forward_subscribe) return handle_mcp_post(c, req);
+      if (!w.config().upstream.forward_subscribe) return handle_mcp_post(c, req);
       // Served here, and the upstream hears of it too: its answer is the client's.
       auto caller = authenticate(c, req, r.id);
       if (!caller) return;

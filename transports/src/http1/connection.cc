@@ -29,7 +29,7 @@ constexpr std::size_t kLingerMaxBytes = 16u << 20;
 
 namespace {
 RequestLimits request_limits(const ServerConfig& cfg) {
-  return {cfg.max_url_length, cfg.max_header_bytes, cfg.max_body};
+  return {cfg.http.max_url_length, cfg.http.max_header_bytes, cfg.http.max_body};
 }
 }  // namespace
 
@@ -47,11 +47,11 @@ Http1Conn::~Http1Conn() = default;
 void Http1Conn::start() {
   uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(sock_.stream()), 1);
   const ServerConfig& cfg = w_.config();
-  if (cfg.tcp_keepalive_s > 0) sock_.set_keepalive(cfg.tcp_keepalive_s, cfg.write_timeout_ms);
+  if (cfg.http.tcp_keepalive_s > 0) sock_.set_keepalive(cfg.http.tcp_keepalive_s, cfg.http.write_timeout_ms);
   // The first request must arrive within the request timeout: a connection that sends
   // nothing holds a descriptor as surely as one that sends slowly.
   deadline_ = Deadline::Request;
-  deadline_ms_ = uv_now(w_.loop()) + cfg.request_timeout_ms;
+  deadline_ms_ = uv_now(w_.loop()) + cfg.http.request_timeout_ms;
   start_reading();
 }
 
@@ -233,7 +233,7 @@ void Http1Conn::sweep(std::uint64_t now) {
     return;
   }
   const ServerConfig& cfg = w_.config();
-  if (sock_.write_stalled(now, cfg.write_timeout_ms)) {
+  if (sock_.write_stalled(now, cfg.http.write_timeout_ms)) {
     // A peer that stopped reading (or vanished): its unwritten bytes would otherwise stay
     // until the pending-bytes bound, which a quiet stream never reaches.
     w_.limits().hit(Limit::WriteTimeout);
@@ -248,7 +248,7 @@ void Http1Conn::sweep(std::uint64_t now) {
     w_.limits().hit(Limit::RequestTimeout);
     deadline_ = Deadline::None;
     if (in_message_ && mode_ == Mode::Requests) {
-      reject(408, "request not received in full within " + std::to_string(cfg.request_timeout_ms) + " ms");
+      reject(408, "request not received in full within " + std::to_string(cfg.http.request_timeout_ms) + " ms");
     } else {
       close();
     }
@@ -307,7 +307,7 @@ void Http1Conn::answer_done(bool complete) {
   if (!keeps_alive()) return linger();
   mode_ = Mode::Requests;
   deadline_ = Deadline::Idle;
-  deadline_ms_ = uv_now(w_.loop()) + w_.config().idle_timeout_ms;
+  deadline_ms_ = uv_now(w_.loop()) + w_.config().http.idle_timeout_ms;
   if (in_parse_) return;  // parse() goes on with the rest of its input itself
   std::string rest = std::move(stash_);
   stash_.clear();

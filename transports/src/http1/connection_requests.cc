@@ -11,7 +11,7 @@ namespace mcpfan::detail {
 void Http1Conn::request_begun() {
   in_message_ = true;
   deadline_ = Deadline::Request;
-  deadline_ms_ = uv_now(w_.loop()) + w_.config().request_timeout_ms;
+  deadline_ms_ = uv_now(w_.loop()) + w_.config().http.request_timeout_ms;
 }
 
 void Http1Conn::head_parsed(HttpRequest& req) {
@@ -23,7 +23,7 @@ void Http1Conn::request_complete(HttpRequest& req) {
   w_.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
   in_message_ = false;
   deadline_ = Deadline::None;
-  std::uint32_t max_requests = w_.config().max_requests_per_connection;
+  std::uint32_t max_requests = w_.config().http.max_requests_per_connection;
   if (max_requests > 0 && ++requests_ >= max_requests) {
     // Like nginx's keepalive_requests: the last request is served, and its answer closes.
     close_after_ = true;
@@ -41,7 +41,7 @@ void Http1Conn::request_complete(HttpRequest& req) {
   if (mode_ != Mode::Proxying) head_ = false;
   if (mode_ == Mode::Requests) {
     deadline_ = Deadline::Idle;
-    deadline_ms_ = uv_now(w_.loop()) + w_.config().idle_timeout_ms;
+    deadline_ms_ = uv_now(w_.loop()) + w_.config().http.idle_timeout_ms;
   }
   // The parser pauses after every request; pipelined ones wait (parse_some() resumes it).
 }

@@ -41,7 +41,7 @@ enum class AuthFailure : std::uint8_t {
   NotYetValid,     // `nbf` is in the future
   MissingTenant,   // no `tenant` claim, or an empty one
   BadClaims,       // a claim has the wrong type or shape
-  // The host's own authenticator (ServerConfig::authenticate_client) in place of tokens:
+  // The host's own authenticator (ServerConfig::auth.authenticate_client) in place of tokens:
   Rejected,        // it denied the credentials (ClientDenial)
   HostError,       // it threw, or granted an invalid tenant name: the host's bug, answered 500
 };

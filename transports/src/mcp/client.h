@@ -60,7 +60,7 @@ class ClientCore {
 
   /** Whether clients authenticate (tokens or the host's callback); a reload never changes it (Server::reload refuses that). */
   [[nodiscard]] bool auth_enabled() const { return host_auth() || auth_.load()->enabled(); }
-  /** Whether the host's own authenticator decides (ServerConfig::authenticate_client). */
+  /** Whether the host's own authenticator decides (ServerConfig::auth.authenticate_client). */
   [[nodiscard]] bool host_auth() const noexcept { return static_cast<bool>(host_); }
   [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
   [[nodiscard]] Limits& limits() noexcept { return limits_; }

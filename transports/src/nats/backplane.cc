@@ -27,7 +27,7 @@ std::uint64_t steady_ms() {
 
 // nats.c's per-subscription bound, ahead of the delivery thread: past it the server's
 // messages are dropped (and counted through the error handler) instead of piling up in this
-// process. Its bytes bound is the receive budget's (see BackplaneConfig::receive_buffer_bytes).
+// process. Its bytes bound is the receive budget's (see BackplaneConfig::nats).
 constexpr int kPendingMsgs = 1 << 16;
 constexpr std::uint64_t kInterestTickMs = 10;
 constexpr std::size_t kOpsPerTick = 4096;
@@ -50,23 +50,23 @@ Error nats_error(const char* what, natsStatus s) {
 Backplane::Backplane(BackplaneConfig config, Hub& hub)
     : config_(std::move(config)),
       hub_(hub),
-      interest_(std::chrono::milliseconds(config_.linger_ms), config_.max_subjects),
-      outage_(config_.outage_buffer_bytes),
-      receive_budget_(std::make_shared<ByteBudget>(config_.receive_buffer_bytes)) {}
+      interest_(std::chrono::milliseconds(config_.nats.linger_ms), config_.nats.max_subjects),
+      outage_(config_.nats.outage_buffer_bytes),
+      receive_budget_(std::make_shared<ByteBudget>(config_.nats.receive_buffer_bytes)) {}
 
 int Backplane::pending_bytes_limit() const noexcept {
-  return static_cast<int>(std::min<std::int64_t>(config_.receive_buffer_bytes, std::numeric_limits<int>::max()));
+  return static_cast<int>(std::min<std::int64_t>(config_.nats.receive_buffer_bytes, std::numeric_limits<int>::max()));
 }
 
 Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub& hub) {
-  if (auto e = prefix_error(config.prefix)) return Error{rpc_code::kInvalidParams, "--nats-prefix: " + *e};
+  if (auto e = prefix_error(config.nats.prefix)) return Error{rpc_code::kInvalidParams, "--nats-prefix: " + *e};
   std::unique_ptr<Backplane> b(new Backplane(std::move(config), hub));
   const BackplaneConfig& c = b->config_;
   std::vector<std::string> urls;
-  for (std::size_t at = 0; at <= c.servers.size();) {
-    std::size_t comma = c.servers.find(',', at);
-    if (comma == std::string::npos) comma = c.servers.size();
-    if (comma > at) urls.push_back(c.servers.substr(at, comma - at));
+  for (std::size_t at = 0; at <= c.nats.urls.size();) {
+    std::size_t comma = c.nats.urls.find(',', at);
+    if (comma == std::string::npos) comma = c.nats.urls.size();
+    if (comma > at) urls.push_back(c.nats.urls.substr(at, comma - at));
     at = comma + 1;
   }
   if (urls.empty()) return Error{rpc_code::kInvalidParams, "--nats: no server URL"};
@@ -74,7 +74,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   for (const auto& u : urls) url_ptrs.push_back(u.c_str());
 
   natsStatus s = NATS_OK;
-  if (c.delivery_threads > 0 && (s = nats_SetMessageDeliveryPoolSize(c.delivery_threads)) != NATS_OK) {
+  if (c.nats.delivery_threads > 0 && (s = nats_SetMessageDeliveryPoolSize(c.nats.delivery_threads)) != NATS_OK) {
     return nats_error("delivery pool", s);
   }
   if ((s = natsOptions_Create(&b->opts_)) != NATS_OK) return nats_error("options", s);
@@ -115,9 +115,9 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       b->logger().write(LogLevel::Warn, "nats_error", std::string("NATS asynchronous error: ") + natsStatus_GetText(err));
     }
   };
-  const std::string name = c.node_name.empty() ? "mcpfan" : c.node_name;
+  const std::string name = c.nats.node_name.empty() ? "mcpfan" : c.nats.node_name;
   b->node_name_ = name;
-  const bool on_loop = c.io == NatsIo::Libuv;
+  const bool on_loop = c.io() == NatsIo::Libuv;
   if (uv_loop_init(&b->loop_) != 0) return Error{rpc_code::kInternalError, "NATS: uv_loop_init failed"};
   b->loop_ready_ = true;
   if ((s = natsOptions_SetServers(opts, url_ptrs.data(), static_cast<int>(url_ptrs.size()))) != NATS_OK ||
@@ -126,15 +126,15 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||  // a tier never gives up (default: 60 tries)
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
-      (s = natsOptions_SetReconnectBufSize(opts, c.outage_buffer_bytes)) != NATS_OK ||
+      (s = natsOptions_SetReconnectBufSize(opts, c.nats.outage_buffer_bytes)) != NATS_OK ||
       // Socket IO on our own loop (the adapter) or on nats.c's reader thread. Either way
       // nats.c's flusher thread waits 1 ms before each write (+1 ms on every hop) unless
       // publishes are "sent at once": on the loop that only asks it for the socket's
       // writability, so what piles up while it is busy still goes out in one write.
       (on_loop && (s = libuv::use_loop(opts, &b->loop_)) != NATS_OK) ||
-      (s = natsOptions_SetSendAsap(opts, !c.publish_batching)) != NATS_OK ||
+      (s = natsOptions_SetSendAsap(opts, !c.nats.publish_batching)) != NATS_OK ||
       // A shared pool, not a thread per subject (measured: docs/performance.md "NATS hop: IO and delivery").
-      (s = natsOptions_UseGlobalMessageDelivery(opts, c.delivery_threads > 0)) != NATS_OK ||
+      (s = natsOptions_UseGlobalMessageDelivery(opts, c.nats.delivery_threads > 0)) != NATS_OK ||
       (s = natsOptions_SetDisconnectedCB(opts, on_disconnected, b.get())) != NATS_OK ||
       (s = natsOptions_SetReconnectedCB(opts, on_connected, b.get())) != NATS_OK ||
       (s = natsOptions_SetClosedCB(opts, on_closed, b.get())) != NATS_OK ||
@@ -145,11 +145,13 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (!on_loop && (s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, b.get())) != NATS_OK)) {
     return nats_error("options", s);
   }
-  if (!c.creds_file.empty() && (s = natsOptions_SetUserCredentialsFromFiles(opts, c.creds_file.c_str(), nullptr)) != NATS_OK) {
+  if (!c.nats.creds_file.empty() &&
+      (s = natsOptions_SetUserCredentialsFromFiles(opts, c.nats.creds_file.c_str(), nullptr)) != NATS_OK) {
     return nats_error("credentials", s);
   }
-  if (!c.tls_ca_file.empty() && ((s = natsOptions_SetSecure(opts, true)) != NATS_OK ||
-                                 (s = natsOptions_LoadCATrustedCertificates(opts, c.tls_ca_file.c_str())) != NATS_OK)) {
+  if (!c.nats.tls_ca_file.empty() &&
+      ((s = natsOptions_SetSecure(opts, true)) != NATS_OK ||
+       (s = natsOptions_LoadCATrustedCertificates(opts, c.nats.tls_ca_file.c_str())) != NATS_OK)) {
     return nats_error("TLS CA", s);
   }
   // The first connect runs on the backplane's thread (the adapter needs it there); its
@@ -163,7 +165,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
     b->logger().write(LogLevel::Error, "nats_unreachable",
                       std::string("cannot reach NATS (") + natsStatus_GetText(s) +
                           "); serving local clients only and retrying; notifications for other nodes wait in the outage queue",
-                      {{"nats", c.servers}, {"node", name}});
+                      {{"nats", c.nats.urls}, {"node", name}});
   }
   return b;
 }
@@ -214,7 +216,7 @@ void Backplane::run(std::promise<int> first) {
   // The loop: the connection's socket IO (--nats-io libuv), the interest tick, and the stop
   // signal. Its handles are initialised here, on the thread that runs it, before start()
   // returns (so the destructor's uv_async_send always has a handle to signal).
-  if (config_.io == NatsIo::Libuv) libuv::set_thread_loop(&loop_);
+  if (config_.io() == NatsIo::Libuv) libuv::set_thread_loop(&loop_);
   log::Bind logging(&logger());
   uv_async_init(&loop_, &stop_, [](uv_async_t* h) { static_cast<Backplane*>(h->data)->close_loop(); });
   stop_.data = this;
@@ -277,7 +279,8 @@ void Backplane::close_connection() {
 }
 
 std::string Backplane::subject_of(std::string_view tenant, Kind kind, std::string_view uri) const {
-  return kind == Kind::ResourceUpdated ? resource_interest(config_.prefix, tenant, uri) : list_subject(config_.prefix, tenant, kind);
+  return kind == Kind::ResourceUpdated ? resource_interest(config_.nats.prefix, tenant, uri)
+                                       : list_subject(config_.nats.prefix, tenant, kind);
 }
 
 void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
@@ -290,7 +293,7 @@ void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
     }
     // Past the bound the table folds the largest tenant into one subject; refused (and
     // counted) only when no tenant has two subjects to fold.
-    (void)interest_.add(subject_of(name, kind, uri), tenant_scope(config_.prefix, name));
+    (void)interest_.add(subject_of(name, kind, uri), tenant_scope(config_.nats.prefix, name));
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -299,7 +302,9 @@ void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
 void Backplane::key_removed(TenantId tenant, Kind kind, std::string_view uri) {
   try {
     std::string name = hub_.tenants().name(tenant);
-    if (!name.empty()) interest_.remove(subject_of(name, kind, uri), steady_ms(), tenant_scope(config_.prefix, name));
+    if (!name.empty()) {
+      interest_.remove(subject_of(name, kind, uri), steady_ms(), tenant_scope(config_.nats.prefix, name));
+    }
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -358,7 +363,7 @@ void Backplane::receive(std::string_view subject, std::string_view body) {
   // One decoder per delivery thread (it owns a reusable parser).
   thread_local PublishDecoder decoder(PublishLimits{config_.max_uri_length});
   // The subject decides the tenant, and a message is one notification (nats/inbound.h).
-  Inbound in = check_inbound(decoder, config_.prefix, subject, body, hub_.tenants());
+  Inbound in = check_inbound(decoder, config_.nats.prefix, subject, body, hub_.tenants());
   if (in.rejected) {
     count(*in.rejected);
     return;
@@ -396,7 +401,7 @@ std::int64_t Backplane::max_payload() const noexcept {
 }
 
 bool Backplane::settled() const {
-  return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.settle_ms;
+  return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.nats.settle_ms;
 }
 
 std::int64_t Backplane::cost(const Notification& m) {
@@ -407,7 +412,7 @@ void Backplane::on_flush_request() {
   // A first notification after a quiet spell goes at once; one that follows a send within
   // the window waits for the window's end, and whatever piled up by then leaves together.
   const std::uint64_t now = steady_us();
-  const std::uint64_t due = last_send_us_ + config_.batch_window_us;
+  const std::uint64_t due = last_send_us_ + config_.nats.batch_window_us;
   if (now >= due) {
     release_queue();
   } else if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&batch_timer_))) {
@@ -437,7 +442,7 @@ void Backplane::release_queue() {
     // Held too while nats.c's own buffer is past the bound (the server does not keep up):
     // nats.c would grow it without limit; ours is bounded, and can_take() refuses past it.
     natsConnection* c = conn_.load(std::memory_order_acquire);
-    if (c && natsConnection_Buffered(c) > config_.outage_buffer_bytes) return;
+    if (c && natsConnection_Buffered(c) > config_.nats.outage_buffer_bytes) return;
     out.swap(queue_);
   }
   // Only this (the loop's) thread sends, in queue order: what is queued meanwhile goes next.
@@ -488,8 +493,8 @@ bool Backplane::can_take(std::vector<Notification>& messages) {
 
 void Backplane::send(const Notification& n) {
   std::string subject;
-  if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.prefix, n.tenant, n.uri);
-  else append_list_subject(subject, config_.prefix, n.tenant, n.kind);
+  if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.nats.prefix, n.tenant, n.uri);
+  else append_list_subject(subject, config_.nats.prefix, n.tenant, n.kind);
   natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
 }

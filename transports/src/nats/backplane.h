@@ -59,6 +59,7 @@
 #include "mcpfan/index.h"
 #include "mcpfan/publish_decoder.h"
 #include "mcpfan/result.h"
+#include "mcpfan/transport/server_config.h"
 #include "nats/inbound.h"
 #include "nats/interest.h"
 #include "server/log.h"
@@ -77,27 +78,18 @@ enum class NatsIo {
 };
 
 struct BackplaneConfig {
-  std::string servers;          // comma-separated nats:// URLs
-  std::string prefix = "mcpfan";
-  std::string node_name;        // the connection's name (seen in the server's /connz)
-  std::string creds_file;       // NATS user credentials (JWT + nkey seed), optional
-  std::string tls_ca_file;      // trust these CAs and require TLS, optional
-  std::uint64_t linger_ms = 5000;
-  std::size_t max_subjects = 1'000'000;
-  std::size_t max_uri_length = 4096;
-  int outage_buffer_bytes = 8 << 20;  // what waits for other nodes while disconnected
-  NatsIo io = NatsIo::Libuv;
-  bool publish_batching = false;      // nats.c's flusher (waits 1 ms to batch), else sent at once (SendAsap)
-  int delivery_threads = 1;           // nats.c's shared delivery pool (process-wide); 0: a thread per subscription
-  std::uint64_t batch_window_us = 1000;  // after a send, later notifications wait up to this long to leave together
-  std::uint64_t settle_ms = 1000;     // after a (re)connect, before what waited is sent: peers re-subscribe first
-  // The receive budget: bytes of messages from other nodes handed over by nats.c and not yet
-  // matched by every shard they go to; past it a message is dropped (Reject::ReceiveBudget).
-  // Also each subscription's pending-bytes bound inside nats.c, ahead of the delivery thread.
-  std::int64_t receive_buffer_bytes = 64 << 20;
+  // The operator's settings (ServerConfig::nats, taken whole; server_config.h says what each is).
+  // The receive budget (nats.receive_buffer_bytes): bytes of messages from other nodes handed
+  // over by nats.c and not yet matched by every shard they go to; past it a message is dropped
+  // (Reject::ReceiveBudget).
+  NatsConfig nats;
+  std::size_t max_uri_length = 4096;  // the server's (ServerConfig::mcp): a longer URI from another node is dropped
   // Its Server's log (outlives the backplane): connects, disconnects, the outage queue's
   // release, logged from the backplane's loop and nats.c's threads. Null: log::current().
   log::Logger* logger = nullptr;
+
+  /** nats.io as the enum: anything but "threads" (refused before a start) is libuv's. */
+  [[nodiscard]] NatsIo io() const noexcept { return nats.io == "threads" ? NatsIo::Threads : NatsIo::Libuv; }
 };
 
 class Backplane final : public mcpfan::detail::Backplane {

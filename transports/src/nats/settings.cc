@@ -94,38 +94,17 @@ std::optional<std::string> nats_urls_error(const std::string& servers) {
 
 }  // namespace
 
-std::optional<std::string> settings_error(const ServerConfig& c) {
-  if (auto e = prefix_error(c.nats_prefix)) return "--nats-prefix: " + *e;
-  if (auto e = nats_urls_error(c.nats)) return e;
+std::optional<std::string> settings_error(const NatsConfig& c) {
+  if (auto e = prefix_error(c.prefix)) return "--nats-prefix: " + *e;
+  if (auto e = nats_urls_error(c.urls)) return e;
   std::string creds;
-  if (!c.nats_creds_file.empty()) {
-    if (auto e = read_whole(c.nats_creds_file, "--nats-creds", creds)) return e;
+  if (!c.creds_file.empty()) {
+    if (auto e = read_whole(c.creds_file, "--nats-creds", creds)) return e;
   }
-  if (!c.nats_tls_ca_file.empty()) {
-    if (auto e = ca_bundle_error(c.nats_tls_ca_file)) return e;
+  if (!c.tls_ca_file.empty()) {
+    if (auto e = ca_bundle_error(c.tls_ca_file)) return e;
   }
   return std::nullopt;
-}
-
-BackplaneConfig backplane_config(const ServerConfig& c, log::Logger& logger) {
-  BackplaneConfig bc;
-  bc.servers = c.nats;
-  bc.prefix = c.nats_prefix;
-  bc.node_name = c.node_name;
-  bc.creds_file = c.nats_creds_file;
-  bc.tls_ca_file = c.nats_tls_ca_file;
-  bc.linger_ms = c.nats_linger_ms;
-  bc.outage_buffer_bytes = c.nats_outage_buffer_bytes;
-  bc.receive_buffer_bytes = c.nats_receive_buffer_bytes;
-  bc.settle_ms = c.nats_settle_ms;
-  bc.max_subjects = c.nats_max_subjects;
-  bc.delivery_threads = c.nats_delivery_threads;
-  bc.publish_batching = c.nats_publish_batching;
-  bc.batch_window_us = c.nats_batch_window_us;
-  bc.io = c.nats_io == "threads" ? NatsIo::Threads : NatsIo::Libuv;
-  bc.max_uri_length = c.max_uri_length;
-  bc.logger = &logger;
-  return bc;
 }
 
 }  // namespace mcpfan::detail::nats

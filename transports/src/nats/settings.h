@@ -1,21 +1,17 @@
 #pragma once
-// The NATS backplane's settings, read from a ServerConfig: judged before anything starts (the
-// URL list, the subject prefix and the files nats.c would read at its first connect), and
-// turned into the BackplaneConfig that Backplane::start() takes.
+// The NATS backplane's settings (ServerConfig::nats), judged before anything starts: the URL
+// list, the subject prefix and the files nats.c would read at its first connect. The
+// backplane takes the settings whole (BackplaneConfig::nats).
 //
-// Thread affinity: pure functions of their arguments (settings_error() reads the files).
+// Thread affinity: a pure function of its argument and the files it reads.
 #include <optional>
 #include <string>
 
-#include "mcpfan/transport/server.h"
-#include "nats/backplane.h"
+#include "mcpfan/transport/server_config.h"
 
 namespace mcpfan::detail::nats {
 
-/** Why the --nats settings of `c` (which names servers) cannot work, the flag first; or nullopt. */
-[[nodiscard]] std::optional<std::string> settings_error(const ServerConfig& c);
-
-/** The backplane's settings from the server's; it logs to `logger`, which outlives it. */
-[[nodiscard]] BackplaneConfig backplane_config(const ServerConfig& c, log::Logger& logger);
+/** Why the settings `c` (which name servers) cannot work, the flag first; or nullopt. */
+[[nodiscard]] std::optional<std::string> settings_error(const NatsConfig& c);
 
 }  // namespace mcpfan::detail::nats

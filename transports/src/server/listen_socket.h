@@ -26,7 +26,7 @@
  * sockets (the kernel needs it on every member) and so cannot keep a `share` joiner out.
  *
  * The alternative, one socket without SO_REUSEPORT duplicated into every loop (as
- * ServerConfig::listen_fd is served), is exclusive in the kernel, but every loop then waits on
+ * ServerConfig::listen.listen_fd is served), is exclusive in the kernel, but every loop then waits on
  * the one accept queue: each connection wakes them all and the first to call accept() takes
  * it (and libuv keeps accepting until the queue is empty), so the spread over loops is no
  * longer the kernel's hash. That was not measured here; the per-loop queues were kept.

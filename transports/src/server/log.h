@@ -5,7 +5,7 @@
 // rate limit (at most kBurst at once, then kPerSecond per second; what is suppressed is
 // counted into the next record of that kind, or a summary a second later), and queues the
 // record (bounded: a full queue drops it, counted). The Logger's own thread hands records to
-// the sink: the host's (ServerConfig::log_sink) or the built-in one, which formats the line
+// the sink: the host's (ServerConfig::log.sink) or the built-in one, which formats the line
 // and queues it for the process-wide stderr writer (transport/log.h write_stderr_log).
 //
 // Call sites do not carry a Logger around: each thread the Server runs (its worker loops,

@@ -16,8 +16,8 @@ LoopContext::LoopContext(unsigned index, ServerState& state, std::function<Stats
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
       snapshot_(std::move(snapshot)),
-      publish_decoder_(PublishLimits{config_.max_uri_length}),
-      rpc_decoder_(RpcLimits{config_.max_uri_length, config_.max_uris_per_listen}),
+      publish_decoder_(PublishLimits{config_.mcp.max_uri_length}),
+      rpc_decoder_(RpcLimits{config_.mcp.max_uri_length, config_.mcp.max_uris_per_listen}),
       read_buf_(64 * 1024, '\0') {
   uv_loop_init(&loop_);
   io_.loop = &loop_;

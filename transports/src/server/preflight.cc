@@ -24,7 +24,7 @@ bool parse_ip(const std::string& host, std::uint16_t port, sockaddr_storage& add
          uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr)) == 0;
 }
 
-// ServerConfig::listen_fd: a listening TCP stream socket (refused otherwise); `addr` gets its address.
+// ServerConfig::listen.listen_fd: a listening TCP stream socket (refused otherwise); `addr` gets its address.
 bool host_listener_address(int fd, sockaddr_storage& addr, std::string& err) {
   int type = 0, accepting = 0;
   socklen_t len = sizeof type;
@@ -81,16 +81,19 @@ bool is_loopback(const sockaddr_storage& addr) noexcept {
 }
 
 std::optional<std::string> open_listener_error(const ServerConfig& c, const Preflight& at) {
-  if (c.insecure) return std::nullopt;
-  const bool clients = !c.jwt_secret_file.empty() || !c.jwt_public_key_file.empty() || static_cast<bool>(c.authenticate_client);
-  const bool publishers = !c.publish_keys_file.empty();
-  const bool split = !c.publish_host.empty();
+  if (c.listen.insecure) return std::nullopt;
+  const bool clients = !c.auth.jwt_secret_file.empty() || !c.auth.jwt_public_key_file.empty() ||
+                       static_cast<bool>(c.auth.authenticate_client);
+  const bool publishers = !c.auth.publish_keys_file.empty();
+  const bool split = !c.listen.publish_host.empty();
   static constexpr const char* kClientKeys = "--jwt-secret-file or --jwt-public-key-file";
-  static constexpr const char* kAdvice = "; use a loopback address, configure it, or pass --insecure (ServerConfig::insecure)";
+  static constexpr const char* kAdvice =
+      "; use a loopback address, configure it, or pass --insecure (ServerConfig::listen.insecure)";
   auto refuse = [&](const std::string& listener, const std::string& missing, const std::string& why) {
     return "refusing " + listener + " without authentication (" + missing + ")" + why + kAdvice;
   };
-  const std::string listener = c.listen_fd >= 0 ? "ServerConfig::listen_fd on " + address_text(at.addr) : "--listen on " + c.host;
+  const std::string listener = c.listen.listen_fd >= 0 ? "ServerConfig::listen.listen_fd on " + address_text(at.addr)
+                                                       : "--listen on " + c.listen.host;
   if (!is_loopback(at.addr)) {
     if (split && !clients) {
       return refuse(listener, kClientKeys, ": any client could subscribe");
@@ -109,7 +112,8 @@ std::optional<std::string> open_listener_error(const ServerConfig& c, const Pref
     }
   }
   if (split && !publishers && !is_loopback(at.publish_addr)) {
-    return refuse("--publish-listen on " + c.publish_host, "--publish-keys-file", ": anyone could publish to /v1/publish");
+    return refuse("--publish-listen on " + c.listen.publish_host, "--publish-keys-file",
+                  ": anyone could publish to /v1/publish");
   }
   return std::nullopt;
 }
@@ -117,26 +121,29 @@ std::optional<std::string> open_listener_error(const ServerConfig& c, const Pref
 Result<Preflight> preflight(const ServerConfig& c) {
   if (auto checked = check_config(c); !checked) return checked.error();
   Preflight out;
-  if (!parse_ip(c.host, c.port, out.addr)) {
-    return invalid("cannot parse listen address " + c.host + " (use an IPv4 or IPv6 literal)");
+  if (!parse_ip(c.listen.host, c.listen.port, out.addr)) {
+    return invalid("cannot parse listen address " + c.listen.host + " (use an IPv4 or IPv6 literal)");
   }
-  if (c.listen_fd >= 0) {  // the host's own listening socket: its address is what clients reach
+  if (c.listen.listen_fd >= 0) {  // the host's own listening socket: its address is what clients reach
     std::string err;
-    if (!host_listener_address(c.listen_fd, out.addr, err)) return invalid("ServerConfig::listen_fd: " + err);
+    if (!host_listener_address(c.listen.listen_fd, out.addr, err)) {
+      return invalid("ServerConfig::listen.listen_fd: " + err);
+    }
   }
-  if (!c.publish_host.empty() && !parse_ip(c.publish_host, c.publish_port, out.publish_addr)) {
-    return invalid("cannot parse publish listen address " + c.publish_host + " (use an IPv4 or IPv6 literal)");
+  if (!c.listen.publish_host.empty() && !parse_ip(c.listen.publish_host, c.listen.publish_port, out.publish_addr)) {
+    return invalid("cannot parse publish listen address " + c.listen.publish_host + " (use an IPv4 or IPv6 literal)");
   }
   // start() checks this again once ports are bound (port 0 here is the kernel's later choice).
-  if (!c.publish_host.empty() && out.publish_addr.ss_family == out.addr.ss_family && c.publish_port != 0 &&
-      (c.listen_fd >= 0 || c.port != 0) && addresses_overlap(out.publish_addr, out.addr)) {
+  if (!c.listen.publish_host.empty() && out.publish_addr.ss_family == out.addr.ss_family &&
+      c.listen.publish_port != 0 && (c.listen.listen_fd >= 0 || c.listen.port != 0) &&
+      addresses_overlap(out.publish_addr, out.addr)) {
     return invalid("--publish-listen " + address_text(out.publish_addr) +
                    ": the address of --listen (the operator paths need a listener of their own)");
   }
   if (auto refused = open_listener_error(c, out)) return invalid(*refused);
-  if (auto e = unix_path_error(c.unix_path)) return invalid(*e);
-  if (!c.upstream.empty()) {
-    auto target = proxy::parse_upstream_url(c.upstream);
+  if (auto e = unix_path_error(c.listen.unix_path)) return invalid(*e);
+  if (!c.upstream.url.empty()) {
+    auto target = proxy::parse_upstream_url(c.upstream.url);
     if (!target) return target.error();  // it names --upstream and the URL
     out.upstream = std::move(target.value());
   }

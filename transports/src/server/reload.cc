@@ -31,31 +31,31 @@ namespace detail {
 Result<Reloadable> load_reloadable(const ServerConfig& next, bool host_authenticator) {
   // The host's authenticator replaces client tokens: with both, which one decides would be a
   // guess. It is fixed at start (the running config, not `next`): a reload can neither add nor drop it.
-  bool jwt_files = !next.jwt_secret_file.empty() || !next.jwt_public_key_file.empty();
+  bool jwt_files = !next.auth.jwt_secret_file.empty() || !next.auth.jwt_public_key_file.empty();
   if (host_authenticator && jwt_files) {
     return Error{rpc_code::kInvalidParams,
                  "authenticate_client (the host's authenticator) and client tokens (jwt_secret_file, "
                  "jwt_public_key_file) cannot both be configured: the host's authenticator replaces tokens"};
   }
-  auto auth = ClientAuth::load(next.jwt_secret_file, next.jwt_public_key_file);
+  auto auth = ClientAuth::load(next.auth.jwt_secret_file, next.auth.jwt_public_key_file);
   if (!auth) {
     // Which flag: the operator (and --check-config, which points at the config file's line) needs it.
-    bool secret_bad = !next.jwt_secret_file.empty() && !ClientAuth::load(next.jwt_secret_file, "");
+    bool secret_bad = !next.auth.jwt_secret_file.empty() && !ClientAuth::load(next.auth.jwt_secret_file, "");
     return Error{auth.error().code, std::string(secret_bad ? "--jwt-secret-file: " : "--jwt-public-key-file: ") +
                                         auth.error().message};
   }
   auto policy = std::make_shared<PublisherPolicy>();
-  if (!next.publish_keys_file.empty()) {
-    auto keys = PublisherKeys::load(next.publish_keys_file);
+  if (!next.auth.publish_keys_file.empty()) {
+    auto keys = PublisherKeys::load(next.auth.publish_keys_file);
     if (!keys) return Error{keys.error().code, "--publish-keys-file: " + keys.error().message};
     policy->keys = std::move(keys.value());
   }
-  policy->rate.configure(next.publish_rate, next.publish_burst, policy->keys.size());
+  policy->rate.configure(next.auth.publish_rate, next.auth.publish_burst, policy->keys.size());
   TenantCeilings ceilings = tenant_ceilings(next);
   std::string client_auth = host_authenticator ? "client authentication: the host's authenticator"
                                                : "client token algorithms: " + auth.value().accepted_algorithms();
   std::string summary = client_auth + "; publisher keys: " + std::to_string(policy->keys.size()) +
-                        "; publish rate: " + rate_text(next.publish_rate, policy->rate.burst()) +
+                        "; publish rate: " + rate_text(next.auth.publish_rate, policy->rate.burst()) +
                         "; tenant ceilings (0 = unlimited): " + ceilings_text(ceilings);
   return Reloadable{std::move(auth.value()), std::move(policy), ceilings, std::move(summary)};
 }
@@ -71,7 +71,7 @@ void install_reloadable(ServerState& state, Reloadable&& r) {
 Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, bool starting) {
   // Everything is loaded before anything is installed: a file that does not load leaves the
   // running configuration whole.
-  auto loaded = detail::load_reloadable(next, static_cast<bool>(config.authenticate_client));
+  auto loaded = detail::load_reloadable(next, static_cast<bool>(config.auth.authenticate_client));
   if (!loaded) return loaded.error();
   detail::Reloadable& r = loaded.value();
   if (!starting) {

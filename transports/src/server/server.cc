@@ -33,7 +33,9 @@ std::uint16_t port_of(const sockaddr_storage& a) {
 
 namespace detail {
 namespace {
-std::size_t clamped_tenants(const ServerConfig& c) noexcept { return std::clamp<std::size_t>(c.max_tenants, 1, kMaxTenants); }
+std::size_t clamped_tenants(const ServerConfig& c) noexcept {
+  return std::clamp<std::size_t>(c.tenants.max_tenants, 1, kMaxTenants);
+}
 
 // The hub is built before the client core that refers to its tenant table.
 TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
@@ -47,18 +49,19 @@ TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
 }  // namespace
 
 TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept {
-  return TenantCeilings{c.max_connections_per_tenant, c.max_streams_per_tenant, c.max_subscriptions_per_tenant,
-                        c.max_idle_sessions_per_tenant};
+  return TenantCeilings{c.tenants.max_connections_per_tenant, c.tenants.max_streams_per_tenant,
+                        c.tenants.max_subscriptions_per_tenant, c.tenants.max_idle_sessions_per_tenant};
 }
 
 ServerState::ServerState(ServerConfig cfg)
     : config(std::move(cfg)),
-      logger(config.log_sink, config.log_level, config.log_format),
+      logger(config.log.sink, config.log.level, config.log.format),
       limits(tenant_ceilings(config), clamped_tenants(config)),
-      sessions(limits, config.max_idle_sessions, config.max_uris_per_listen, config.session_replay_bytes),
+      sessions(limits, config.tenants.max_idle_sessions, config.mcp.max_uris_per_listen,
+               config.mcp.session_replay_bytes),
       publishers(auth_counters),
-      clients(make_hub(config, hub), limits, client_auth, config.authenticate_client, auth_counters, config.max_uris_per_listen,
-              config.max_listens_per_connection) {
+      clients(make_hub(config, hub), limits, client_auth, config.auth.authenticate_client, auth_counters,
+              config.mcp.max_uris_per_listen, config.mcp.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
   install_transports(*this);
@@ -83,7 +86,7 @@ const ServerConfig& Server::config() const noexcept { return impl_->config; }
 Result<std::string> Server::check(const ServerConfig& config) {
   auto pre = detail::preflight(config);
   if (!pre) return pre.error();
-  auto loaded = detail::load_reloadable(config, static_cast<bool>(config.authenticate_client));
+  auto loaded = detail::load_reloadable(config, static_cast<bool>(config.auth.authenticate_client));
   if (!loaded) return loaded.error();
   return std::move(loaded.value().summary);
 }
@@ -111,22 +114,25 @@ Result<std::uint16_t> Server::start() {
   // and every key a shard ever holds is also reported to the backplane's interest.
   m.hub->route_by_interest(m.state.backplane.get());
   std::vector<int> fds;
-  if (m.config.listen_fd >= 0) {  // the host's own listening socket (checked by preflight): each worker serves a duplicate
+  // The host's own listening socket (checked by preflight): each worker serves a duplicate.
+  if (m.config.listen.listen_fd >= 0) {
     for (unsigned i = 0; i < m.config.workers; ++i) {
-      int fd = ::fcntl(m.config.listen_fd, F_DUPFD_CLOEXEC, 0);
+      int fd = ::fcntl(m.config.listen.listen_fd, F_DUPFD_CLOEXEC, 0);
       if (fd < 0) {
         for (int f : fds) ::close(f);
-        return Error{rpc_code::kInternalError, std::string("cannot duplicate ServerConfig::listen_fd: ") + std::strerror(errno)};
+        return Error{rpc_code::kInternalError,
+                     std::string("cannot duplicate ServerConfig::listen.listen_fd: ") + std::strerror(errno)};
       }
       fds.push_back(fd);
     }
-  } else if (auto bound = detail::bind_listener(addr, m.config.workers, m.config.reuse_port, "--listen", fds); !bound) {
+  } else if (auto bound = detail::bind_listener(addr, m.config.workers, m.config.listen.reuse_port, "--listen", fds);
+             !bound) {
     return bound.error();  // one socket per worker; another process's port is refused (listen_socket.h)
   }
   // The operator listener: every worker accepts on it too (its own SO_REUSEPORT socket), so
   // publishes are parsed on whichever loop the kernel picks, as on the public listener.
   std::vector<int> publish_fds;
-  if (!m.config.publish_host.empty()) {
+  if (!m.config.listen.publish_host.empty()) {
     // Not the public listener's port, even with reuse_port: the two would be one group and
     // the operator paths would answer on the public address.
     if (detail::addresses_overlap(publish_addr, addr)) {
@@ -134,7 +140,8 @@ Result<std::uint16_t> Server::start() {
       return Error{rpc_code::kInvalidParams, "--publish-listen " + detail::address_text(publish_addr) +
                                                  ": the address of --listen (the operator paths need a listener of their own)"};
     }
-    if (auto bound = detail::bind_listener(publish_addr, m.config.workers, m.config.reuse_port, "--publish-listen", publish_fds);
+    if (auto bound = detail::bind_listener(publish_addr, m.config.workers, m.config.listen.reuse_port,
+                                           "--publish-listen", publish_fds);
         !bound) {
       for (int f : fds) ::close(f);
       return bound.error();
@@ -142,13 +149,13 @@ Result<std::uint16_t> Server::start() {
     m.publish_port = port_of(publish_addr);
   }
   int unix_fd = -1;
-  if (!m.config.unix_path.empty()) {
+  if (!m.config.listen.unix_path.empty()) {
     std::string err;
-    unix_fd = detail::bind_unix_listener(m.config.unix_path, err);
+    unix_fd = detail::bind_unix_listener(m.config.listen.unix_path, err);
     if (unix_fd < 0) {
       for (int f : fds) ::close(f);
       for (int f : publish_fds) ::close(f);
-      return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.unix_path + ": " + err};
+      return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.listen.unix_path + ": " + err};
     }
   }
   auto snapshot = [impl = impl_.get()] { return impl->snapshot(); };
@@ -190,7 +197,7 @@ Status Server::stop() {
   }
   backplane.reset();
   m.state.logger.stop();  // after every thread that logs: what they queued reaches the sink, then the sink is done
-  if (!m.config.unix_path.empty()) ::unlink(m.config.unix_path.c_str());
+  if (!m.config.listen.unix_path.empty()) ::unlink(m.config.listen.unix_path.c_str());
   return {};
 }
 

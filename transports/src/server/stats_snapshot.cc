@@ -50,7 +50,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
     detail::StatsSnapshot::TenantRow row{name, in_use(detail::Resource::Connections), in_use(detail::Resource::Streams),
                                          in_use(detail::Resource::Subscriptions), load(u->limit_hits)};
     ++s.tenant_count;
-    if (s.tenants.size() < config.metrics_tenants) {
+    if (s.tenants.size() < config.tenants.metrics_tenants) {
       s.tenants.push_back(std::move(row));
       return;
     }
@@ -66,7 +66,7 @@ detail::StatsSnapshot Server::Impl::snapshot() {
   }
 
   detail::gather_counters({workers, *hub, sessions, state}, s);
-  if (!config.upstream.empty()) {
+  if (!config.upstream.url.empty()) {
     s.upstream = detail::StatsSnapshot::Upstream{
         s.value("mcpfan_upstream_requests_total"), s.value("mcpfan_upstream_failures_total"),
         s.value("mcpfan_upstream_connects_total"), s.value("mcpfan_upstream_resolutions_total"),

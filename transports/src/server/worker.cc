@@ -148,12 +148,12 @@ void Worker::run(int listen_fd, int publish_fd) {
   }
   if (upstream_target_) {
     proxy::UpstreamLimits ul;
-    ul.connect_ms = ctx_.config_.upstream_connect_ms;
-    ul.first_byte_ms = ctx_.config_.upstream_first_byte_ms;
-    ul.idle_ms = ctx_.config_.upstream_idle_ms;
-    ul.max_idle = ctx_.config_.upstream_max_idle;
-    ul.keepalive_ms = ctx_.config_.upstream_keepalive_ms;
-    ul.resolve_ttl_ms = ctx_.config_.upstream_resolve_ttl_ms;
+    ul.connect_ms = ctx_.config_.upstream.connect_ms;
+    ul.first_byte_ms = ctx_.config_.upstream.first_byte_ms;
+    ul.idle_ms = ctx_.config_.upstream.idle_ms;
+    ul.max_idle = ctx_.config_.upstream.max_idle;
+    ul.keepalive_ms = ctx_.config_.upstream.keepalive_ms;
+    ul.resolve_ttl_ms = ctx_.config_.upstream.resolve_ttl_ms;
     ctx_.upstream_ = std::make_unique<proxy::UpstreamPool>(&ctx_.loop_, *upstream_target_, ul, &ctx_.stats_.upstream);
   }
   (void)open_listener(listener_, listen_fd, "");
@@ -169,27 +169,28 @@ void Worker::run(int listen_fd, int publish_fd) {
   }
   // Keepalive sweeps run at a quarter of the interval, so an idle stream's comment comes
   // between 1 and 1.25 intervals after its last write.
-  std::uint64_t period = std::max<std::uint64_t>(ctx_.config_.keepalive_ms / 4, 10);
+  std::uint64_t period = std::max<std::uint64_t>(ctx_.config_.http.keepalive_ms / 4, 10);
   uv_timer_start(
       &keepalive_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        guarded(w->ctx_.stats_, [&] { w->ctx_.shard_.keepalive(uv_now(&w->ctx_.loop_), w->ctx_.config_.keepalive_ms); });
+        guarded(w->ctx_.stats_, [&] { w->ctx_.shard_.keepalive(uv_now(&w->ctx_.loop_), w->ctx_.config_.http.keepalive_ms); });
       },
       period, period);
   if (ctx_.index_ == 0) {
-    std::uint64_t every = std::clamp<std::uint64_t>(ctx_.config_.session_idle_ms / 4, 10, 5000);
+    std::uint64_t every = std::clamp<std::uint64_t>(ctx_.config_.mcp.session_idle_ms / 4, 10, 5000);
     uv_timer_start(
         &session_timer_,
         [](uv_timer_t* t) {
           Worker* w = self(t);
-          guarded(w->ctx_.stats_, [&] { (void)w->ctx_.sessions_.expire(uv_now(&w->ctx_.loop_), w->ctx_.config_.session_idle_ms); });
+          guarded(w->ctx_.stats_, [&] { (void)w->ctx_.sessions_.expire(uv_now(&w->ctx_.loop_), w->ctx_.config_.mcp.session_idle_ms); });
         },
         every, every);
   }
   // Deadlines are checked by a sweep, not a timer per connection: a timer is ~120 bytes per
   // stream, and a deadline a quarter-period late is harmless.
-  std::uint64_t shortest = std::min({ctx_.config_.request_timeout_ms, ctx_.config_.idle_timeout_ms, ctx_.config_.write_timeout_ms});
+  const HttpConfig& http = ctx_.config_.http;
+  std::uint64_t shortest = std::min({http.request_timeout_ms, http.idle_timeout_ms, http.write_timeout_ms});
   std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
   uv_timer_start(
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->ctx_.stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);

@@ -53,9 +53,9 @@ StdioConn* StdioConn::open(LoopContext& w, int in_fd, int out_fd, bool from_unix
   // them whatever they send: transport_ tells it they were attached).
   const ServerConfig& cfg = w.config();
   c->transport_ = from_unix_listener ? ClientTransport::Unix : ClientTransport::Stdio;
-  if (from_unix_listener && !cfg.unix_tenant.empty()) {
+  if (from_unix_listener && !cfg.auth.unix_tenant.empty()) {
     // A full tenant table leaves the connection unbound: it must authenticate like any other.
-    if (auto t = w.hub().tenants().acquire(cfg.unix_tenant)) {
+    if (auto t = w.hub().tenants().acquire(cfg.auth.unix_tenant)) {
       c->caller_.tenant = *t;
       c->tenant_ref_ = TenantRef(w.hub().tenants(), *t);
     } else {
@@ -187,7 +187,7 @@ void StdioConn::on_eof() {
 void StdioConn::on_data(net::Socket&, const char* data, std::size_t len) { on_input(std::string_view(data, len)); }
 
 void StdioConn::on_input(std::string_view data) {
-  const std::size_t cap = w_.config().max_line_bytes;
+  const std::size_t cap = w_.config().mcp.max_line_bytes;
   while (!data.empty() && !closing_ && !ending_) {
     auto nl = data.find('\n');
     std::string_view piece = data.substr(0, nl);
@@ -284,7 +284,7 @@ void StdioConn::sweep(std::uint64_t now) {
   // A client that stopped reading: its output would otherwise wait for the pending-bytes
   // bound, which a quiet stream never reaches.
   if (closing_) return;
-  std::uint64_t timeout = w_.config().write_timeout_ms;
+  std::uint64_t timeout = w_.config().http.write_timeout_ms;
   bool file_stalled = out_file_.writes > 0 && now - out_file_.progress_ms >= timeout;
   if (!file_stalled && !out().write_stalled(now, timeout)) return;
   w_.limits().hit(Limit::WriteTimeout, caller_.tenant);

@@ -120,7 +120,7 @@ void StdioConn::handle_session_request(const McpMethod& method, RpcRequest& r) {
       if (auto refused = StreamUsage::acquire(core.limits(), caller_.tenant, 0, session_.usage)) {
         return reply_refusal(r, core.refusal(*refused, caller_.tenant));
       }
-      session_.uris.emplace(core.limits(), caller_.tenant, w_.config().max_uris_per_listen);
+      session_.uris.emplace(core.limits(), caller_.tenant, w_.config().mcp.max_uris_per_listen);
       session_.sub = shard.subscribe(stream_, ClientCore::session_filter(caller_.tenant, *session_.uris), {});
     }
     reply(rpc_result_json(r.id, initialize_result(negotiate_2025(r.init_version))));
@@ -153,7 +153,7 @@ void StdioConn::start_listen(RpcRequest& r) {
   }
   ClientCore& core = w_.clients();
   if (auto refused = core.check_uris(caller_, r.listen.resource_uris)) return reply_refusal(r, *refused);
-  if (listens_.size() >= w_.config().max_listens_per_connection) {
+  if (listens_.size() >= w_.config().mcp.max_listens_per_connection) {
     w_.limits().hit(Limit::ListensPerConnection, caller_.tenant);
     return reply_refusal(r, core.refusal(Limit::ListensPerConnection, caller_.tenant));
   }

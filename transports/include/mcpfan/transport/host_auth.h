@@ -1,6 +1,6 @@
 #pragma once
 /**
- * A host's own client authentication (docs/embedding.md): ServerConfig::authenticate_client maps a
+ * A host's own client authentication (docs/embedding.md): ServerConfig::auth.authenticate_client maps a
  * request's credentials to a tenant and the resource URI prefixes it may subscribe to, in
  * place of mcpfan's JWT verifier. It cannot be combined with jwt_secret_file or
  * jwt_public_key_file (Server::start() refuses, -32602).
@@ -8,11 +8,11 @@
  * When it is called: wherever a JWT would be verified without it.
  *   - HTTP: each request to /mcp that mcpfan serves itself, with the Authorization header
  *     value ("" when there is none): every POST once its JSON-RPC body decodes, and the GET
- *     and DELETE of a 2025 session. With ServerConfig::upstream, requests forwarded to the
+ *     and DELETE of a 2025 session. With ServerConfig::upstream.url, requests forwarded to the
  *     upstream are the upstream's to authenticate (only listens, held sessions and
  *     initialize are asked). Not /healthz, /metrics, /status or /v1/publish (their own rules;
  *     /metrics and /status go to loopback peers and "*" publisher keys, as with tokens).
- *   - Stdio (Server::attach_stdio) and Unix (ServerConfig::unix_path) clients: each request
+ *   - Stdio (Server::attach_stdio) and Unix (ServerConfig::listen.unix_path) clients: each request
  *     that carries a credential in params._meta["mcpfan/authorization"], and, while the
  *     connection is bound to no tenant yet, its requests without one (with ""). So an
  *     attached client is no longer trusted as tenant "default": a host that trusts the
@@ -57,7 +57,7 @@ namespace mcpfan {
 enum class ClientTransport {
   Http,   // a request on the HTTP listener (/mcp)
   Stdio,  // a stdio-framed client the host attached (Server::attach_stdio)
-  Unix,   // a stdio-framed client of the Unix socket (ServerConfig::unix_path)
+  Unix,   // a stdio-framed client of the Unix socket (ServerConfig::listen.unix_path)
 };
 
 /** What a request presents. Views valid only during the authenticator's call. */

@@ -1,7 +1,7 @@
 #pragma once
 /**
  * The server's log records, and the sink an embedding host installs to receive them
- * (ServerConfig::log_sink, ServerConfig::log_level).
+ * (ServerConfig::log.sink, ServerConfig::log.level).
  *
  * What is logged (Server, see server.h "Logging"): NATS connect, disconnect, reconnect, the
  * outage queue's release and a first connect that fails; upstream failures; client and
@@ -23,7 +23,7 @@
 
 namespace mcpfan {
 
-/** Severity; a record below ServerConfig::log_level is not built, queued or counted. */
+/** Severity; a record below ServerConfig::log.level is not built, queued or counted. */
 enum class LogLevel : std::uint8_t { Debug, Info, Warn, Error };
 
 /** "debug", "info", "warn", "error": the --log-level values and the JSON "level" key. */

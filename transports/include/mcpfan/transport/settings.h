@@ -1,0 +1,311 @@
+#pragma once
+/**
+ * Every setting of ServerConfig that an operator sets, declared once: its flag (the mcpfan
+ * program's; also its key in a --config file), its path in ServerConfig, its --help text, its
+ * range, the words it takes and whether Server::reload() applies it. The program's flags,
+ * Server::check()'s range checks and the program's list of reloadable keys are all made from
+ * for_each_setting(), so a new setting is one line here and one field in server_config.h (a
+ * reloadable one is also applied in Server::reload(): tests/transports/settings holds the two
+ * together). A setting only an embedder sets but Server::check() judges has no flag
+ * (shard.drain_batch).
+ *
+ * Not here: what is not one field (--listen and --publish-listen, HOST:PORT into listen.host
+ * and listen.port; --log-level and --log-format, words into enums; --stdio and --config, which
+ * are the program's), and the embedder's hooks with nothing to check (listen.listen_fd, judged
+ * by the socket it names; log.sink; auth.authenticate_client).
+ */
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include "mcpfan/transport/server_config.h"
+
+namespace mcpfan {
+
+/**
+ * What the mcpfan program's parser checks of a setting's value, beside Server::check() (which
+ * checks every range, right after the parse). Which flags check as they are parsed is as it has
+ * always been: their messages ("Value 0 not in range 10 to 3600000") and --help annotations are
+ * what operators and docs/operations.md know, and those of the others name ServerConfig's path.
+ */
+enum class CliCheck : std::uint8_t {
+  None,         // nothing: Server::check() alone refuses a value out of range (after the parse)
+  Range,        // the range
+  NonNegative,  // only that it is not negative: the ceiling is Server::check()'s
+};
+
+/** What for_each_setting() says of one setting. Its strings are static: an info may be kept. */
+struct SettingInfo {
+  std::string_view flag;  // "--max-body"; empty: no flag (an embedder's setting, e.g. shard.drain_batch)
+  std::string_view path;  // "http.max_body": ServerConfig::<path> in Server::check()'s messages
+  std::string_view help;  // the --help text
+  // Numbers: the range Server::check() and the command line accept (every bound is exact in a double).
+  bool ranged = false;
+  double min = 0;
+  double max = 0;
+  // What the command line's parser refuses itself (CLI11's message; --help shows it), before
+  // Server::check() refuses what is outside the range with the ServerConfig::<path> message.
+  CliCheck cli = CliCheck::None;
+  bool reloadable = false;  // Server::reload() applies it; a change to any other needs a restart
+  bool file = false;        // a path the program reads: the command line wants an existing file
+  std::span<const std::string_view> words{};  // strings: the only values taken (empty: any)
+};
+
+namespace settings {
+
+/** The largest worker count, tenant table and drain batch start() accepts (the construction clamps to them). */
+inline constexpr unsigned kMaxWorkers = 1024;
+inline constexpr std::size_t kMaxTenants = 10'000'000;
+inline constexpr std::size_t kMaxDrainBatch = 1 << 20;
+inline constexpr unsigned kMaxIoUringEntries = 4096;  // the send ring's (transports/src/net/send_ring.h)
+
+inline constexpr double kDay = 86'400'000;  // ms
+inline constexpr double kHour = 3'600'000;  // ms
+inline constexpr double kGiB = 1u << 30;
+
+inline constexpr std::string_view kNatsIo[] = {"libuv", "threads"};
+inline constexpr std::string_view kReadyzBackplane[] = {"ignore", "require"};
+
+/** What else a declaration says, or'ed: applied by reload(), checked by the parser too (CliCheck). */
+enum Also : unsigned { kReload = 1, kParsed = 2, kNonNegative = 4 };
+
+/** A setting with a range. */
+constexpr SettingInfo ranged(std::string_view flag, std::string_view path, double min, double max,
+                             std::string_view help, unsigned also = 0) {
+  SettingInfo s{flag, path, help, true, min, max};
+  s.cli = (also & kParsed) ? CliCheck::Range : (also & kNonNegative) ? CliCheck::NonNegative : CliCheck::None;
+  s.reloadable = (also & kReload) != 0;
+  return s;
+}
+/** A setting without one (a string, a list, a switch). */
+constexpr SettingInfo plain(std::string_view flag, std::string_view path, std::string_view help) {
+  return SettingInfo{flag, path, help};
+}
+/** A file the program reads. */
+constexpr SettingInfo file(std::string_view flag, std::string_view path, std::string_view help, unsigned also = 0) {
+  SettingInfo s{flag, path, help};
+  s.file = true;
+  s.reloadable = (also & kReload) != 0;
+  return s;
+}
+/** A string that takes one of `words`. */
+constexpr SettingInfo words(std::string_view flag, std::string_view path, std::span<const std::string_view> w,
+                            std::string_view help) {
+  SettingInfo s{flag, path, help};
+  s.words = w;
+  return s;
+}
+
+}  // namespace settings
+
+/**
+ * Calls v(const SettingInfo&, field&) once for every declared setting of `c` (a ServerConfig,
+ * const or not), in the order of the program's --help. Field types: the integers, double,
+ * bool, std::string and std::vector<std::string> of ServerConfig.
+ */
+template <class Config, class Visit>
+  requires std::is_same_v<std::remove_const_t<Config>, ServerConfig>
+void for_each_setting(Config& c, Visit&& v) {
+  using namespace settings;
+  v(plain("--reuse-port", "listen.reuse_port",
+          "share the --listen and --publish-listen ports with another process serving them with SO_REUSEPORT "
+          "(the kernel spreads connections over both, e.g. for a zero-downtime restart); without it a port in "
+          "use fails the start with \"address in use\""),
+    c.listen.reuse_port);
+  v(ranged("--workers", "workers", 0, kMaxWorkers, "worker loops (0 = one per core)"), c.workers);
+  v(ranged("--io-uring-entries", "io_uring_entries", 0, kMaxIoUringEntries,
+           "send SSE stream batches through an io_uring of this many entries per worker (0 = libuv writes only)"),
+    c.io_uring_entries);
+  v(ranged("--max-body", "http.max_body", 1, kGiB, "largest request body in bytes (413 above)"), c.http.max_body);
+  v(ranged("--keepalive-ms", "http.keepalive_ms", 10, kHour, "SSE keepalive comment interval", kParsed),
+    c.http.keepalive_ms);
+  v(ranged("--max-uri-length", "mcp.max_uri_length", 1, 1 << 24, "longest resource URI accepted"),
+    c.mcp.max_uri_length);
+  v(ranged("--max-uris-per-listen", "mcp.max_uris_per_listen", 1, 1 << 24, "resourceSubscriptions per listen"),
+    c.mcp.max_uris_per_listen);
+  v(ranged("--max-pending-bytes", "shard.max_pending_bytes", 1024, 1e12,
+           "unwritten bytes a stream may hold before it is closed as a slow consumer"),
+    c.shard.max_pending_bytes);
+  v(ranged("", "shard.drain_batch", 1, kMaxDrainBatch, "payloads taken from a worker loop's inbox per dequeue"),
+    c.shard.drain_batch);
+  v(ranged("--shard-inbox-max", "shard.max_inbox", 1, 1 << 24,
+           "notifications a worker loop's inbox may hold not yet matched; past it a publish is refused (503) and a "
+           "message from another node dropped, both counted", kParsed),
+    c.shard.max_inbox);
+  v(ranged("--shutdown-grace-ms", "shutdown_grace_ms", 0, kHour,
+           "time for final writes on SIGTERM before connections are cut"),
+    c.shutdown_grace_ms);
+  v(ranged("--drain-delay-ms", "drain_delay_ms", 0, kHour,
+           "on SIGTERM, keep serving this long with GET /readyz answering 503 (load balancers take the node out) "
+           "before stopping; a second SIGTERM or SIGINT stops at once; 0: stop at once", kParsed),
+    c.drain_delay_ms);
+  v(words("--readyz-backplane", "readyz_backplane", kReadyzBackplane,
+          "GET /readyz while the NATS backplane is disconnected: ignore (still 200: local delivery works, and 503 on "
+          "every node at once would empty the load balancer) or require (503)"),
+    c.readyz_backplane);
+  v(plain("--allow-origin", "http.allow_origins",
+          "allowed Origin (repeatable; \"*\" = any); default: http(s)://localhost|127.0.0.1|[::1] on any port"),
+    c.http.allow_origins);
+  v(plain("--allow-host", "http.allow_hosts",
+          "allowed Host header host (repeatable; \"*\" = any); default: localhost, 127.0.0.1, [::1] on a loopback "
+          "listener, any Host on an --insecure one"),
+    c.http.allow_hosts);
+  v(ranged("--session-idle-ms", "mcp.session_idle_ms", 10, kDay,
+           "a 2025-era session with no open GET stream expires after this", kParsed),
+    c.mcp.session_idle_ms);
+  v(ranged("--session-replay-bytes", "mcp.session_replay_bytes", 0, kGiB,
+           "a 2025-era session's journal of missed notifications for a Last-Event-ID resume (newest per method and "
+           "uri; older cursors get re-read hints)", kParsed),
+    c.mcp.session_replay_bytes);
+  v(ranged("--debounce-ms", "debounce_ms", 0, kHour,
+           "minimum interval between fan-outs of one (tenant, method, uri); the newest update is always delivered "
+           "(0 = off)"),
+    c.debounce_ms);
+  v(plain("--insecure", "listen.insecure",
+          "allow a non-loopback listener without authentication (without it such a listener needs client tokens "
+          "for /mcp and publisher keys for /v1/publish)"),
+    c.listen.insecure);
+  v(plain("--unix", "listen.unix_path", "serve stdio-framed MCP clients on this Unix-domain socket"),
+    c.listen.unix_path);
+  // The NATS backplane (docs/operations.md "Several nodes"): without --nats, one process, all in memory.
+  v(plain("--nats", "nats.urls",
+          "NATS server URLs, comma-separated (nats://127.0.0.1:4222): publishes reach every node"),
+    c.nats.urls);
+  v(plain("--nats-prefix", "nats.prefix", "first subject token(s) of this cluster's subjects"), c.nats.prefix);
+  v(plain("--node-name", "nats.node_name", "this node's NATS connection name"), c.nats.node_name);
+  v(file("--nats-creds", "nats.creds_file", "NATS user credentials file"), c.nats.creds_file);
+  v(file("--nats-tls-ca", "nats.tls_ca_file", "CA bundle; require TLS to the NATS servers"), c.nats.tls_ca_file);
+  v(ranged("--nats-linger-ms", "nats.linger_ms", 0, kDay,
+           "keep a subject's NATS interest this long after its last subscriber"),
+    c.nats.linger_ms);
+  v(ranged("--nats-outage-buffer-bytes", "nats.outage_buffer_bytes", 1024, kGiB,
+           "notifications for other nodes held while NATS is unreachable; a publish past it gets 503", kParsed),
+    c.nats.outage_buffer_bytes);
+  v(ranged("--nats-receive-buffer-bytes", "nats.receive_buffer_bytes", 1024, 16 * kGiB,
+           "bytes received from other nodes and not yet delivered (also each NATS subscription's pending bound); "
+           "past it a message is dropped and counted", kParsed),
+    c.nats.receive_buffer_bytes);
+  v(ranged("--nats-settle-ms", "nats.settle_ms", 0, kHour,
+           "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited"),
+    c.nats.settle_ms);
+  v(ranged("--nats-max-subjects", "nats.max_subjects", 1, 100'000'000,
+           "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> "
+           "subject", kParsed),
+    c.nats.max_subjects);
+  v(ranged("--nats-batch-us", "nats.batch_window_us", 0, 1'000'000,
+           "after a send to NATS, later notifications wait up to this long and leave together "
+           "(one after a quiet spell goes at once); 0: every one at once", kParsed),
+    c.nats.batch_window_us);
+  v(words("--nats-io", "nats.io", kNatsIo,
+          "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
+          "batches under load) or threads (nats.c's reader and flusher threads)"),
+    c.nats.io);
+  v(plain("--nats-publish-batching", "nats.publish_batching",
+          "let nats.c's flusher thread batch outgoing messages (it waits 1 ms before each write: +1 ms per hop)"),
+    c.nats.publish_batching);
+  v(ranged("--nats-delivery-threads", "nats.delivery_threads", 0, 64,
+           "threads of nats.c's shared pool that hand received messages to the hub (0: a thread per subject, "
+           "nats.c's default; only for a handful of subjects)", kParsed),
+    c.nats.delivery_threads);
+  // The front proxy (docs/protocol.md "Front proxy"): without --upstream, mcpfan serves only its own methods.
+  v(plain("--upstream", "upstream.url",
+          "http://HOST:PORT/path of an MCP server to stand in front of (HOST an IP or a name, looked up without "
+          "blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and forwards "
+          "every other request there"),
+    c.upstream.url);
+  v(ranged("--upstream-resolve-ttl-ms", "upstream.resolve_ttl_ms", 0, kDay,
+           "how long the upstream host name's addresses serve new connections before it is looked up again (a "
+           "failed connect looks it up again at once); 0: look up for every new connection", kParsed),
+    c.upstream.resolve_ttl_ms);
+  v(ranged("--upstream-connect-ms", "upstream.connect_ms", 1, 600'000, "connecting to the upstream (502 past it)",
+           kParsed),
+    c.upstream.connect_ms);
+  v(ranged("--upstream-first-byte-ms", "upstream.first_byte_ms", 1, kDay,
+           "the first byte of the upstream's answer (504 past it)", kParsed),
+    c.upstream.first_byte_ms);
+  v(ranged("--upstream-idle-ms", "upstream.idle_ms", 1, kDay,
+           "a gap in a streaming upstream answer; the stream is cut past it", kParsed),
+    c.upstream.idle_ms);
+  v(ranged("--upstream-max-idle", "upstream.max_idle", 0, 100'000, "pooled keep-alive upstream connections per worker",
+           kParsed),
+    c.upstream.max_idle);
+  v(ranged("--upstream-keepalive-ms", "upstream.keepalive_ms", 1, kDay,
+           "a pooled upstream connection idle this long is closed, not reused; keep it below the upstream's own "
+           "keep-alive timeout (Node's default: 5000), so that a request never races the upstream's close", kParsed),
+    c.upstream.keepalive_ms);
+  v(ranged("--upstream-max-answer-bytes", "upstream.max_answer_bytes", 1024, kGiB,
+           "initialize and server/discover answers (whose capabilities mcpfan merges) are read whole up to this (502 "
+           "past it)", kParsed),
+    c.upstream.max_answer_bytes);
+  v(plain("--upstream-forward-subscribe", "upstream.forward_subscribe",
+          "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)"),
+    c.upstream.forward_subscribe);
+  v(ranged("--max-line-bytes", "mcp.max_line_bytes", 1, 1e12, "longest stdio-framed message"), c.mcp.max_line_bytes);
+  // Limits (docs/security.md "Limits"): each hit is counted in mcpfan_limit_hits_total.
+  v(ranged("--max-header-bytes", "http.max_header_bytes", 256, 1 << 24, "largest request header block (431 above)"),
+    c.http.max_header_bytes);
+  v(ranged("--max-url-length", "http.max_url_length", 16, 1 << 24, "longest request target (414 above)"),
+    c.http.max_url_length);
+  v(ranged("--request-timeout-ms", "http.request_timeout_ms", 10, kHour,
+           "a request must arrive whole within this after its first byte, or after connecting (408)", kParsed),
+    c.http.request_timeout_ms);
+  v(ranged("--idle-timeout-ms", "http.idle_timeout_ms", 10, kDay,
+           "a keep-alive connection idle between requests closes after this", kParsed),
+    c.http.idle_timeout_ms);
+  v(ranged("--write-timeout-ms", "http.write_timeout_ms", 10, kDay,
+           "a connection whose writes make no progress this long is closed (peer stopped reading or vanished)",
+           kParsed),
+    c.http.write_timeout_ms);
+  v(ranged("--max-requests-per-connection", "http.max_requests_per_connection", 0, 4'294'967'295.0,
+           "requests on one keep-alive connection; the last is answered with Connection: close (0 = unlimited)"),
+    c.http.max_requests_per_connection);
+  v(ranged("--tcp-keepalive-s", "http.tcp_keepalive_s", 0, 86400,
+           "TCP keep-alive probes after this idle time (0 = off)", kParsed),
+    c.http.tcp_keepalive_s);
+  v(ranged("--max-connections-per-tenant", "tenants.max_connections_per_tenant", 0, 1e15,
+           "0 = unlimited", kReload | kNonNegative),
+    c.tenants.max_connections_per_tenant);
+  v(ranged("--max-streams-per-tenant", "tenants.max_streams_per_tenant", 0, 1e15,
+           "listens + 2025-era sessions; 0 = unlimited", kReload | kNonNegative),
+    c.tenants.max_streams_per_tenant);
+  v(ranged("--max-subscriptions-per-tenant", "tenants.max_subscriptions_per_tenant", 0, 1e15,
+           "resource URIs subscribed; 0 = unlimited", kReload | kNonNegative),
+    c.tenants.max_subscriptions_per_tenant);
+  v(ranged("--max-idle-sessions", "tenants.max_idle_sessions", 0, 1e9,
+           "2025-era sessions without an open stream, in all; more initialize requests get 503"),
+    c.tenants.max_idle_sessions);
+  v(ranged("--max-idle-sessions-per-tenant", "tenants.max_idle_sessions_per_tenant", 0, 1e9,
+           "2025-era sessions without an open stream per tenant; more get 429 (0 = unlimited)", kReload),
+    c.tenants.max_idle_sessions_per_tenant);
+  v(ranged("--max-listens-per-connection", "mcp.max_listens_per_connection", 1, 1'000'000,
+           "subscriptions/listen one stdio client may hold open at once"),
+    c.mcp.max_listens_per_connection);
+  v(ranged("--max-tenants", "tenants.max_tenants", 1, kMaxTenants, "distinct tenants with clients; more are refused",
+           kParsed),
+    c.tenants.max_tenants);
+  v(ranged("--metrics-tenants", "tenants.metrics_tenants", 0, 100'000,
+           "tenants labelled by name in /metrics; the rest are summed as tenant=\"_other\""),
+    c.tenants.metrics_tenants);
+  // Authentication (docs/security.md "Client tokens", "Publisher keys").
+  v(file("--jwt-secret-file", "auth.jwt_secret_file", "HS256 secret (at least 32 bytes) for client tokens", kReload),
+    c.auth.jwt_secret_file);
+  v(file("--jwt-public-key-file", "auth.jwt_public_key_file",
+         "RS256 (RSA) or ES256 (P-256) PEM public key for client tokens", kReload),
+    c.auth.jwt_public_key_file);
+  v(file("--publish-keys-file", "auth.publish_keys_file", "publisher keys, lines \"KEY TENANT\" (\"*\" = any tenant)",
+         kReload),
+    c.auth.publish_keys_file);
+  v(plain("--unix-tenant", "auth.unix_tenant",
+          "tenant of --unix clients, which then need no token (the socket's permissions are the access control)"),
+    c.auth.unix_tenant);
+  v(ranged("--publish-rate", "auth.publish_rate", 0, 1e12,
+           "notifications per second per publisher key; 429 above (0 = unlimited)", kReload | kNonNegative),
+    c.auth.publish_rate);
+  v(ranged("--publish-burst", "auth.publish_burst", 0, 1e12, "publish token bucket size (0 = one second's worth)",
+           kReload | kNonNegative),
+    c.auth.publish_burst);
+}
+
+}  // namespace mcpfan
