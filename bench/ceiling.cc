@@ -255,9 +255,13 @@ bool parse_variant(const std::string& spec, Variant* v, std::string* err) {
     else if (m == "taskrun") v->setup_flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 #endif
     else if (m.size() > 1 && m[0] == 'b' && std::atoi(m.c_str() + 1) > 0) v->batch = unsigned(std::atoi(m.c_str() + 1));
-    else if (m.size() > 2 && m.compare(0, 2, "qd") == 0 && std::atoi(m.c_str() + 2) > 0) v->qd = unsigned(std::atoi(m.c_str() + 2));
+    else if (m.size() > 2 && m.compare(0, 2, "qd") == 0 && std::atoi(m.c_str() + 2) > 0)
+      v->qd = unsigned(std::atoi(m.c_str() + 2));
     else { *err = "unknown modifier '" + m + "' in --mode " + spec; return false; }
-    if (uring_only && !v->uring) { *err = "modifier '" + m + "' needs an io_uring operation (--mode " + spec + ")"; return false; }
+    if (uring_only && !v->uring) {
+      *err = "modifier '" + m + "' needs an io_uring operation (--mode " + spec + ")";
+      return false;
+    }
   }
 #if !MCPFAN_HAVE_LIBURING
   if (v->uring) { *err = "built without liburing: --mode " + spec + " is not available"; return false; }
@@ -342,15 +346,17 @@ int main(int argc, char** argv) {
     else if (a == "--per-burst") per_burst = true;
     else if (a == "--json") json_path = val();
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: mcpfan_ceiling [--n 1000,10000] [--rounds 20] [--frame-bytes 250] [--iov 4] [--batch 1]\n"
-                  "                      [--mode writev[,VARIANT...]] [--uring-qd 4096] [--no-pin] [--per-burst] [--json FILE]\n"
-                  "  VARIANT: writev|sendmsg|send|uring-writev|uring-sendmsg|uring-send, then +modifiers:\n"
-                  "           bNUM qdNUM fixed ringfd dontwait single coop defer taskrun async sqpoll\n"
-                  "           (see the comment at the top of bench/ceiling.cc)%s\n",
+      std::printf(
+          "usage: mcpfan_ceiling [--n 1000,10000] [--rounds 20] [--frame-bytes 250] [--iov 4] [--batch 1]\n"
+          "                      [--mode writev[,VARIANT...]] [--uring-qd 4096] [--no-pin] [--per-burst] [--json "
+          "FILE]\n"
+          "  VARIANT: writev|sendmsg|send|uring-writev|uring-sendmsg|uring-send, then +modifiers:\n"
+          "           bNUM qdNUM fixed ringfd dontwait single coop defer taskrun async sqpoll\n"
+          "           (see the comment at the top of bench/ceiling.cc)%s\n",
 #if MCPFAN_HAVE_LIBURING
-                  ""
+          ""
 #else
-                  "\n  (this build has no liburing: only writev, sendmsg, send)"
+          "\n  (this build has no liburing: only writev, sendmsg, send)"
 #endif
       );
       return 0;
@@ -398,7 +404,8 @@ int main(int argc, char** argv) {
       "\"params\":{\"uri\":\"file:///bench/a\",\"_meta\":{\"bench/seq\":1,\"bench/ts_ns\":1234567890123,"
       "\"io.modelcontextprotocol/subscriptionId\":\"listen:0\",\"pad\":\"";
   const std::string tail = "\"}}}\n\n";
-  if (frame.size() + tail.size() < size_t(frame_bytes)) frame.append(size_t(frame_bytes) - frame.size() - tail.size(), 'x');
+  if (frame.size() + tail.size() < size_t(frame_bytes))
+    frame.append(size_t(frame_bytes) - frame.size() - tail.size(), 'x');
   frame += tail;
   // Split like a server's [prefix][payload head][subscription id][payload tail] iovecs; with
   // --iov 6, also [chunk header] first and [CRLF] last, as mcpfan's HTTP transport writes it.
@@ -492,8 +499,15 @@ int main(int argc, char** argv) {
     int rc = io_uring_queue_init_params(v.qd, &v.ring, &p);
     if (rc == 0) {
       v.ring_ok = true;
-      if (v.fixed) { what = "io_uring_register_files"; rc = io_uring_register_files(&v.ring, fds.data(), unsigned(nmax)); }
-      if (rc == 0 && v.ringfd) { what = "io_uring_register_ring_fd"; rc = io_uring_register_ring_fd(&v.ring); rc = rc == 1 ? 0 : rc; }
+      if (v.fixed) {
+        what = "io_uring_register_files";
+        rc = io_uring_register_files(&v.ring, fds.data(), unsigned(nmax));
+      }
+      if (rc == 0 && v.ringfd) {
+        what = "io_uring_register_ring_fd";
+        rc = io_uring_register_ring_fd(&v.ring);
+        rc = rc == 1 ? 0 : rc;
+      }
     }
     if (rc != 0) {
       if (v.ring_ok) io_uring_queue_exit(&v.ring);
@@ -605,9 +619,11 @@ int main(int argc, char** argv) {
     const double w1 = now_s(CLOCK_MONOTONIC);
     const double s1 = softirqd.seconds();
     if (per_burst) {
-      std::fprintf(stderr, "burst n=%d %s%s: process %.3f thread %.3f rusage %.3f ksoftirqd %.3f us/write, wall %.3f ms, %ld entries\n", n,
-                   v.name.c_str(), record ? "" : " (warm-up)", (c1 - c0) * 1e6 / n, (t1 - t0) * 1e6 / n, (r1 - r0) * 1e6 / n,
-                   (s1 - s0) * 1e6 / n, (w1 - w0) * 1e3, enters);
+      std::fprintf(
+          stderr,
+          "burst n=%d %s%s: process %.3f thread %.3f rusage %.3f ksoftirqd %.3f us/write, wall %.3f ms, %ld entries\n",
+          n, v.name.c_str(), record ? "" : " (warm-up)", (c1 - c0) * 1e6 / n, (t1 - t0) * 1e6 / n, (r1 - r0) * 1e6 / n,
+          (s1 - s0) * 1e6 / n, (w1 - w0) * 1e3, enters);
     }
     if (record) {
       v.cpu_us.push_back((c1 - c0 + s1 - s0) * 1e6 / n);
@@ -635,13 +651,20 @@ int main(int argc, char** argv) {
   std::printf("raw-socket ceiling: %zu-byte SSE frame, %zu iovec(s) x batch %d per write, writer on one core%s\n",
               frame.size(), one.size(), batch, pin ? " (pinned to cpu 0, reader on cpu 1)" : "");
   if (active.size() > 1) std::printf("variants interleaved burst by burst: %zu\n", active.size());
-  std::printf("%8s %-34s %12s %10s %10s %10s %10s %10s %12s %9s %8s\n", "N", "mode", "cpu_us/write", "process", "thread",
-              "rusage", "ksoftirqd", "writes/s", "cpu_us/frame", "burst_ms", "enters");
+  std::printf("%8s %-34s %12s %10s %10s %10s %10s %10s %12s %9s %8s\n", "N", "mode", "cpu_us/write", "process",
+              "thread", "rusage", "ksoftirqd", "writes/s", "cpu_us/frame", "burst_ms", "enters");
   bool ok = true;
   for (size_t k = 0; k < ns.size() && ok; ++k) {
     const int n = ns[k];
     for (Variant* v : active) {
-      v->cpu_us.clear(); v->writer_us.clear(); v->thread_us.clear(); v->rusage_us.clear(); v->softirqd_us.clear(); v->wps.clear(); v->wall_ms.clear(); v->enters.clear();
+      v->cpu_us.clear();
+      v->writer_us.clear();
+      v->thread_us.clear();
+      v->rusage_us.clear();
+      v->softirqd_us.clear();
+      v->wps.clear();
+      v->wall_ms.clear();
+      v->enters.clear();
       ok = burst(*v, n, false) && ok;  // warm-up (page-in, first-write paths)
     }
     for (int r = 0; r < rounds && ok; ++r) {
@@ -651,18 +674,22 @@ int main(int argc, char** argv) {
       Variant& v = *active[j];
       if (v.cpu_us.empty()) continue;
       Stat sc = stat_of(v.cpu_us), sw = stat_of(v.wps), sm = stat_of(v.wall_ms);
-      Stat st = stat_of(v.thread_us), sr = stat_of(v.rusage_us), se = stat_of(v.enters), sq = stat_of(v.softirqd_us), sp = stat_of(v.writer_us);
-      std::printf("%8d %-34s %12.3f %10.3f %10.3f %10.3f %10.3f %10.0f %12.3f %9.2f %8.0f\n", n, v.name.c_str(), sc.median,
-                  sp.median, st.median, sr.median, sq.median, sw.median, sc.median / batch, sm.median, se.median);
+      Stat st = stat_of(v.thread_us), sr = stat_of(v.rusage_us), se = stat_of(v.enters), sq = stat_of(v.softirqd_us),
+           sp = stat_of(v.writer_us);
+      std::printf("%8d %-34s %12.3f %10.3f %10.3f %10.3f %10.3f %10.0f %12.3f %9.2f %8.0f\n", n, v.name.c_str(),
+                  sc.median, sp.median, st.median, sr.median, sq.median, sw.median, sc.median / batch, sm.median,
+                  se.median);
       char b[768];
       std::snprintf(b, sizeof b,
                     "%s{\"n\":%d,\"cpu_us_per_write\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f},"
                     "\"cpu_us_per_frame\":%.4f,\"writes_per_s\":{\"median\":%.0f,\"min\":%.0f,\"max\":%.0f},"
                     "\"frames_per_s\":%.0f,\"burst_ms\":{\"median\":%.3f,\"min\":%.3f,\"max\":%.3f},"
-                    "\"process_cpu_us_per_write\":{\"median\":%.4f},\"thread_cpu_us_per_write\":{\"median\":%.4f},\"rusage_us_per_write\":{\"median\":%.4f},"
+                    "\"process_cpu_us_per_write\":{\"median\":%.4f},\"thread_cpu_us_per_write\":{\"median\":%.4f},"
+                    "\"rusage_us_per_write\":{\"median\":%.4f},"
                     "\"ksoftirqd_us_per_write\":{\"median\":%.4f,\"max\":%.4f},\"kernel_entries_per_burst\":%.0f}",
-                    v.results_json.empty() ? "" : ",", n, sc.median, sc.min, sc.max, sc.median / batch, sw.median, sw.min,
-                    sw.max, sw.median * batch, sm.median, sm.min, sm.max, sp.median, st.median, sr.median, sq.median, sq.max, se.median);
+                    v.results_json.empty() ? "" : ",", n, sc.median, sc.min, sc.max, sc.median / batch, sw.median,
+                    sw.min, sw.max, sw.median * batch, sm.median, sm.min, sm.max, sp.median, st.median, sr.median,
+                    sq.median, sq.max, se.median);
       v.results_json += b;
     }
   }
@@ -681,7 +708,9 @@ int main(int argc, char** argv) {
     json += "]";
   }
   for (Variant* v : active) {
-    if (v->errors) std::printf("variant %s: %ld failed writes (first: %s)\n", v->name.c_str(), v->errors, std::strerror(v->first_error));
+    if (v->errors)
+      std::printf("variant %s: %ld failed writes (first: %s)\n", v->name.c_str(), v->errors,
+                  std::strerror(v->first_error));
   }
   json += ",\"short_writes\":" + std::to_string(short_total) + ",\"ok\":" + (ok ? "true" : "false") + "}}";
   std::printf("%s\n", json.c_str());

@@ -1,6 +1,5 @@
-// Coalescing on a stalled stream (docs/performance.md, "Coalescing on a stalled stream"): the cost of one enqueue to a stream
-// whose write is in flight, by how many distinct (subscription, method, uri) keys it
-// already has pending.
+// Coalescing on a stalled stream (docs/performance.md, "Coalescing on a stalled stream"): the cost of one enqueue to a
+// stream whose write is in flight, by how many distinct (subscription, method, uri) keys it already has pending.
 //
 // One stream subscribes to a '/'-prefix, its first batch is never completed (a client
 // that stopped reading), and N distinct URIs are queued to it. Each iteration then
@@ -60,7 +59,8 @@ void BM_CoalesceEnqueue(benchmark::State& state) {
 
   std::vector<PayloadRef> payloads;
   payloads.reserve(pending);
-  for (std::size_t i = 0; i < pending; ++i) payloads.push_back(update("file:///workspace/src/file-" + std::to_string(i) + ".ts"));
+  for (std::size_t i = 0; i < pending; ++i)
+    payloads.push_back(update("file:///workspace/src/file-" + std::to_string(i) + ".ts"));
   for (const PayloadRef& p : payloads) shard.post(p);
   while (shard.drain()) {
   }
@@ -90,8 +90,10 @@ void BM_EnqueueDistinct(benchmark::State& state) {
   const auto pending = static_cast<std::size_t>(state.range(0));
   constexpr std::size_t kBatch = 100;
   std::vector<PayloadRef> queued, fresh;
-  for (std::size_t i = 0; i < pending; ++i) queued.push_back(update("file:///workspace/src/file-" + std::to_string(i) + ".ts"));
-  for (std::size_t i = 0; i < kBatch; ++i) fresh.push_back(update("file:///workspace/new/file-" + std::to_string(i) + ".ts"));
+  for (std::size_t i = 0; i < pending; ++i)
+    queued.push_back(update("file:///workspace/src/file-" + std::to_string(i) + ".ts"));
+  for (std::size_t i = 0; i < kBatch; ++i)
+    fresh.push_back(update("file:///workspace/new/file-" + std::to_string(i) + ".ts"));
   mcpfan::ShardOptions options;
   options.max_pending_bytes = std::size_t{1} << 40;
   for (auto _ : state) {

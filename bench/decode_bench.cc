@@ -9,7 +9,9 @@ namespace {
 std::string notification(std::size_t i, bool with_tenant) {
   std::string s = "{";
   if (with_tenant) s += R"("tenant":"acme",)";
-  s += R"("method":"notifications/resources/updated","params":{"uri":"file:///home/dev/monorepo/packages-3/src/components/Button)";
+  s +=
+      R"("method":"notifications/resources/updated",)"
+      R"("params":{"uri":"file:///home/dev/monorepo/packages-3/src/components/Button)";
   s += std::to_string(i);
   s += R"(.tsx","_meta":{"origin/rev":)";
   s += std::to_string(1000 + i);
@@ -55,7 +57,8 @@ void BM_PublishDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(count));
   state.counters["body_bytes"] = static_cast<double>(text.size());
   state.counters["time_per_notification"] = mcpfan_bench::time_per(notes);
-  state.counters["allocs_per_notification"] = mcpfan_bench::per(static_cast<double>(after.allocs - before.allocs), notes);
+  state.counters["allocs_per_notification"] =
+      mcpfan_bench::per(static_cast<double>(after.allocs - before.allocs), notes);
 }
 BENCHMARK(BM_PublishDecode)->ArgNames({"n", "tenant"})->Args({1, 1})->Args({1, 0})->Args({100, 1})->Args({100, 0});
 

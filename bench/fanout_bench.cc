@@ -147,8 +147,10 @@ void BM_Fanout(benchmark::State& state, Case c) {
   state.counters["bytes_per_delivery"] = mcpfan_bench::per(static_cast<double>(totals.bytes), deliveries);
   state.counters["iovecs_per_delivery"] = mcpfan_bench::per(static_cast<double>(totals.iovecs), deliveries);
   state.counters["writes_per_delivery"] = mcpfan_bench::per(static_cast<double>(totals.writes), deliveries);
-  state.counters["allocs_per_delivery"] = mcpfan_bench::per(static_cast<double>(after.allocs - before.allocs), deliveries);
-  state.counters["alloc_bytes_per_delivery"] = mcpfan_bench::per(static_cast<double>(after.bytes - before.bytes), deliveries);
+  state.counters["allocs_per_delivery"] =
+      mcpfan_bench::per(static_cast<double>(after.allocs - before.allocs), deliveries);
+  state.counters["alloc_bytes_per_delivery"] =
+      mcpfan_bench::per(static_cast<double>(after.bytes - before.bytes), deliveries);
 }
 
 BENCHMARK_CAPTURE(BM_Fanout, sse_1shard, Case{1, Framing::Sse, 1})->Unit(benchmark::kMicrosecond);
@@ -158,6 +160,7 @@ BENCHMARK_CAPTURE(BM_Fanout, sse_1shard_batch16, Case{1, Framing::Sse, 16})->Uni
 BENCHMARK_CAPTURE(BM_Fanout, sse_2shards_batch16, Case{2, Framing::Sse, 16})->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Fanout, sse_1shard_plain, Case{1, Framing::Sse, 1, false, true})->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Fanout, sse_1shard_aged_heap, Case{1, Framing::Sse, 1, true})->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Fanout, sse_1shard_batch16_aged_heap, Case{1, Framing::Sse, 16, true})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Fanout, sse_1shard_batch16_aged_heap, Case{1, Framing::Sse, 16, true})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -1,11 +1,9 @@
-// The engine's share of one targeted publish (docs/performance.md, "Targeted publishes"): Hub::publish of one notification
-// for one stream's URI, with interest-aware routing, among `shards` shards that each hold
-// 1,000 streams on URIs of their own; then the one shard that matches drains and flushes.
-// The benchmark thread plays every loop, so this is the CPU a publish costs the engine
-// (routing, queue pushes, match, queueing, the batch handed to the sink), without sockets
-// and without the wake-up of another thread. Reported per publish: time, heap allocations,
-// wake-ups requested and shards posted to (1 with routing: a publish costs the same with 1 or
-// 8 shards when only one may match).
+// The engine's share of one targeted publish (docs/performance.md, "Targeted publishes"): Hub::publish of one
+// notification for one stream's URI, with interest-aware routing, among `shards` shards that each hold 1,000 streams on
+// URIs of their own; then the one shard that matches drains and flushes. The benchmark thread plays every loop, so this
+// is the CPU a publish costs the engine (routing, queue pushes, match, queueing, the batch handed to the sink), without
+// sockets and without the wake-up of another thread. Reported per publish: time, heap allocations, wake-ups requested
+// and shards posted to (1 with routing: a publish costs the same with 1 or 8 shards when only one may match).
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +65,8 @@ void BM_TargetedPublish(benchmark::State& state) {
   // (i * 7919) % streams, so successive publishes land on different shards.
   std::vector<PayloadRef> payloads;
   payloads.reserve(streams);
-  for (std::size_t i = 0; i < streams; ++i) payloads.push_back(mcpfan::mcp::resource_updated("file:///bench/s/" + std::to_string(i)));
+  for (std::size_t i = 0; i < streams; ++i)
+    payloads.push_back(mcpfan::mcp::resource_updated("file:///bench/s/" + std::to_string(i)));
   std::vector<PayloadRef> one(1);
   std::size_t next = 0;
   auto round = [&] {

@@ -74,8 +74,8 @@ void BM_CrossLoopPingPong(benchmark::State& state) {
   uv_run(&p.loop_a, UV_RUN_DEFAULT);
   uv_loop_close(&p.loop_a);
   uv_loop_close(&p.loop_b);
-  state.counters["cpu_per_wake"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * 2, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["cpu_per_wake"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2,
+                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 // Process CPU (both threads): the rate counter divides by it, so it reads as CPU per wake-up.
 BENCHMARK(BM_CrossLoopPingPong)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);

@@ -68,9 +68,11 @@ install(CODE "
 set(MCPFAN_DEB_RELEASE 1)  # the Debian revision: -1 of each upstream version
 set(MCPFAN_DEB_VERSION "${PROJECT_VERSION}-${MCPFAN_DEB_RELEASE}")
 set(MCPFAN_MAINTAINER "mcpfan maintainers <maintainers@mcpfan.dev>")
-configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in ${PROJECT_BINARY_DIR}/packaging/debian/changelog @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in ${PROJECT_BINARY_DIR}/packaging/debian/changelog
+               @ONLY)
 add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz
-  COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/packaging/debian/changelog > ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz
+  COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/packaging/debian/changelog
+          > ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz
   DEPENDS ${PROJECT_BINARY_DIR}/packaging/debian/changelog
   COMMENT "changelog.Debian.gz")
 add_custom_target(mcpfan_deb_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz)
@@ -80,7 +82,8 @@ foreach(_pkg IN ITEMS mcpfan mcpfan-dev)
   else()
     set(_component deb_doc_dev)
   endif()
-  install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/copyright ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/copyright
+                ${PROJECT_BINARY_DIR}/packaging/debian/changelog.Debian.gz
     DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg} COMPONENT ${_component} EXCLUDE_FROM_ALL)
 endforeach()
 
@@ -115,8 +118,11 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_NAME mcpfan)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SHLIBDEPS ON)  # libuv1, libssl3, libnats3.x, ... computed by dpkg-shlibdeps
 # Merged with the computed ones. postinst makes the system user with adduser.
 set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser")
-set(CPACK_DEBIAN_SERVER_DESCRIPTION
-    "fan MCP change notifications out to many subscriber streams\nThe mcpfan server (MCP Streamable HTTP, stdio framing, POST /v1/publish) as a\nhardened systemd service reading /etc/mcpfan/mcpfan.toml, with mcpfan-token to\nmint client tokens.")
+string(CONCAT CPACK_DEBIAN_SERVER_DESCRIPTION
+    "fan MCP change notifications out to many subscriber streams\n"
+    "The mcpfan server (MCP Streamable HTTP, stdio framing, POST /v1/publish) as a\n"
+    "hardened systemd service reading /etc/mcpfan/mcpfan.toml, with mcpfan-token to\n"
+    "mint client tokens.")
 set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
     ${PROJECT_SOURCE_DIR}/packaging/debian/prerm ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
@@ -124,9 +130,18 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_DEVEL_PACKAGE_NAME mcpfan-dev)
 set(CPACK_DEBIAN_DEVEL_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEVEL_DESCRIPTION
-    "C++20 libraries to embed an MCP notification fan-out hub\nHeaders and static libraries of the mcpfan engine (mcpfan::engine: hub,\nshards, payloads, tenants) and network server (mcpfan::server), with the CMake\npackage for find_package(mcpfan CONFIG REQUIRED).")
-# What the static libraries and the public headers need at build time of an embedding host.
-set(CPACK_DEBIAN_DEVEL_PACKAGE_DEPENDS
-    "libuv1-dev, libssl-dev, libnats-dev, liburing-dev, libhttp-parser-dev, libsimdjson-dev, libconcurrentqueue-dev, pkg-config, cmake (>= 3.25)")
+string(CONCAT CPACK_DEBIAN_DEVEL_DESCRIPTION
+    "C++20 libraries to embed an MCP notification fan-out hub\n"
+    "Headers and static libraries of the mcpfan engine (mcpfan::engine: hub,\n"
+    "shards, payloads, tenants) and network server (mcpfan::server), with the CMake\n"
+    "package for find_package(mcpfan CONFIG REQUIRED).")
+# What the static libraries and the public headers need at build time of an embedding host
+# (libnats-dev only when the backplane is built in).
+set(_mcpfan_dev_nats "")
+if(MCPFAN_WITH_NATS)
+  set(_mcpfan_dev_nats "libnats-dev, ")
+endif()
+string(CONCAT CPACK_DEBIAN_DEVEL_PACKAGE_DEPENDS
+    "libuv1-dev, libssl-dev, ${_mcpfan_dev_nats}liburing-dev, libhttp-parser-dev, libsimdjson-dev, "
+    "libconcurrentqueue-dev, pkg-config, cmake (>= 3.25)")
 include(CPack)

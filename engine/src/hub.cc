@@ -7,7 +7,8 @@ namespace mcpfan {
 // One shard's index keys into the node's routing table, then to the next listener.
 class Hub::Reporter final : public KeyListener {
  public:
-  Reporter(LocalInterest& interest, std::size_t shard, KeyListener* next) : interest_(interest), shard_(shard), next_(next) {}
+  Reporter(LocalInterest& interest, std::size_t shard, KeyListener* next)
+      : interest_(interest), shard_(shard), next_(next) {}
   void key_added(TenantId tenant, Kind kind, std::string_view uri) override {
     interest_.add(shard_, tenant, kind, uri);
     if (next_) next_->key_added(tenant, kind, uri);
@@ -88,7 +89,8 @@ void Hub::set_debounce(std::chrono::milliseconds interval) {
     return;
   }
   // Its fan-outs were decided when the publish was accepted: a full inbox drops (counted).
-  debouncer_ = std::make_unique<Debouncer>(interval, [this](std::vector<Notification>& n) { (void)send_out(n, false); });
+  debouncer_ =
+      std::make_unique<Debouncer>(interval, [this](std::vector<Notification>& n) { (void)send_out(n, false); });
 }
 
 namespace {

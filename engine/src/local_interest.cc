@@ -5,7 +5,9 @@
 namespace mcpfan {
 
 namespace {
-bool is_prefix(Kind kind, std::string_view uri) { return kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/'; }
+bool is_prefix(Kind kind, std::string_view uri) {
+  return kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
+}
 }  // namespace
 
 void LocalInterest::append_key(std::string& out, TenantId tenant, Kind kind, std::string_view uri) {

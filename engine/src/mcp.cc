@@ -43,7 +43,9 @@ std::string discover_result() {
   r += kind_capabilities_json();
   // Caching hints (required on server/discover's complete result in 2026-07-28): the same
   // for every caller; 0 ms because a reload with other flags may change the capabilities.
-  r += R"(,"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpfan","version":")";
+  r +=
+      R"(,"resultType":"complete","ttlMs":0,"cacheScope":"public",)"
+      R"("_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpfan","version":")";
   r += kServerVersion;
   r += R"("}}})";
   return r;

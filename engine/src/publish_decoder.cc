@@ -138,12 +138,15 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     if (!has_method) return bad(index, many, "missing \"method\"");
     auto kind = kind_from_method(method);
     if (!kind) {
-      return bad(index, many, "unknown method \"" + std::string(method) +
-                                  "\" (expected notifications/resources/updated or notifications/{tools,prompts,resources}/list_changed)");
+      return bad(
+          index, many,
+          "unknown method \"" + std::string(method) +
+              "\" (expected notifications/resources/updated or notifications/{tools,prompts,resources}/list_changed)");
     }
     p.kind = *kind;
     if (p.kind == Kind::ResourceUpdated) {
-      if (!has_uri || p.uri.empty()) return bad(index, many, "notifications/resources/updated needs a non-empty \"params.uri\"");
+      if (!has_uri || p.uri.empty())
+        return bad(index, many, "notifications/resources/updated needs a non-empty \"params.uri\"");
       if (p.uri.size() > m.limits.max_uri_length) {
         return bad(index, many, "\"params.uri\" is longer than " + std::to_string(m.limits.max_uri_length) + " bytes");
       }
@@ -163,12 +166,14 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     ++accepted;
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
-      notes.push_back(Notification{PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name), {}});
+      notes.push_back(Notification{
+          PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name), {}});
     } else {
       notes.push_back(Notification{PayloadRef{}, p.kind, {}, {}, {}, {}});  // stays here: no copy for other nodes
     }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
-    std::optional<TenantId> id = has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
+    std::optional<TenantId> id =
+        has_tenant || forced_tenant ? tenants.find(tenant) : std::optional<TenantId>(kDefaultTenant);
     if (!id) return std::nullopt;
     p.tenant = *id;
     m.parts.push_back(std::move(p));
@@ -186,7 +191,8 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
       od::value v;
       if (el.get(v)) return Error{rpc_code::kParseError, "body is not valid JSON"};
       if (i >= m.limits.max_notifications) {
-        return Error{rpc_code::kInvalidParams, "more than " + std::to_string(m.limits.max_notifications) + " notifications in one body"};
+        return Error{rpc_code::kInvalidParams,
+                     "more than " + std::to_string(m.limits.max_notifications) + " notifications in one body"};
       }
       if (auto err = decode_one(v, i, true)) return std::move(*err);
       ++i;

@@ -44,12 +44,14 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
   for (auto [key, value] : f) {
     if (auto kind = kind_from_listen_flag(key)) {
       bool on = false;
-      if (value.get_bool().get(on)) return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
+      if (value.get_bool().get(on))
+        return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
       if (on) out.flagged |= kind_bit(*kind);
       else out.flagged &= static_cast<std::uint8_t>(~kind_bit(*kind));
     } else if (key == "resourceSubscriptions") {
       dom::array uris;
-      if (value.get_array().get(uris)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
+      if (value.get_array().get(uris))
+        return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
       if (uris.size() > limits.max_uris_per_listen) {
         hit = RpcLimitHit::UrisPerListen;
         return invalid_params("params.notifications.resourceSubscriptions has more than " +
@@ -57,7 +59,8 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
       }
       for (dom::element u : uris) {
         std::string_view uri;
-        if (u.get_string().get(uri)) return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
+        if (u.get_string().get(uri))
+          return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
         if (uri.empty()) return invalid_params("params.notifications.resourceSubscriptions contains an empty URI");
         if (uri.size() > limits.max_uri_length) {
           hit = RpcLimitHit::UriLength;
@@ -88,7 +91,8 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
   if (m.parser.parse(m.buf.data(), text.size(), false).get(root)) {
     return fail(rpc_code::kParseError, "parse error: the message is not valid JSON");
   }
-  if (root.is_array()) return fail(rpc_code::kInvalidRequest, "JSON-RPC batches are not supported: send one request per message");
+  if (root.is_array())
+    return fail(rpc_code::kInvalidRequest, "JSON-RPC batches are not supported: send one request per message");
   dom::object obj;
   if (root.get_object().get(obj)) return fail(rpc_code::kInvalidRequest, "a JSON-RPC message must be a JSON object");
 
@@ -124,7 +128,8 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
         r.meta_version.assign(sv);
       }
       if (!meta[kClientCapabilitiesKey].get(v)) {
-        if (!v.is_object()) return fail_meta("params._meta io.modelcontextprotocol/clientCapabilities must be an object");
+        if (!v.is_object())
+          return fail_meta("params._meta io.modelcontextprotocol/clientCapabilities must be an object");
         r.has_client_capabilities = true;
       }
       if (!meta[kAuthorizationMetaKey].get(v)) {
@@ -161,7 +166,8 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
     }
     if (uri.size() > limits_.max_uri_length) {
       r.limit_hit = RpcLimitHit::UriLength;
-      return fail(rpc_code::kInvalidParams, "resource URI is longer than " + std::to_string(limits_.max_uri_length) + " bytes");
+      return fail(rpc_code::kInvalidParams,
+                  "resource URI is longer than " + std::to_string(limits_.max_uri_length) + " bytes");
     }
     r.uri.assign(uri);
   }

@@ -47,7 +47,9 @@ static_assert(sizeof(detail::ShardInbox) <= detail::kShardInboxBytes, "kShardInb
 static_assert(alignof(detail::ShardInbox) <= alignof(std::max_align_t), "ShardInbox needs a stricter alignment");
 using InboxItem = detail::ShardInbox::Item;
 
-detail::ShardInbox& Shard::inbox() noexcept { return *std::launder(reinterpret_cast<detail::ShardInbox*>(inbox_storage_)); }
+detail::ShardInbox& Shard::inbox() noexcept {
+  return *std::launder(reinterpret_cast<detail::ShardInbox*>(inbox_storage_));
+}
 
 using detail::Chunk;
 
@@ -160,7 +162,8 @@ bool Shard::post_bulk(PayloadRef* payloads, std::size_t n) {
 
 void Shard::post_task(std::function<void()> task) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
-  enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task)), {}}));
+  enqueued_or_die(
+      inbox().queue.enqueue(InboxItem{seq, {}, std::make_unique<std::function<void()>>(std::move(task)), {}}));
   if (wake_) wake_(wake_arg_);
 }
 
@@ -259,8 +262,9 @@ void Shard::coalesce(Stream& s, Chunk* chunk, Chunk* id) {
   // Room first: once the table has a slot for this entry, nothing may throw before set().
   if (s.pending.size() == s.pending.capacity()) s.pending.reserve(std::max<std::size_t>(8, 2 * s.pending.size()));
   const Payload& p = *chunk->payload;
-  const std::uint64_t h = std::hash<std::string_view>{}(p.uri()) ^
-                          (reinterpret_cast<std::uintptr_t>(id) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(p.kind()));
+  const std::uint64_t h =
+      std::hash<std::string_view>{}(p.uri()) ^
+      (reinterpret_cast<std::uintptr_t>(id) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(p.kind()));
   bool found = false;
   std::size_t slot = s.coalesce->find_or_add(
       h,
@@ -437,7 +441,10 @@ void Shard::flush(std::uint64_t now_ms) {
     batch.bufs.push_back(iovec{nullptr, 0});
     for (const Pending& p : s.pending) {
       if (!p.chunk) continue;  // coalesced away
-      auto add = [&](std::string_view v) { batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()}); batch.bytes += v.size(); };
+      auto add = [&](std::string_view v) {
+        batch.bufs.push_back(iovec{const_cast<char*>(v.data()), v.size()});
+        batch.bytes += v.size();
+      };
       if (p.chunk->payload && p.id->bytes.empty()) {
         if (!p.chunk->bytes.empty()) add(p.chunk->bytes);  // a journal's prefix (event id)
         add(p.chunk->payload->plain(s.framing));

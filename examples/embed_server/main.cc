@@ -126,7 +126,9 @@ mcpfan::PayloadRef resource_updated(const std::string& uri, std::string_view rev
 class PublishedTotal final : public mcpfan::MetricsSink {
  public:
   double value = -1;
-  void family(std::string_view name, mcpfan::MetricType, std::string_view) override { current_ = name == "mcpfan_published_total"; }
+  void family(std::string_view name, mcpfan::MetricType, std::string_view) override {
+    current_ = name == "mcpfan_published_total";
+  }
   void sample(std::span<const mcpfan::MetricLabel>, double v) override {
     if (current_) value = v;
   }
@@ -200,13 +202,17 @@ int main() {
 
   // The host's metrics system pulls mcpfan's numbers itself (any thread; here, this one).
   PublishedTotal published;
-  if (!server.collect_metrics(published) || published.value != 2) return fail("collect_metrics() did not count the 2 publishes");
+  if (!server.collect_metrics(published) || published.value != 2)
+    return fail("collect_metrics() did not count the 2 publishes");
 
   // stop() closes the hub (a publish now returns false), ends the listen with its final result.
   if (!server.stop()) return fail("stop() failed");
-  if (server.hub().publish(resource_updated("file:///project/late", "9", *acme))) return fail("publish after stop() accepted");
+  if (server.hub().publish(resource_updated("file:///project/late", "9", *acme)))
+    return fail("publish after stop() accepted");
   if (!read_until(fd, got, {R"("resultType":"complete")"})) return fail("no final result for the listen");
   ::close(fd);
-  std::puts("embed_server: ok (unknown credentials 401, acme's listen acknowledged, 2 publishes from host threads delivered and counted by its metrics sink, final result on stop)");
+  std::puts(
+      "embed_server: ok (unknown credentials 401, acme's listen acknowledged, 2 publishes from host threads delivered "
+      "and counted by its metrics sink, final result on stop)");
   return 0;
 }

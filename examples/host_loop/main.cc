@@ -85,7 +85,8 @@ int main() {
     publishers.emplace_back([&host, t] {
       for (int i = 0; i < kPerThread; ++i) {
         // Distinct URIs: nothing is coalesced, every publish is one delivery.
-        (void)host.hub.publish(mcpfan::mcp::resource_updated("file:///work/t" + std::to_string(t) + "/" + std::to_string(i)));
+        (void)host.hub.publish(
+            mcpfan::mcp::resource_updated("file:///work/t" + std::to_string(t) + "/" + std::to_string(i)));
       }
     });
   }

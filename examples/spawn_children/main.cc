@@ -153,7 +153,8 @@ int main() {
                        R"(","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":)"
                        R"(["file:///child/)" + std::to_string(i) + R"(/"]}}})";
     const char* script = i < 2 ? kChildScript : kLongLivedScript;
-    if (!spawn_child(server, ends, script, line, children[i])) return fail("cannot spawn or attach child " + std::to_string(i));
+    if (!spawn_child(server, ends, script, line, children[i]))
+      return fail("cannot spawn or attach child " + std::to_string(i));
   }
   // Each child's subscription is in place once its acknowledgement arrived.
   for (auto& c : children) {
@@ -162,13 +163,15 @@ int main() {
     }
   }
   for (int i = 0; i < kChildren; ++i) {
-    if (!server.hub().publish(mcpfan::mcp::resource_updated("file:///child/" + std::to_string(i) + "/state"))) return fail("publish refused");
+    if (!server.hub().publish(mcpfan::mcp::resource_updated("file:///child/" + std::to_string(i) + "/state")))
+      return fail("publish refused");
   }
   int status = 0;
   for (int i = 0; i < kChildren; ++i) {
     Child& c = children[i];
     std::string mine = "file:///child/" + std::to_string(i) + "/state";
-    if (!read_lines(c, 2) || c.got.find(mine) == std::string::npos) return fail("child " + std::to_string(i) + " got: " + c.got);
+    if (!read_lines(c, 2) || c.got.find(mine) == std::string::npos)
+      return fail("child " + std::to_string(i) + " got: " + c.got);
     for (int j = 0; j < kChildren; ++j) {
       if (j != i && c.got.find("file:///child/" + std::to_string(j) + "/state") != std::string::npos) {
         return fail("child " + std::to_string(i) + " got another's notification: " + c.got);

@@ -112,7 +112,9 @@ TEST_F(Security, TamperedHeader) {
 TEST_F(Security, TamperedSignature) {
   for (jwt_alg_t alg : {JWT_ALG_HS256, JWT_ALG_RS256, JWT_ALG_ES256}) {
     ClientAuth auth = load_auth(dir_, kSecret, alg == JWT_ALG_ES256 ? ec_key().public_pem : rsa_key().public_pem);
-    std::string key = alg == JWT_ALG_HS256 ? kSecret : alg == JWT_ALG_RS256 ? rsa_key().private_pem : ec_key().private_pem;
+    std::string key = alg == JWT_ALG_HS256   ? kSecret
+                      : alg == JWT_ALG_RS256 ? rsa_key().private_pem
+                                             : ec_key().private_pem;
     auto token = mint(alg, key, kClaims);
     auto sig = token.rfind('.') + 1;
     std::string flipped = token;

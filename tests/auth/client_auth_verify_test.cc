@@ -14,7 +14,9 @@ class Verify : public ::testing::Test {
   ClientAuth hs_ = load_auth(dir_, kSecret, "");
   std::int64_t now_ = now_s();
 
-  AuthResult hs(const std::string& claims) const { return hs_.verify_token(mint(JWT_ALG_HS256, kSecret, claims), now_); }
+  AuthResult hs(const std::string& claims) const {
+    return hs_.verify_token(mint(JWT_ALG_HS256, kSecret, claims), now_);
+  }
 };
 
 TEST_F(Verify, ValidHs256) {

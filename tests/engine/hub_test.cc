@@ -36,7 +36,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> events_of(const RecordingSink
       continue;
     }
     std::string_view sid;
-    EXPECT_EQ(doc["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].get_string().get(sid), simdjson::SUCCESS);
+    EXPECT_EQ(doc["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].get_string().get(sid),
+              simdjson::SUCCESS);
     EXPECT_EQ(sid, want_id);
     std::int64_t p = -1, seq = -1;
     EXPECT_EQ(doc["params"]["producer"].get_int64().get(p), simdjson::SUCCESS) << json;
@@ -197,7 +198,8 @@ TEST(Hub, PublishesOrderedByHappensBeforeAcrossThreadsArriveInThatOrder) {
 TEST(Hub, EmptyBulkPublishIsANoOp) {
   Hub hub(3);
   int wakes = 0;
-  for (std::size_t i = 0; i < hub.shard_count(); ++i) hub.shard(i).set_waker([](void* n) { ++*static_cast<int*>(n); }, &wakes);
+  for (std::size_t i = 0; i < hub.shard_count(); ++i)
+    hub.shard(i).set_waker([](void* n) { ++*static_cast<int*>(n); }, &wakes);
   EXPECT_TRUE(hub.publish(std::vector<PayloadRef>{}));
   EXPECT_EQ(hub.published(), 0u);
   EXPECT_EQ(wakes, 0);
@@ -288,7 +290,8 @@ TEST(Hub, DebouncesAtIngressAndForwardsWhatWentOut) {
   });
   auto note = [](PayloadRef local, std::string tenant, std::string message) {
     std::vector<Notification> one;  // move-only (it carries its outage reservation): no initializer list
-    one.push_back(Notification{std::move(local), Kind::ResourceUpdated, std::move(tenant), "file:///hot", std::move(message), {}});
+    one.push_back(Notification{
+        std::move(local), Kind::ResourceUpdated, std::move(tenant), "file:///hot", std::move(message), {}});
     return one;
   };
   ASSERT_TRUE(hub.publish(note(test::make_update("file:///hot"), "default", "m1")));

@@ -363,7 +363,8 @@ TEST(SubscriptionIndex, KeyListenerHearsFirstAndLastSubscriptionOfEachKey) {
   idx.add(b, kDefaultTenant, Kind::ResourceUpdated, "file:///p/");  // same key: nothing new
   idx.add(a, kDefaultTenant, Kind::ToolsListChanged, "ignored");
   idx.add(a, kDefaultTenant, Kind::ToolsListChanged, "");  // held already
-  EXPECT_EQ(l.events, (std::vector<std::string>{"+0:" + std::to_string(ru) + ":file:///p/", "+0:" + std::to_string(tl) + ":"}));
+  EXPECT_EQ(l.events,
+            (std::vector<std::string>{"+0:" + std::to_string(ru) + ":file:///p/", "+0:" + std::to_string(tl) + ":"}));
   l.events.clear();
   idx.remove(a);  // the prefix key still has b
   EXPECT_EQ(l.events, (std::vector<std::string>{"-0:" + std::to_string(tl) + ":"}));

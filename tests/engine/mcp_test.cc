@@ -82,7 +82,8 @@ TEST(McpTest, PublisherNotificationsEscapeTheUri) {
   PayloadRef p = mcp::resource_updated("file:///a \"b\".txt");
   EXPECT_EQ(p->kind(), Kind::ResourceUpdated);
   EXPECT_EQ(p->plain(Framing::Line),
-            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a \\\"b\\\".txt\"}}\n");
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a "
+            "\\\"b\\\".txt\"}}\n");
   PayloadRef t = mcp::list_changed(Kind::ToolsListChanged);
   EXPECT_NE(std::string(t->plain(Framing::Line)).find("notifications/tools/list_changed"), std::string::npos);
 }

@@ -128,7 +128,8 @@ TEST(Payload, SseAndLineShareTheSameJson) {
   // Both framings are views of one buffer: the Line head lies inside the Sse head.
   std::string_view sse = p->head(Framing::Sse), line = p->head(Framing::Line);
   EXPECT_EQ(sse.data() + (sse.size() - line.size()), line.data());
-  EXPECT_EQ(p->frame_size(Framing::Sse), p->frame_size(Framing::Line) + std::string_view("event: message\ndata: \n").size());
+  EXPECT_EQ(p->frame_size(Framing::Sse),
+            p->frame_size(Framing::Line) + std::string_view("event: message\ndata: \n").size());
 }
 
 // plain(): the notification for subscriptions without an id (2025-era sessions).

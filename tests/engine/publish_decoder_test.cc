@@ -137,7 +137,8 @@ TEST_F(PublishDecoderTest, WhitespaceAndNewlinesInsideParamsAreMinifiedAway) {
 }
 
 TEST_F(PublishDecoderTest, EscapedUriIsUnescapedForMatchingAndPassedVerbatim) {
-  auto r = decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"file:///x\u0020y\/z"}})", tenants);
+  auto r =
+      decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"file:///x\u0020y\/z"}})", tenants);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().payloads[0]->uri(), "file:///x y/z");
   EXPECT_EQ(parse(parser, json_for(r.value().payloads[0]))["params"]["uri"].get_string().value(), "file:///x y/z");
@@ -148,9 +149,11 @@ TEST_F(PublishDecoderTest, LimitsAreInclusive) {
   limits.max_uri_length = 12;
   limits.max_notifications = 2;
   PublishDecoder small(limits);
-  auto ok_uri = small.decode(R"({"method":"notifications/resources/updated","params":{"uri":"mem://123456"}})", tenants);
+  auto ok_uri =
+      small.decode(R"({"method":"notifications/resources/updated","params":{"uri":"mem://123456"}})", tenants);
   EXPECT_TRUE(ok_uri.ok()) << ok_uri.error().message;
-  auto long_uri = small.decode(R"({"method":"notifications/resources/updated","params":{"uri":"mem://1234567"}})", tenants);
+  auto long_uri =
+      small.decode(R"({"method":"notifications/resources/updated","params":{"uri":"mem://1234567"}})", tenants);
   ASSERT_FALSE(long_uri.ok());
   EXPECT_NE(long_uri.error().message.find("longer than 12"), std::string::npos) << long_uri.error().message;
 
@@ -195,26 +198,23 @@ const std::string kUpdated = R"("method":"notifications/resources/updated")";
 INSTANTIATE_TEST_SUITE_P(
     Bodies, PublishDecoderRejects,
     ::testing::Values(
-        BadBody{"empty", "", "JSON", true},
-        BadBody{"not_json", "tools changed, please", "JSON", true},
+        BadBody{"empty", "", "JSON", true}, BadBody{"not_json", "tools changed, please", "JSON", true},
         BadBody{"truncated", "{" + kTools, "JSON", true},
         BadBody{"trailing_garbage", "{" + kTools + "} x", "JSON", true},
         BadBody{"two_objects", "{" + kTools + "}{" + kTools + "}", "JSON", true},
         BadBody{"raw_newline_in_string", "{" + kTools + ",\"params\":{\"x\":\"a\nb\"}}", "JSON", true},
         BadBody{"bad_atom_in_params", "{" + kTools + ",\"params\":{\"x\":[1,tru]}}", "JSON", true},
         BadBody{"bad_atom_in_meta", "{" + kTools + ",\"params\":{\"_meta\":{\"a\":{\"b\":nul}}}}", "JSON", true},
-        BadBody{"number", "42", "object"},
-        BadBody{"string", R"("notifications/tools/list_changed")", "object"},
-        BadBody{"null", "null", "object"},
-        BadBody{"array_of_non_object", "[42]", "object"},
+        BadBody{"number", "42", "object"}, BadBody{"string", R"("notifications/tools/list_changed")", "object"},
+        BadBody{"null", "null", "object"}, BadBody{"array_of_non_object", "[42]", "object"},
         BadBody{"unknown_method", R"({"method":"notifications/message"})", "notifications/message"},
         BadBody{"missing_method", R"({"params":{}})", "method"},
-        BadBody{"method_not_string", R"({"method":7})", "method"},
-        BadBody{"missing_uri", "{" + kUpdated + "}", "uri"},
+        BadBody{"method_not_string", R"({"method":7})", "method"}, BadBody{"missing_uri", "{" + kUpdated + "}", "uri"},
         BadBody{"missing_uri_with_params", "{" + kUpdated + ",\"params\":{\"x\":1}}", "uri"},
         BadBody{"empty_uri", "{" + kUpdated + ",\"params\":{\"uri\":\"\"}}", "uri"},
         BadBody{"uri_not_string", "{" + kUpdated + ",\"params\":{\"uri\":5}}", "uri"},
-        BadBody{"too_long_uri", "{" + kUpdated + ",\"params\":{\"uri\":\"file:///" + std::string(4096, 'a') + "\"}}", "longer"},
+        BadBody{"too_long_uri", "{" + kUpdated + ",\"params\":{\"uri\":\"file:///" + std::string(4096, 'a') + "\"}}",
+                "longer"},
         BadBody{"params_not_object", "{" + kTools + ",\"params\":[1]}", "params"},
         BadBody{"meta_not_object", "{" + kTools + ",\"params\":{\"_meta\":\"x\"}}", "_meta"},
         BadBody{"unknown_top_level_field", "{" + kTools + ",\"id\":1}", "\"id\""},
@@ -222,11 +222,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{"tenant_empty", "{" + kTools + ",\"tenant\":\"\"}", "tenant"},
         BadBody{"jsonrpc_not_2", "{" + kTools + ",\"jsonrpc\":\"1.0\"}", "jsonrpc"},
         BadBody{"second_of_two_invalid", "[{" + kTools + "},{" + kUpdated + "}]", "notification 1"},
-        BadBody{"too_many", "[" + [] {
-                  std::string s;
-                  for (int i = 0; i < 10001; ++i) s += (i ? ",{" : "{") + kTools + "}";
-                  return s;
-                }() + "]",
+        BadBody{"too_many",
+                "[" +
+                    [] {
+                      std::string s;
+                      for (int i = 0; i < 10001; ++i) s += (i ? ",{" : "{") + kTools + "}";
+                      return s;
+                    }() +
+                    "]",
                 "more than 10000"}),
     [](const ::testing::TestParamInfo<BadBody>& info) { return std::string(info.param.name); });
 
@@ -309,8 +312,9 @@ TEST_F(PublishDecoderFuzzFindings, PublishesNeverCreateTenants) {
   std::mt19937 rng(9);
   for (int i = 0; i < 100000; ++i) {
     std::string name = "t" + std::to_string(rng());
-    std::string body = i % 2 ? R"({"tenant":")" + name + R"(","method":"notifications/tools/list_changed"})"
-                             : R"([{"tenant":")" + name + R"(","method":"notifications/tools/list_changed"},{"method":"bad"}])";
+    std::string body =
+        i % 2 ? R"({"tenant":")" + name + R"(","method":"notifications/tools/list_changed"})"
+              : R"([{"tenant":")" + name + R"(","method":"notifications/tools/list_changed"},{"method":"bad"}])";
     auto r = decoder.decode(body, tenants);
     ASSERT_EQ(r.ok(), i % 2 == 1) << body;
     if (r.ok()) {
@@ -339,8 +343,9 @@ TEST_F(PublishDecoderFuzzFindings, ATenantWithClientsGetsItsPayloadsOthersAreCou
 TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTrips) {
   TenantTable tenants(8);
   PublishDecoder d;
-  const std::string body = R"([{"method":"notifications/resources/updated","params":{"uri":"file:///a b","_meta":{"rev":7},"x":[1,2]}},)"
-                           R"({"tenant":"elsewhere","method":"notifications/tools/list_changed"}])";
+  const std::string body =
+      R"([{"method":"notifications/resources/updated","params":{"uri":"file:///a b","_meta":{"rev":7},"x":[1,2]}},)"
+      R"({"tenant":"elsewhere","method":"notifications/tools/list_changed"}])";
   auto r = d.decode(body, tenants, std::nullopt, /*for_backplane=*/true);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value().accepted, 2u);
@@ -350,11 +355,15 @@ TEST(PublishDecoderBackplane, EveryNotificationBecomesAPublishObjectThatRoundTri
   EXPECT_EQ(first.tenant, "default");
   EXPECT_EQ(first.kind, Kind::ResourceUpdated);
   EXPECT_EQ(first.uri, "file:///a b");
-  EXPECT_EQ(first.message, R"({"tenant":"default","method":"notifications/resources/updated","params":{"_meta":{"rev":7},"uri":"file:///a b","x":[1,2]}})");
+  EXPECT_EQ(
+      first.message,
+      R"({"tenant":"default","method":"notifications/resources/updated","params":{"_meta":{"rev":7},)"
+      R"("uri":"file:///a b","x":[1,2]}})");
   EXPECT_EQ(first.local.get(), r.value().payloads[0].get()) << "the local payload travels with its notification";
   EXPECT_FALSE(r.value().notifications[1].local) << "no clients of that tenant here";
   EXPECT_EQ(r.value().notifications[1].tenant, "elsewhere");
-  EXPECT_EQ(r.value().notifications[1].message, R"({"tenant":"elsewhere","method":"notifications/tools/list_changed","params":{}})");
+  EXPECT_EQ(r.value().notifications[1].message,
+            R"({"tenant":"elsewhere","method":"notifications/tools/list_changed","params":{}})");
   // Decoded again (as a receiving node does), the same bytes go to the same streams.
   auto again = d.decode(first.message, tenants);
   ASSERT_TRUE(again) << again.error().message;

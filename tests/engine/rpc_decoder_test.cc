@@ -146,7 +146,8 @@ TEST_F(RpcDecoderTest, ListenFilterIsDecodedAndDeduplicated) {
 }
 
 TEST_F(RpcDecoderTest, ListenWithoutAFilterSubscribesToNothing) {
-  for (const std::string& text : {msg("1", "subscriptions/listen"), msg("1", "subscriptions/listen", "{}"), listen("{}")}) {
+  for (const std::string& text :
+       {msg("1", "subscriptions/listen"), msg("1", "subscriptions/listen", "{}"), listen("{}")}) {
     SCOPED_TRACE(text);
     RpcRequest r = decode(text);
     ASSERT_FALSE(r.error) << r.error->message;
@@ -159,8 +160,10 @@ TEST_F(RpcDecoderTest, ListenFilterErrorsAreInvalidParams) {
   expect_error(decode(listen("[]")), rpc_code::kInvalidParams, "notifications");
   expect_error(decode(listen(R"({"toolsListChanged":"yes"})")), rpc_code::kInvalidParams, "toolsListChanged");
   expect_error(decode(listen(R"({"promptsListChanged":1})")), rpc_code::kInvalidParams, "promptsListChanged");
-  expect_error(decode(listen(R"({"resourceSubscriptions":"file:///a"})")), rpc_code::kInvalidParams, "resourceSubscriptions");
-  expect_error(decode(listen(R"({"resourceSubscriptions":["file:///a",7]})")), rpc_code::kInvalidParams, "resourceSubscriptions");
+  expect_error(decode(listen(R"({"resourceSubscriptions":"file:///a"})")), rpc_code::kInvalidParams,
+               "resourceSubscriptions");
+  expect_error(decode(listen(R"({"resourceSubscriptions":["file:///a",7]})")), rpc_code::kInvalidParams,
+               "resourceSubscriptions");
   expect_error(decode(listen(R"({"resourceSubscriptions":["file:///a",""]})")), rpc_code::kInvalidParams, "empty");
   RpcRequest r = decode(listen(R"({"toolsListChanged":"yes"})"));
   EXPECT_EQ(r.id, R"("listen:0")") << "the id is reported with the error";
@@ -194,7 +197,8 @@ TEST_F(RpcDecoderTest, CancelledCarriesTheRequestIdAsJson) {
   ASSERT_FALSE(n.error);
   EXPECT_EQ(n.cancel_id, "3");
   expect_error(decode(msg("", "notifications/cancelled", "{}")), rpc_code::kInvalidParams, "requestId");
-  expect_error(decode(msg("", "notifications/cancelled", R"({"requestId":null})")), rpc_code::kInvalidParams, "requestId");
+  expect_error(decode(msg("", "notifications/cancelled", R"({"requestId":null})")), rpc_code::kInvalidParams,
+               "requestId");
   expect_error(decode(msg("", "notifications/cancelled")), rpc_code::kInvalidParams, "requestId");
 }
 
@@ -212,7 +216,8 @@ TEST_F(RpcDecoderTest, ResourceSubscribeAndUnsubscribeNeedAUri) {
     expect_error(decode(msg("9", m)), rpc_code::kInvalidParams, "uri");
     expect_error(decode(msg("9", m, R"({"uri":""})")), rpc_code::kInvalidParams, "uri");
     expect_error(decode(msg("9", m, R"({"uri":5})")), rpc_code::kInvalidParams, "uri");
-    expect_error(decode(msg("9", m, R"({"uri":")" + std::string(4097, 'u') + "\"}")), rpc_code::kInvalidParams, "longer");
+    expect_error(decode(msg("9", m, R"({"uri":")" + std::string(4097, 'u') + "\"}")), rpc_code::kInvalidParams,
+                 "longer");
   }
 }
 
@@ -230,7 +235,8 @@ TEST_F(RpcDecoderTest, DecoderReuseAfterALongMessage) {
 
 TEST_F(RpcDecoderTest, ErrorJsonParsesBack) {
   Error e{rpc_code::kUnsupportedVersion, "unsupported \"protocol\"\nversion\\"};
-  std::string out = rpc_error_json(R"("listen:0")", e, R"({"supported":["2026-07-28","DRAFT-2026-v1"],"requested":"x"})");
+  std::string out =
+      rpc_error_json(R"("listen:0")", e, R"({"supported":["2026-07-28","DRAFT-2026-v1"],"requested":"x"})");
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS) << out;
   EXPECT_EQ(doc["jsonrpc"].get_string().value(), "2.0");
@@ -254,7 +260,8 @@ TEST_F(RpcDecoderTest, ErrorJsonParsesBack) {
 }
 
 TEST_F(RpcDecoderTest, ResultJsonParsesBack) {
-  std::string out = rpc_result_json("7", R"({"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}})");
+  std::string out =
+      rpc_result_json("7", R"({"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}})");
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS) << out;
   EXPECT_EQ(doc["jsonrpc"].get_string().value(), "2.0");
@@ -272,20 +279,31 @@ TEST_F(RpcDecoderTest, ResultJsonParsesBack) {
 // request that names the 2026 revision.
 TEST(RpcDecoderEnvelope, ClientCapabilitiesAndEnvelopeErrors) {
   RpcDecoder d;
-  auto with = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})");
+  auto with = d.decode(
+      R"({"jsonrpc":"2.0","id":1,"method":"server/discover",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+      R"("io.modelcontextprotocol/clientCapabilities":{}}}})");
   ASSERT_FALSE(with.error);
   EXPECT_TRUE(with.has_client_capabilities);
-  auto without = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+  auto without = d.decode(
+      R"({"jsonrpc":"2.0","id":1,"method":"server/discover",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
   ASSERT_FALSE(without.error);
   EXPECT_FALSE(without.has_client_capabilities);
-  auto bad = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":[]}}})");
+  auto bad = d.decode(
+      R"({"jsonrpc":"2.0","id":1,"method":"server/discover",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":[]}}})");
   ASSERT_TRUE(bad.error);
   EXPECT_EQ(bad.error->code, rpc_code::kInvalidParams);
   EXPECT_TRUE(bad.envelope_error);
-  auto bad_listen = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[1]}}})");
+  auto bad_listen = d.decode(
+      R"({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",)"
+      R"("params":{"notifications":{"resourceSubscriptions":[1]}}})");
   ASSERT_TRUE(bad_listen.error);
   EXPECT_FALSE(bad_listen.envelope_error);  // a method's own params: not the envelope
-  auto removed = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+  auto removed = d.decode(
+      R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
   EXPECT_FALSE(removed.error) << "a 2026 request's 2025-era method is refused by name, not by its params";
   auto old = d.decode(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{}})");
   ASSERT_TRUE(old.error);

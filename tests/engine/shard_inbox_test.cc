@@ -1,8 +1,8 @@
-// Bounded worker inboxes (docs/operations.md "Worker inboxes"): every shard inbox has a bound (ShardOptions::max_inbox) and a counter
-// (ShardStats::inbox_full). A local publish into a full inbox is refused whole, before
-// anything is delivered (Hub::publish false, closed() false, refused_full counted); a message
-// from another node is posted nowhere (Hub::Delivery::InboxFull) and its receive-budget hold
-// is given back; what the debouncer decided earlier is dropped where the inbox is full.
+// Bounded worker inboxes (docs/operations.md "Worker inboxes"): every shard inbox has a bound (ShardOptions::max_inbox)
+// and a counter (ShardStats::inbox_full). A local publish into a full inbox is refused whole, before anything is
+// delivered (Hub::publish false, closed() false, refused_full counted); a message from another node is posted nowhere
+// (Hub::Delivery::InboxFull) and its receive-budget hold is given back; what the debouncer decided earlier is dropped
+// where the inbox is full.
 #include <gtest/gtest.h>
 
 #include <chrono>

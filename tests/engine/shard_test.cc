@@ -197,7 +197,8 @@ TEST(Shard, SubscriptionWithoutIdGetsPlainFrames) {
   shard.post(make_update("file:///x"));
   shard.post(make_list_changed(Kind::ToolsListChanged));
   pump(shard);
-  const std::string plain_x = R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///x"}})";
+  const std::string plain_x =
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///x"}})";
   const std::string plain_tools = R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}})";
   const std::string with_id = update_frame(kSse, "9", "file:///x");
   std::string plain_first = "event: message\ndata: " + plain_x + "\n\n" + with_id;
@@ -402,7 +403,8 @@ TEST(Shard, NoCoalescingWhenTheStreamIsNotBehind) {
   shard.post(make_update("file:///a", kDefaultTenant, {{"rev", "1"}}));
   shard.post(make_update("file:///a", kDefaultTenant, {{"rev", "2"}}));
   pump(shard);
-  EXPECT_EQ(s.bytes, update_frame(kSse, "1", "file:///a", ",\"rev\":1") + update_frame(kSse, "1", "file:///a", ",\"rev\":2"));
+  EXPECT_EQ(s.bytes,
+            update_frame(kSse, "1", "file:///a", ",\"rev\":1") + update_frame(kSse, "1", "file:///a", ",\"rev\":2"));
   EXPECT_EQ(shard.stats().coalesced.load(), 0u);
 }
 
@@ -686,8 +688,9 @@ class CountingJournal final : public StreamJournal {
   std::vector<std::string> seen;
 };
 std::string plain_update(std::string_view uri, std::string_view extra = {}) {
-  return std::string("event: message\ndata: ") + R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":")" +
-         std::string(uri) + "\"" + std::string(extra) + "}}\n\n";
+  return std::string("event: message\ndata: ") +
+         R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + "\"" +
+         std::string(extra) + "}}\n\n";
 }
 }  // namespace journal_test
 

@@ -100,7 +100,8 @@ TEST(TenantTable, NewSlotHookRunsForEachNewTenant) {
 
 TEST(TenantTable, NamesCompareByBytes) {
   TenantTable t;
-  std::set<TenantId> ids{*t.acquire("acme"), *t.acquire("Acme"), *t.acquire("acme "), *t.acquire(std::string("ac\0me", 5))};
+  std::set<TenantId> ids{*t.acquire("acme"), *t.acquire("Acme"), *t.acquire("acme "),
+                         *t.acquire(std::string("ac\0me", 5))};
   EXPECT_EQ(ids.size(), 4u);
   EXPECT_EQ(t.name(*t.find(std::string("ac\0me", 5))), std::string("ac\0me", 5));
 }

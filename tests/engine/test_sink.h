@@ -69,7 +69,8 @@ class RecordingSink final : public StreamSink {
   void complete() {
     OutBatch& b = inflight_.front();
     std::string text;
-    for (std::size_t i = 1; i < b.bufs.size(); ++i) text.append(static_cast<const char*>(b.bufs[i].iov_base), b.bufs[i].iov_len);
+    for (std::size_t i = 1; i < b.bufs.size(); ++i)
+      text.append(static_cast<const char*>(b.bufs[i].iov_base), b.bufs[i].iov_len);
     inflight_.pop_front();
     bytes += text;
     writes.push_back(std::move(text));

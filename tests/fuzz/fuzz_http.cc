@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto whole = mcpfan::testing::parse_and_forward(joined);
   auto in_pieces = mcpfan::testing::parse_and_forward(pieces);
   auto split = mcpfan::testing::compare_cases(whole, in_pieces);
-  FUZZ_CHECK(!split, "parsed at once and in pieces differently (%s): %s", split->c_str(), fz::printable(joined).c_str());
+  FUZZ_CHECK(!split, "parsed at once and in pieces differently (%s): %s", split->c_str(),
+             fz::printable(joined).c_str());
   for (const auto& one : whole.requests) {
     auto mismatch = mcpfan::testing::strict_mismatch(one);
     FUZZ_CHECK(!mismatch, "%s: %s", mismatch->c_str(), fz::printable(joined).c_str());

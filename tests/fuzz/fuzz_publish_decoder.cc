@@ -139,7 +139,8 @@ void check_payload(dom::parser& p, const PayloadRef& ref, const Expected& e, con
     std::string sse(pl.head(Framing::Sse));
     sse += id;
     sse += pl.tail(Framing::Sse);
-    FUZZ_CHECK(sse == std::string(Payload::kSsePrefix) + std::string(json) + "\n\n", "SSE frame differs from the stdio one");
+    FUZZ_CHECK(sse == std::string(Payload::kSsePrefix) + std::string(json) + "\n\n",
+               "SSE frame differs from the stdio one");
     FUZZ_CHECK(pl.frame_size(Framing::Line) + id.size() == line.size(), "frame_size(Line)");
     FUZZ_CHECK(pl.frame_size(Framing::Sse) + id.size() == sse.size(), "frame_size(Sse)");
   }
@@ -216,10 +217,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     FUZZ_CHECK(shaped, "accepted a body that is neither an object nor an array of objects");
     const auto& v = r.value().payloads;
-    FUZZ_CHECK(r.value().accepted == expected.size(), "%zu accepted for %zu notifications", r.value().accepted, expected.size());
+    FUZZ_CHECK(r.value().accepted == expected.size(), "%zu accepted for %zu notifications", r.value().accepted,
+               expected.size());
     FUZZ_CHECK(v.size() == expected.size(), "%zu payloads for %zu notifications", v.size(), expected.size());
     FUZZ_CHECK(v.size() <= kDefault.max_notifications, "more payloads than max_notifications");
-    for (std::size_t i = 0; i < v.size(); ++i) check_payload(frame_parser, v[i], expected[i], tenants, std::nullopt, kDefault);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      check_payload(frame_parser, v[i], expected[i], tenants, std::nullopt, kDefault);
   }
 
   // No tenant has clients: the same answer, nothing created, payloads only for the default

@@ -84,7 +84,8 @@ void check_outputs(dom::parser& p, const RpcRequest& r, const std::string& id_mi
     auto err = parse_json(p, json, out);
     FUZZ_CHECK(!err, "rpc_error_json is not JSON (%s): %s", simdjson::error_message(err), printable(json).c_str());
     FUZZ_CHECK(str(out["jsonrpc"], "jsonrpc") == "2.0", "jsonrpc");
-    FUZZ_CHECK(minified(out["id"]) == id_or_null, "error id %s, expected %s", minified(out["id"]).c_str(), id_or_null.c_str());
+    FUZZ_CHECK(minified(out["id"]) == id_or_null, "error id %s, expected %s", minified(out["id"]).c_str(),
+               id_or_null.c_str());
     int64_t c = 0;
     FUZZ_CHECK(!out["error"]["code"].get_int64().get(c) && c == r.error->code, "error.code");
     FUZZ_CHECK(str(out["error"]["message"], "error.message") == r.error->message,
@@ -107,16 +108,19 @@ void check_outputs(dom::parser& p, const RpcRequest& r, const std::string& id_mi
 
   if (!r.meta_version.empty()) {  // -32022 names the requested version in error.data
     std::string data = mcpfan::detail::unsupported_version_data(r.meta_version);
-    std::string json = mcpfan::rpc_error_json(r.id, Error{code::kUnsupportedVersion, "unsupported protocol version " + r.meta_version}, data);
+    std::string json = mcpfan::rpc_error_json(
+        r.id, Error{code::kUnsupportedVersion, "unsupported protocol version " + r.meta_version}, data);
     auto err = parse_json(p, json, out);
     FUZZ_CHECK(!err, "-32022 answer is not JSON (%s): %s", simdjson::error_message(err), printable(json).c_str());
-    FUZZ_CHECK(str(out["error"]["data"]["requested"], "data.requested") == r.meta_version, "data.requested does not round-trip");
+    FUZZ_CHECK(str(out["error"]["data"]["requested"], "data.requested") == r.meta_version,
+               "data.requested does not round-trip");
   }
 
   if (r.method == "subscriptions/listen" && r.has_id) {
     mcpfan::detail::ListenPlan plan = mcpfan::detail::plan_listen(r.listen, mcpfan::kDefaultTenant, r.id);
     auto err = parse_json(p, plan.ack, out);
-    FUZZ_CHECK(!err, "listen acknowledgement is not JSON (%s): %s", simdjson::error_message(err), printable(plan.ack).c_str());
+    FUZZ_CHECK(!err, "listen acknowledgement is not JSON (%s): %s", simdjson::error_message(err),
+               printable(plan.ack).c_str());
     FUZZ_CHECK(minified(out["params"]["_meta"][mcpfan::kSubscriptionIdKey]) == id_min, "ack subscriptionId");
     FUZZ_CHECK(plan.filter.uris == r.listen.resource_uris, "filter URIs differ from the decoded ones");
     dom::array acked;
@@ -191,7 +195,8 @@ void check_request(const RpcRequest& r, std::string_view input, const RpcLimits&
       FUZZ_CHECK(str(root["params"]["uri"], "params.uri") == r.uri, "subscribe uri differs from the text");
     }
     // A request naming the 2026 revision: its 2025-era params are not read (the method is refused by name).
-    if (!r.meta_version.empty()) FUZZ_CHECK(r.uri.empty() && r.init_version.empty(), "2025-era params read from a 2026 request");
+    if (!r.meta_version.empty())
+      FUZZ_CHECK(r.uri.empty() && r.init_version.empty(), "2025-era params read from a 2026 request");
     if (r.method == "notifications/cancelled") {
       std::string cancel = check_id_text(p, r.cancel_id, "cancel requestId");
       (void)cancel;

@@ -154,7 +154,8 @@ void check_sse_body(std::string_view body) {
     std::string_view line = body.substr(0, nl);
     body.remove_prefix(nl + 1);
     if (line.empty() || line.front() == ':' || line == "event: message") continue;
-    FUZZ_CHECK(line.substr(0, 6) == "data: ", "an SSE line that is not event/data/comment: %s", printable(line).c_str());
+    FUZZ_CHECK(line.substr(0, 6) == "data: ", "an SSE line that is not event/data/comment: %s",
+               printable(line).c_str());
     check_json_message(line.substr(6), "an SSE data line");
   }
 }
@@ -173,7 +174,8 @@ struct ResponseState {
 
   void commit() {
     // What mcpfan writes (its own answers, and the upstream's it relays) is read the same by
-    // any strict reader: token names, values without control bytes (docs/protocol.md "What is rejected, rewritten and never retried").
+    // any strict reader: token names, values without control bytes (docs/protocol.md "What is rejected, rewritten and
+    // never retried").
     FUZZ_CHECK(detail::is_token(field), "a response header name that is not a token: \"%s\"", printable(field).c_str());
     FUZZ_CHECK(detail::is_clean_field_value(value), "a response header value with a control byte: %s: %s",
                printable(field).c_str(), printable(value).c_str());
@@ -224,12 +226,13 @@ void check_refusal_headers(const ResponseState& s) {
                st, printable(s.content_type).c_str());
   }
   if (st == 401) {
-    FUZZ_CHECK(starts_with_ci(s.www_authenticate, "Bearer realm=\""), "a 401 without WWW-Authenticate: Bearer realm=...: \"%s\"",
-               printable(s.www_authenticate).c_str());
+    FUZZ_CHECK(starts_with_ci(s.www_authenticate, "Bearer realm=\""),
+               "a 401 without WWW-Authenticate: Bearer realm=...: \"%s\"", printable(s.www_authenticate).c_str());
   }
   if (st == 429) {
     const std::string& r = s.retry_after;
-    bool seconds = !r.empty() && r.size() <= 9 && r.find_first_not_of("0123456789") == std::string::npos && std::atol(r.c_str()) >= 1;
+    bool seconds = !r.empty() && r.size() <= 9 && r.find_first_not_of("0123456789") == std::string::npos &&
+                   std::atol(r.c_str()) >= 1;
     FUZZ_CHECK(seconds, "a 429 without Retry-After: <seconds >= 1>: \"%s\"", printable(r).c_str());
   }
 }
@@ -351,7 +354,8 @@ int connect_loopback(std::uint16_t port) {
     }
     ::close(fd);
   }
-  check_failed(__FILE__, __LINE__, "connect", "cannot connect to the fuzz server on port %u: %s", port, std::strerror(errno));
+  check_failed(__FILE__, __LINE__, "connect", "cannot connect to the fuzz server on port %u: %s", port,
+               std::strerror(errno));
 }
 
 std::vector<std::string_view> split_input(std::string_view data) {
@@ -385,7 +389,8 @@ void pause(int fd, ReadState& st, std::string& got) {
   };
   if (unix_socket) {
     int unread = 1;
-    while (st == ReadState::Open && elapsed_us() < kPauseMs * 1000L && ::ioctl(fd, SIOCOUTQ, &unread) == 0 && unread > 0) {
+    while (st == ReadState::Open && elapsed_us() < kPauseMs * 1000L && ::ioctl(fd, SIOCOUTQ, &unread) == 0 &&
+           unread > 0) {
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, 0) > 0) st = drain(fd, got);
       else sched_yield();
@@ -435,7 +440,8 @@ Received exchange(int fd, const std::vector<std::string_view>& pieces, const cha
   long deadline = now_ms() + hang_ms();
   while (st == ReadState::Open) {
     long wait = deadline - now_ms();
-    if (wait <= 0) hang(transport, "after the client's FIN the server neither closed nor finished", sent, total, r.bytes);
+    if (wait <= 0)
+      hang(transport, "after the client's FIN the server neither closed nor finished", sent, total, r.bytes);
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(wait)) > 0) st = drain(fd, r.bytes);
   }

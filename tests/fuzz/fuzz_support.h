@@ -41,7 +41,8 @@ Routed route(std::string_view input);
 
 /** A fresh loopback TCP connection to one of the servers, non-blocking. */
 int connect_http(bool authed);
-/** A fresh non-blocking connection to 127.0.0.1:port from one of 250 loopback source addresses (no TIME_WAIT pile-up). */
+/** A fresh non-blocking connection to 127.0.0.1:port from one of 250 loopback source addresses (no TIME_WAIT pile-up).
+ */
 int connect_loopback(std::uint16_t port);
 /** A fresh connection to the authenticated server's Unix socket, non-blocking. */
 int connect_unix();

@@ -45,21 +45,27 @@ std::string post(std::string_view headers, std::string_view body) {
 }
 
 constexpr std::string_view kInitialize =
-    R"({"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{}}})";
+    R"({"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+    R"("clientInfo":{}}})";
 
 // What a client asks through the proxy, by the input's first byte.
 const std::vector<std::string>& clients() {
   static const std::vector<std::string> all = {
       // a 2026 request the upstream answers (relayed as it streams)
-      post("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n",
-           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"),
+      post(
+          "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n",
+          R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t",)"
+          R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"),
       // server/discover (read whole, capabilities merged)
-      post("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\n",
-           R"({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"),
+      post(
+          "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\n",
+          R"({"jsonrpc":"2.0","id":2,"method":"server/discover",)"
+          R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"),
       // a 2025 initialize (merged; the session id adopted)
       post("", kInitialize),
       // initialize, then the session's GET stream (a stream if the upstream named the session "fz")
-      post("", kInitialize) + "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: fz\r\n\r\n",
+      post("", kInitialize) +
+          "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: fz\r\n\r\n",
   };
   return all;
 }
@@ -216,7 +222,8 @@ void check_responses(std::string_view bytes) {
   s.on_header_field = [](http_parser* p, const char* at, size_t len) {
     auto* st = static_cast<State*>(p->data);
     std::string_view name(at, len);
-    FUZZ_CHECK(mcpfan::detail::is_token(name), "a relayed header name that is not a token: \"%s\"", fz::printable(name).c_str());
+    FUZZ_CHECK(mcpfan::detail::is_token(name), "a relayed header name that is not a token: \"%s\"",
+               fz::printable(name).c_str());
     st->in_header_ct = name == "Content-Type";
     st->last_was_value = false;
     return 0;
@@ -224,7 +231,8 @@ void check_responses(std::string_view bytes) {
   s.on_header_value = [](http_parser* p, const char* at, size_t len) {
     auto* st = static_cast<State*>(p->data);
     std::string_view value(at, len);
-    FUZZ_CHECK(!st->last_was_value, "a relayed header value folded onto a second line: %s", fz::printable(value).c_str());
+    FUZZ_CHECK(!st->last_was_value, "a relayed header value folded onto a second line: %s",
+               fz::printable(value).c_str());
     FUZZ_CHECK(mcpfan::detail::is_clean_field_value(value), "a relayed header value with a control byte: %s",
                fz::printable(value).c_str());
     st->last_was_value = true;
@@ -243,7 +251,8 @@ void check_responses(std::string_view bytes) {
     auto* st = static_cast<State*>(p->data);
     if ((st->status == 502 || st->status == 504) && st->json) {
       simdjson::dom::parser json;
-      FUZZ_CHECK(!json.parse(st->body).error(), "a 502/504 with a body that is not JSON: %s", fz::printable(st->body).c_str());
+      FUZZ_CHECK(!json.parse(st->body).error(), "a 502/504 with a body that is not JSON: %s",
+                 fz::printable(st->body).c_str());
     }
     return 0;
   };
@@ -252,8 +261,8 @@ void check_responses(std::string_view bytes) {
   parser.data = &st;
   std::size_t n = http_parser_execute(&parser, &s, bytes.data(), bytes.size());
   auto err = HTTP_PARSER_ERRNO(&parser);
-  FUZZ_CHECK(err == HPE_OK && n == bytes.size(), "malformed HTTP from the proxy (%s at byte %zu): %s", http_errno_name(err), n,
-             fz::printable(bytes.substr(n > 200 ? n - 200 : 0), 400).c_str());
+  FUZZ_CHECK(err == HPE_OK && n == bytes.size(), "malformed HTTP from the proxy (%s at byte %zu): %s",
+             http_errno_name(err), n, fz::printable(bytes.substr(n > 200 ? n - 200 : 0), 400).c_str());
 }
 
 }  // namespace

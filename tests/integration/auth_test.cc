@@ -29,8 +29,8 @@ struct AuthServer {
                                         << kAcmeKey << " acme\n"
                                         << kGlobexKey << " globex\n"
                                         << kAdminKey << " *\n";
-    std::vector<std::string> args{"--jwt-secret-file", dir.path() + "/secret", "--publish-keys-file", dir.path() + "/keys",
-                                  "--workers", "2"};
+    std::vector<std::string> args{
+        "--jwt-secret-file", dir.path() + "/secret", "--publish-keys-file", dir.path() + "/keys", "--workers", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     srv.emplace(args);
   }
@@ -68,15 +68,16 @@ std::string ListenRequest(std::string_view id, std::string_view notifications, s
   if (!key.empty()) h.push_back(Bearer(key));
   auto r = Roundtrip(port, BuildRequest("POST", "/v1/publish", h, body));
   if (!r) return ::testing::AssertionFailure() << "publish: no response";
-  if (r->status != want_status) return ::testing::AssertionFailure() << "publish status " << r->status << ": " << r->body;
+  if (r->status != want_status)
+    return ::testing::AssertionFailure() << "publish status " << r->status << ": " << r->body;
   return ::testing::AssertionSuccess();
 }
 
 std::string UpdatedSeq(std::string_view uri, int seq, std::string_view tenant = {}) {
   std::string b = "{";
   if (!tenant.empty()) b += R"("tenant":")" + std::string(tenant) + "\",";
-  return b + R"("method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + R"(","_meta":{"test/seq":)" +
-         std::to_string(seq) + "}}}";
+  return b + R"("method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) +
+         R"(","_meta":{"test/seq":)" + std::to_string(seq) + "}}}";
 }
 
 TEST(Auth, MissingOrInvalidTokenGets401WithChallenge) {
@@ -86,7 +87,8 @@ TEST(Auth, MissingOrInvalidTokenGets401WithChallenge) {
   EXPECT_EQ(none.http.status, 401);
   auto challenge = none.http.Get("WWW-Authenticate").value_or("");
   EXPECT_EQ(challenge.rfind("Bearer realm=\"mcpfan\"", 0), 0u) << challenge;
-  EXPECT_EQ(challenge.find("error="), std::string::npos) << "no error code without credentials (RFC 6750): " << challenge;
+  EXPECT_EQ(challenge.find("error="), std::string::npos)
+      << "no error code without credentials (RFC 6750): " << challenge;
 
   auto garbage = McpCall(s.port(), ListenRequest("1", R"({"toolsListChanged":true})", {Bearer("not.a.jwt")}));
   EXPECT_EQ(garbage.http.status, 401);
@@ -135,8 +137,10 @@ TEST(Auth, TenantsOnOneUriNeverSeeEachOthersEvents) {
   AuthServer s;
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
   SseStream acme, globex;
-  ASSERT_TRUE(OpenAuthedListen(acme, s.port(), Hs256Token(kSecret, "acme"), R"("a")", R"({"resourceSubscriptions":["file:///shared"]})"));
-  ASSERT_TRUE(OpenAuthedListen(globex, s.port(), Hs256Token(kSecret, "globex"), R"("g")", R"({"resourceSubscriptions":["file:///shared"]})"));
+  ASSERT_TRUE(OpenAuthedListen(acme, s.port(), Hs256Token(kSecret, "acme"), R"("a")",
+                               R"({"resourceSubscriptions":["file:///shared"]})"));
+  ASSERT_TRUE(OpenAuthedListen(globex, s.port(), Hs256Token(kSecret, "globex"), R"("g")",
+                               R"({"resourceSubscriptions":["file:///shared"]})"));
   ASSERT_TRUE(PublishAs(s.port(), kAcmeKey, UpdatedSeq("file:///shared", 1)));
   ASSERT_TRUE(PublishAs(s.port(), kGlobexKey, UpdatedSeq("file:///shared", 2)));
   ASSERT_TRUE(PublishAs(s.port(), kAdminKey, UpdatedSeq("file:///shared", 3, "acme")));
@@ -161,7 +165,8 @@ TEST(Auth, UrisClaimRefusesOtherUris) {
   AuthServer s;
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
   std::string token = Hs256Token(kSecret, "acme", 3600, R"(,"uris":["file:///acme/"])");
-  auto r = McpCall(s.port(), ListenRequest("7", R"({"resourceSubscriptions":["file:///acme/a","file:///globex/b"]})", {Bearer(token)}));
+  auto r = McpCall(s.port(), ListenRequest("7", R"({"resourceSubscriptions":["file:///acme/a","file:///globex/b"]})",
+                                           {Bearer(token)}));
   EXPECT_TRUE(IsRpcError(r, 403, -32602, "7", {"file:///globex/b"}));
   SseStream ok;
   EXPECT_TRUE(OpenAuthedListen(ok, s.port(), token, "8", R"({"resourceSubscriptions":["file:///acme/a"]})"));
@@ -188,8 +193,9 @@ TEST(Auth, PublishRateLimitAnswers429PerKey) {
   SseStream listener;
   ASSERT_TRUE(OpenAuthedListen(listener, s.port(), Hs256Token(kSecret, "acme"), "1", R"({"toolsListChanged":true})"));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(PublishAs(s.port(), kAcmeKey, UpdatedSeq("file:///r", i))) << i;
-  auto r = Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}, Bearer(kAcmeKey)},
-                                            UpdatedSeq("file:///r", 4)));
+  auto r =
+      Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}, Bearer(kAcmeKey)},
+                                       UpdatedSeq("file:///r", 4)));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_TRUE(r->Get("Retry-After").has_value());
@@ -204,14 +210,18 @@ TEST(Auth, SessionsBelongToTheirTenant) {
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
   std::string acme = Hs256Token(kSecret, "acme"), globex = Hs256Token(kSecret, "globex");
   auto post = [&](std::string_view token, std::string_view sid, std::string_view body) {
-    std::vector<Header> h{{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}, Bearer(token)};
+    std::vector<Header> h{
+        {"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}, Bearer(token)};
     if (!sid.empty()) {
       h.push_back({"Mcp-Session-Id", std::string(sid)});
       h.push_back({"MCP-Protocol-Version", "2025-11-25"});
     }
     return McpCall(s.port(), McpPost(body, h));
   };
-  auto init = post(acme, {}, R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  auto init = post(
+      acme, {},
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+      R"("clientInfo":{"name":"t","version":"1"}}})");
   ASSERT_EQ(init.http.status, 200);
   std::string sid = init.http.Get("Mcp-Session-Id").value_or("");
   ASSERT_FALSE(sid.empty());
@@ -220,7 +230,10 @@ TEST(Auth, SessionsBelongToTheirTenant) {
   EXPECT_EQ(post(acme, sid, sub).http.status, 200);
   SseStream stream;
   std::string err;
-  ASSERT_TRUE(stream.Open(s.port(), BuildRequest("GET", "/mcp", {{"Accept", "text/event-stream"}, {"Mcp-Session-Id", sid}, Bearer(acme)}), kIo, &err)) << err;
+  ASSERT_TRUE(stream.Open(
+      s.port(), BuildRequest("GET", "/mcp", {{"Accept", "text/event-stream"}, {"Mcp-Session-Id", sid}, Bearer(acme)}),
+      kIo, &err))
+      << err;
   ASSERT_EQ(stream.head().status, 200);
   stream.AllowIds();  // a session stream: event ids and a priming event (resumable)
   ASSERT_TRUE(PublishAs(s.port(), kGlobexKey, UpdatedSeq("file:///s", 1)));
@@ -253,7 +266,8 @@ TEST(Auth, PerTenantConnectionAndSubscriptionCeilings) {
   AuthServer s({"--max-connections-per-tenant", "1", "--max-subscriptions-per-tenant", "2"});
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
   std::string acme = Hs256Token(kSecret, "acme");
-  auto too_many = McpCall(s.port(), ListenRequest("1", R"({"resourceSubscriptions":["a:1","a:2","a:3"]})", {Bearer(acme)}));
+  auto too_many =
+      McpCall(s.port(), ListenRequest("1", R"({"resourceSubscriptions":["a:1","a:2","a:3"]})", {Bearer(acme)}));
   EXPECT_TRUE(IsRpcError(too_many, 429, -32032, "1", {"subscriptions"}));
   // That connection's slot is given back when the server sees it close, and with it acme's
   // last reference: the tenant entry is reclaimed (only "default" is left).
@@ -270,8 +284,8 @@ TEST(Auth, PerTenantConnectionAndSubscriptionCeilings) {
 std::string UnixListen(std::string_view id, std::string_view uri, std::string_view token) {
   std::string env = Envelope("2026-07-28");
   if (!token.empty()) env.insert(env.size() - 1, R"(,"mcpfan/authorization":"Bearer )" + std::string(token) + "\"");
-  return R"({"jsonrpc":"2.0","id":)" + std::string(id) + R"(,"method":"subscriptions/listen","params":{"_meta":)" + env +
-         R"(,"notifications":{"resourceSubscriptions":[")" + std::string(uri) + R"("]}}})";
+  return R"({"jsonrpc":"2.0","id":)" + std::string(id) + R"(,"method":"subscriptions/listen","params":{"_meta":)" +
+         env + R"(,"notifications":{"resourceSubscriptions":[")" + std::string(uri) + R"("]}}})";
 }
 
 TEST(Auth, UnixClientsAuthenticateInMetaAndAreIsolated) {
@@ -354,7 +368,8 @@ TEST(Auth, PublicKeyTokensFromMcpfanToken) {
     std::string priv = dir.path() + "/key.pem", pub = dir.path() + "/pub.pem";
     std::string gen = alg == "RS256" ? "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048"
                                      : "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256";
-    ASSERT_TRUE(RunCapture(gen + " -out " + priv + " 2>/dev/null && openssl pkey -in " + priv + " -pubout -out " + pub));
+    ASSERT_TRUE(
+        RunCapture(gen + " -out " + priv + " 2>/dev/null && openssl pkey -in " + priv + " -pubout -out " + pub));
     auto token = RunCapture(std::string(MCPFAN_TOKEN_BIN) + " --alg " + std::string(alg) + " --key-file " + priv +
                             " --tenant acme --uris file:///acme/");
     ASSERT_TRUE(token && !token->empty());
@@ -362,10 +377,12 @@ TEST(Auth, PublicKeyTokensFromMcpfanToken) {
     ASSERT_TRUE(srv.ok()) << srv.error();
     SseStream ok;
     EXPECT_TRUE(OpenAuthedListen(ok, srv.port(), *token, "1", R"({"resourceSubscriptions":["file:///acme/x"]})"));
-    auto forbidden = McpCall(srv.port(), ListenRequest("2", R"({"resourceSubscriptions":["file:///b"]})", {Bearer(*token)}));
+    auto forbidden =
+        McpCall(srv.port(), ListenRequest("2", R"({"resourceSubscriptions":["file:///b"]})", {Bearer(*token)}));
     EXPECT_TRUE(IsRpcError(forbidden, 403, -32602, "2", {"file:///b"}));
     // An HS256 token is refused when only a public key is configured.
-    auto hs = McpCall(srv.port(), ListenRequest("3", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "acme"))}));
+    auto hs =
+        McpCall(srv.port(), ListenRequest("3", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "acme"))}));
     EXPECT_EQ(hs.http.status, 401);
   }
 }
@@ -383,7 +400,8 @@ TEST(Auth, TenantTableFullGets503AndMetricsLabelsAreCapped) {
   SseStream acme, globex;
   ASSERT_TRUE(OpenAuthedListen(acme, s.port(), Hs256Token(kSecret, "acme"), "1", R"({"toolsListChanged":true})"));
   ASSERT_TRUE(OpenAuthedListen(globex, s.port(), Hs256Token(kSecret, "globex"), "1", R"({"toolsListChanged":true})"));
-  auto third = McpCall(s.port(), ListenRequest("1", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "initech"))}));
+  auto third =
+      McpCall(s.port(), ListenRequest("1", R"({"toolsListChanged":true})", {Bearer(Hs256Token(kSecret, "initech"))}));
   EXPECT_TRUE(IsRpcError(third, 503, -32032, "1", {"tenants"}));
   EXPECT_TRUE(PollMetricEq(s.port(), Hits("tenants"), 1));
   // Only the first tenant ("default") is labelled by name; acme and globex sum as _other.

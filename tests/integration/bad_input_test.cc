@@ -142,7 +142,8 @@ TEST_F(BadInput, ForeignOriginIs403) {
   // A foreign-origin listen opens nothing.
   auto lh = McpHeaders(kV2026, "subscriptions/listen");
   lh.push_back({"Origin", "https://attacker.example:8443"});
-  auto l = Roundtrip(port(), McpPost(RpcBody("20", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), lh));
+  auto l = Roundtrip(
+      port(), McpPost(RpcBody("20", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), lh));
   ASSERT_TRUE(l);
   EXPECT_EQ(l->status, 403) << l->body;
   // Loopback origins are allowed by default.
@@ -227,8 +228,9 @@ TEST_F(BadInput, ClientDisconnectsMidStream) {
   for (int i = 0; i < 200; i += 5) {
     std::string slice = "[";
     for (int k = i; k < i + 5; ++k) {
-      slice += std::string(k > i ? "," : "") + R"({"method":"notifications/resources/updated","params":{"uri":"file:///mid/)" +
-               std::to_string(k) + R"(","pad":")" + std::string(200, 'p') + R"("}})";
+      slice += std::string(k > i ? "," : "") +
+               R"({"method":"notifications/resources/updated","params":{"uri":"file:///mid/)" + std::to_string(k) +
+               R"(","pad":")" + std::string(200, 'p') + R"("}})";
     }
     slice += "]";
     ASSERT_TRUE(PublishOk(port(), slice, 5));

@@ -1,8 +1,7 @@
-// Exceptions at libuv callback boundaries (docs/security.md "Failures inside the server"). libuv is C: an exception that
-// leaves one of its callbacks ends in std::terminate, taking every client down. Here a real
-// allocation failure (the server under an address-space limit, one stdio client sending a
-// line that never ends, with --max-line-bytes set too high) must be caught, counted, and
-// cost only that client its connection.
+// Exceptions at libuv callback boundaries (docs/security.md "Failures inside the server"). libuv is C: an exception
+// that leaves one of its callbacks ends in std::terminate, taking every client down. Here a real allocation failure
+// (the server under an address-space limit, one stdio client sending a line that never ends, with --max-line-bytes set
+// too high) must be caught, counted, and cost only that client its connection.
 //
 // Not under the sanitizers: ASan and TSan reserve terabytes of address space at start, so
 // they cannot run under an address-space limit at all.
@@ -25,8 +24,8 @@ TEST(CallbackExceptions, AnAllocationFailureClosesOnlyTheConnectionThatCausedIt)
   const std::string sock = dir.path() + "/s";
   ChildProcess p;
   // 1 GiB of address space: a line buffer that doubles past 512 MiB cannot grow.
-  ASSERT_TRUE(p.Spawn({"/usr/bin/prlimit", "--as=1073741824", "--", MCPFAN_BIN, "--listen", "127.0.0.1:0", "--workers", "1",
-                       "--unix", sock, "--max-line-bytes", "3000000000"}))
+  ASSERT_TRUE(p.Spawn({"/usr/bin/prlimit", "--as=1073741824", "--", MCPFAN_BIN, "--listen", "127.0.0.1:0", "--workers",
+                       "1", "--unix", sock, "--max-line-bytes", "3000000000"}))
       << p.error();
   int port = 0;
   p.WaitStderrUntil(

@@ -65,7 +65,8 @@ std::string WriteFile(const TempDir& dir, const std::string& name, const std::st
 }
 
 // --check-config on a file of `text`; its path in *path.
-Outcome CheckFile(const TempDir& dir, const std::string& text, std::string* path = nullptr, std::vector<std::string> more = {}) {
+Outcome CheckFile(const TempDir& dir, const std::string& text, std::string* path = nullptr,
+                  std::vector<std::string> more = {}) {
   std::string p = WriteFile(dir, "mcpfan.toml", text);
   if (path) *path = p;
   std::vector<std::string> args{"--check-config", "--config", p};
@@ -144,7 +145,8 @@ TEST(Cli, CommandLineErrorsExitTwo) {
   EXPECT_EQ(bad_value.status, "exit 2") << bad_value.err;
   Outcome missing = RunMcpfan(dir, {"--check-config", "--config", dir.path() + "/absent.toml"});
   EXPECT_EQ(missing.status, "exit 2");
-  EXPECT_NE(missing.err.find("mcpfan: --config " + dir.path() + "/absent.toml: No such file or directory"), std::string::npos)
+  EXPECT_NE(missing.err.find("mcpfan: --config " + dir.path() + "/absent.toml: No such file or directory"),
+            std::string::npos)
       << missing.err;
 }
 
@@ -165,7 +167,8 @@ TEST(Cli, TheTemplateNamesEveryFlag) {
   for (const std::string& flag : flags) {
     EXPECT_TRUE(keys.count(flag)) << "packaging/mcpfan.toml has no line \"# " << flag << " = ...\" for --" << flag;
   }
-  for (const std::string& key : keys) EXPECT_TRUE(flags.count(key)) << "packaging/mcpfan.toml names " << key << ", not a flag";
+  for (const std::string& key : keys)
+    EXPECT_TRUE(flags.count(key)) << "packaging/mcpfan.toml names " << key << ", not a flag";
 }
 
 TEST(Cli, TheTemplatesExampleValuesAreValid) {
@@ -212,7 +215,8 @@ TEST(Cli, UnknownKeyNamesFileLineAndKey) {
   std::string path;
   Outcome r = CheckFile(dir, "listen = \"127.0.0.1:8080\"\n\nworkerz = 4\n", &path);
   EXPECT_EQ(r.status, "exit 2");
-  EXPECT_NE(r.err.find("mcpfan: " + path + ":3: workerz: unknown key (did you mean workers?)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mcpfan: " + path + ":3: workerz: unknown key (did you mean workers?)"), std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, SyntaxErrorsNameFileLineAndKey) {
@@ -237,7 +241,8 @@ TEST(Cli, WrongTypesAndValuesNameFileLineAndKey) {
   std::string path;
   Outcome r = CheckFile(dir, "listen = \"127.0.0.1:8080\"\nworkers = \"four\"\n", &path);
   EXPECT_EQ(r.status, "exit 2");
-  EXPECT_NE(r.err.find("mcpfan: " + path + ":2: workers = \"four\": expected a whole number"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mcpfan: " + path + ":2: workers = \"four\": expected a whole number"), std::string::npos)
+      << r.err;
   r = CheckFile(dir, "workers = four\n", &path);
   EXPECT_EQ(r.status, "exit 2");
   EXPECT_NE(r.err.find(path + ":1: workers = four: not a TOML value"), std::string::npos) << r.err;
@@ -251,7 +256,8 @@ TEST(Cli, WrongTypesAndValuesNameFileLineAndKey) {
   EXPECT_NE(r.err.find("range"), std::string::npos) << r.err;
   r = CheckFile(dir, "# comment\n\nworkers = 5000\n", &path);
   EXPECT_EQ(r.status, "exit 2");
-  EXPECT_NE(r.err.find("mcpfan: " + path + ":3: workers: ServerConfig::workers = 5000 is outside 0..1024"), std::string::npos)
+  EXPECT_NE(r.err.find("mcpfan: " + path + ":3: workers: ServerConfig::workers = 5000 is outside 0..1024"),
+            std::string::npos)
       << r.err;
   r = CheckFile(dir, "listen = \"localhost\"\n", &path);
   EXPECT_EQ(r.status, "exit 2");

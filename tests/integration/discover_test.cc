@@ -75,8 +75,8 @@ TEST(Discover, DraftWithoutHeadersAccepted) {
 
   // A header-less draft listen works end to end, as on the seed page.
   SseStream s;
-  std::string req = McpPost(RpcBody("1", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})", kDraft),
-                            McpHeaders("", ""));
+  std::string req = McpPost(
+      RpcBody("1", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})", kDraft), McpHeaders("", ""));
   std::string err;
   ASSERT_TRUE(s.Open(srv.port(), req, kIo, &err)) << err;
   ASSERT_TRUE(s.is_sse()) << s.head().status << " " << s.head().body;

@@ -200,7 +200,8 @@ std::string IdOf(const UpstreamRequest& r) {
 
 std::string InitializeAnswer(const UpstreamRequest& r, std::string_view sid, std::string_view capabilities) {
   return FakeUpstream::Answer(200, "Content-Type: application/json\r\nMcp-Session-Id: " + std::string(sid) + "\r\n",
-                              R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":{"protocolVersion":"2025-11-25","capabilities":)" +
+                              R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
+                                  R"(,"result":{"protocolVersion":"2025-11-25","capabilities":)" +
                                   std::string(capabilities) + R"(,"serverInfo":{"name":"up","version":"1"}}})");
 }
 
@@ -213,10 +214,13 @@ ResumableUpstream::ResumableUpstream() {
       }
       int n = ++gets;
       if (head_gate && !head_gate->Wait(Ms(10000))) return FakeUpstream::Next::Close;
-      FakeUpstream::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
-      FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(n) +
-                                                  "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":" +
-                                                  std::to_string(n) + "}}\n\n"));
+      FakeUpstream::Write(fd,
+                          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+      FakeUpstream::Write(
+          fd,
+          FakeUpstream::Chunk("event: message\nid: up-" + std::to_string(n) +
+                              "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":" +
+                              std::to_string(n) + "}}\n\n"));
       up->WaitReleased(Ms(30000));
       return FakeUpstream::Next::Close;
     }

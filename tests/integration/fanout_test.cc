@@ -45,7 +45,8 @@ TEST_P(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
   for (int i = 0; i < kStreams; ++i) {
     owned.push_back(std::make_unique<SseStream>());
     std::string err;
-    ASSERT_TRUE(owned.back()->Start(srv.port(), ListenRequest(IdJson(i), filter), &err)) << "stream " << i << ": " << err;
+    ASSERT_TRUE(owned.back()->Start(srv.port(), ListenRequest(IdJson(i), filter), &err))
+        << "stream " << i << ": " << err;
     streams.push_back(owned.back().get());
   }
 
@@ -64,7 +65,8 @@ TEST_P(Fanout, ThousandStreamsTwoWorkersEachReceiveOnce) {
 
   // The event, then a marker: per-stream order means the marker arrives last,
   // so [ack, event, marker] exactly proves "once, and nothing else".
-  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///fan/x"}})"));
+  ASSERT_TRUE(
+      PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///fan/x"}})"));
   ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
   auto start = Clock::now();
   size_t got = PumpAll(streams, has(3), Ms(30000));

@@ -18,7 +18,9 @@
 namespace itest {
 namespace {
 
-std::optional<HttpResponse> Get(int port, std::string_view path) { return Roundtrip(port, BuildRequest("GET", path, {})); }
+std::optional<HttpResponse> Get(int port, std::string_view path) {
+  return Roundtrip(port, BuildRequest("GET", path, {}));
+}
 
 int StatusOf(int port, std::string_view path) {
   auto r = Get(port, path);
@@ -35,7 +37,8 @@ int StatusOf(int port, std::string_view path) {
     if (Clock::now() >= end) break;
     std::this_thread::sleep_for(Ms(20));
   }
-  return ::testing::AssertionFailure() << path << " answered " << last << ", not " << want << ", for " << timeout.count() << " ms";
+  return ::testing::AssertionFailure() << path << " answered " << last << ", not " << want << ", for "
+                                       << timeout.count() << " ms";
 }
 
 Json Healthz(int port) {
@@ -76,7 +79,8 @@ TEST(Health, AllThreeAreServedOnBothListeners) {
   const int ops = PublishPort(srv);
   ASSERT_GT(ops, 0) << srv.Stderr();
   for (int port : {srv.port(), ops}) {
-    for (std::string_view path : {"/livez", "/readyz", "/healthz"}) EXPECT_EQ(StatusOf(port, path), 200) << path << " on " << port;
+    for (std::string_view path : {"/livez", "/readyz", "/healthz"})
+      EXPECT_EQ(StatusOf(port, path), 200) << path << " on " << port;
   }
   EXPECT_EQ(StatusOf(srv.port(), "/metrics"), 404) << "the operator paths stay on the operator listener";
 }
@@ -103,7 +107,8 @@ TEST(Health, LivezStaysUpThroughANatsOutageAndReadyzFollowsItsPolicy) {
   const int nats_port = nats->port();
   nats->Kill9();
   for (ServerProcess* n : {&ignore, &require}) ASSERT_TRUE(PollMetricEq(n->port(), "mcpfan_backplane_connected", 0));
-  EXPECT_EQ(StatusOf(ignore.port(), "/readyz"), 200) << "ignore: a backplane outage on every node must not empty the pool";
+  EXPECT_EQ(StatusOf(ignore.port(), "/readyz"), 200)
+      << "ignore: a backplane outage on every node must not empty the pool";
   EXPECT_TRUE(PollStatus(require.port(), "/readyz", 503));
   auto why = Get(require.port(), "/readyz");
   ASSERT_TRUE(why);
@@ -138,7 +143,8 @@ TEST(Health, RequireIsNotReadyUntilTheBackplaneFirstConnects) {
     port = probe.port();
     probe.Kill9();
   }
-  ServerProcess srv({"--nats", "nats://127.0.0.1:" + std::to_string(port), "--node-name", "S", "--readyz-backplane", "require"});
+  ServerProcess srv(
+      {"--nats", "nats://127.0.0.1:" + std::to_string(port), "--node-name", "S", "--readyz-backplane", "require"});
   ASSERT_TRUE(srv.ok()) << srv.error();
   EXPECT_EQ(StatusOf(srv.port(), "/livez"), 200);
   EXPECT_EQ(StatusOf(srv.port(), "/readyz"), 503);

@@ -24,7 +24,8 @@ HttpResponse SendRaw(int port, std::string_view bytes) {
 }
 
 std::string PublishHead(std::string_view extra_fields) {
-  return "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + std::string(extra_fields);
+  return "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         std::string(extra_fields);
 }
 
 const std::string kNote = Updated("file:///r");
@@ -36,7 +37,8 @@ TEST(Http1Rules, WhitespaceBeforeTheColonIs400) {
   HttpResponse r = SendRaw(srv.port(), PublishHead("Transfer-Encoding : chunked\r\n\r\n") + Chunked(kNote, 7));
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("not a token"), std::string::npos) << r.body;
-  EXPECT_NE(r.body.find("Transfer-Encoding\\\\x20"), std::string::npos) << "the name is shown, its space escaped: " << r.body;
+  EXPECT_NE(r.body.find("Transfer-Encoding\\\\x20"), std::string::npos)
+      << "the name is shown, its space escaped: " << r.body;
   r = SendRaw(srv.port(), PublishHead("Content-Length :" + std::to_string(kNote.size()) + "\r\n\r\n") + kNote);
   EXPECT_EQ(r.status, 400) << r.body;
 }
@@ -45,7 +47,8 @@ TEST(Http1Rules, FieldNamesThatAreNotTokensAre400) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
   for (std::string_view bad : {"X(y): 1\r\n", "X\ty: 1\r\n", "X/y: 1\r\n", "X\"y\": 1\r\n", "X@y: 1\r\n"}) {
-    HttpResponse r = SendRaw(srv.port(), PublishHead(bad) + "Content-Length: " + std::to_string(kNote.size()) + "\r\n\r\n" + kNote);
+    HttpResponse r =
+        SendRaw(srv.port(), PublishHead(bad) + "Content-Length: " + std::to_string(kNote.size()) + "\r\n\r\n" + kNote);
     EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
   }
 }
@@ -53,7 +56,8 @@ TEST(Http1Rules, FieldNamesThatAreNotTokensAre400) {
 TEST(Http1Rules, ObsFoldIs400) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
-  std::string req = PublishHead("X-A: one\r\n  folded\r\nContent-Length: " + std::to_string(kNote.size()) + "\r\n\r\n") + kNote;
+  std::string req =
+      PublishHead("X-A: one\r\n  folded\r\nContent-Length: " + std::to_string(kNote.size()) + "\r\n\r\n") + kNote;
   HttpResponse r = SendRaw(srv.port(), req);
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("line folding"), std::string::npos) << r.body;
@@ -66,7 +70,9 @@ TEST(Http1Rules, ObsFoldIs400) {
   ASSERT_TRUE(slow) << err;
   EXPECT_EQ(slow->status, 400) << slow->body;
   // A tab folds as well as a space.
-  r = SendRaw(srv.port(), PublishHead("X-A: one\r\n\tfolded\r\nContent-Length: " + std::to_string(kNote.size()) + "\r\n\r\n") + kNote);
+  r = SendRaw(
+      srv.port(),
+      PublishHead("X-A: one\r\n\tfolded\r\nContent-Length: " + std::to_string(kNote.size()) + "\r\n\r\n") + kNote);
   EXPECT_EQ(r.status, 400) << r.body;
 }
 
@@ -88,8 +94,10 @@ TEST(Http1Rules, ControlBytesInAValueAre400) {
 TEST(Http1Rules, TwoHostFieldsAre400) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
-  HttpResponse r = SendRaw(srv.port(), "POST /v1/publish HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: " +
-                                           std::to_string(kNote.size()) + "\r\n\r\n" + kNote);
+  HttpResponse r =
+      SendRaw(srv.port(),
+              "POST /v1/publish HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(kNote.size()) + "\r\n\r\n" + kNote);
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("Host"), std::string::npos) << r.body;
 }

@@ -94,8 +94,9 @@ TEST(HttpFlow, AClientThatUploadsTheWholeOversizeBodyBeforeReadingGetsThe413) {
   ServerProcess srv({"--workers", "1"});
   ASSERT_TRUE(srv.ok()) << srv.error();
   const std::string body(2u << 20, 'x');
-  const std::string head = "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n";
+  const std::string head =
+      "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
   for (int attempt = 0; attempt < 20; ++attempt) {
     SCOPED_TRACE("attempt " + std::to_string(attempt));
     Conn c;
@@ -129,8 +130,8 @@ TEST(HttpFlow, AtTheRequestLimitEveryExecutedPublishIsAnsweredAndNoLaterOneRuns)
   std::string burst;
   for (int i = 0; i < 400; ++i) {
     burst += BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}},
-                          R"({"method":"notifications/resources/updated","params":{"uri":"mem://p/)" + std::to_string(i) +
-                              R"(","pad":")" + pad + "\"}}");
+                          R"({"method":"notifications/resources/updated","params":{"uri":"mem://p/)" +
+                              std::to_string(i) + R"(","pad":")" + pad + "\"}}");
   }
   Conn pub;
   ASSERT_TRUE(pub.Connect(srv.port()));

@@ -148,9 +148,10 @@ TEST(Http, OneByteSegments) {
   EXPECT_EQ(ack->GetString({"method"}), "notifications/subscriptions/acknowledged");
   Conn p;
   ASSERT_TRUE(p.Connect(srv.port(), kIo, &err)) << err;
-  ASSERT_TRUE(p.SendBytewise(BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}},
-                                          R"({"method":"notifications/resources/updated","params":{"uri":"file:///slow"}})"),
-                             Ms(1), &err))
+  ASSERT_TRUE(
+      p.SendBytewise(BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}},
+                                  R"({"method":"notifications/resources/updated","params":{"uri":"file:///slow"}})"),
+                     Ms(1), &err))
       << err;
   auto pr = p.ReadResponse(kIo, &err);
   ASSERT_TRUE(pr) << err;
@@ -169,7 +170,8 @@ TEST(Http, HeaderNamesAreCaseInsensitive) {
                            {"MCP-METHOD", "subscriptions/listen"}};
   SseStream s;
   std::string err;
-  ASSERT_TRUE(s.Open(srv.port(), McpPost(RpcBody("40", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h),
+  ASSERT_TRUE(s.Open(srv.port(),
+                     McpPost(RpcBody("40", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h),
                      kIo, &err))
       << err;
   ASSERT_TRUE(s.is_sse()) << s.head().status << " " << s.head().body;

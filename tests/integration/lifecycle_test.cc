@@ -113,7 +113,8 @@ TEST(Lifecycle, AFlagOutOfRangeIsRefusedBeforeServing) {
   ASSERT_TRUE(p.Spawn({MCPFAN_BIN, "--listen", "127.0.0.1:0", "--workers", "5000"})) << p.error();
   ASSERT_TRUE(p.WaitExit(Ms(10000)));
   EXPECT_EQ(p.DescribeStatus(), "exit 2");
-  EXPECT_NE(p.Stderr().find("ServerConfig::workers = 5000 is outside 0..1024 (--workers)"), std::string::npos) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("ServerConfig::workers = 5000 is outside 0..1024 (--workers)"), std::string::npos)
+      << p.Stderr();
   EXPECT_EQ(p.Stderr().find("listening on"), std::string::npos) << p.Stderr();
 }
 

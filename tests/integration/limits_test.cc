@@ -96,7 +96,8 @@ TEST(Limits, StalledWriterIsClosedAfterWriteTimeoutOthersKeepReceiving) {
     std::string body = R"({"method":"notifications/resources/updated","params":{"uri":"file:///big/)" +
                        std::to_string(i) + R"(","pad":")" + pad + R"("}})";
     ASSERT_TRUE(PublishOk(srv.port(), body)) << i;
-    ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///small"}})"));
+    ASSERT_TRUE(
+        PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///small"}})"));
     std::string err;
     auto m = healthy.NextMessage(kIo, &err);
     ASSERT_TRUE(m) << "healthy stream stalled behind the stalled one at " << i << ": " << err;
@@ -143,13 +144,15 @@ TEST(Limits, SizeLimitsAreCounted) {
     auto r = Roundtrip(srv.port(), request);
     return r ? r->status : 0;
   };
-  EXPECT_EQ(status_of(BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}}, std::string(1001, ' '))), 413);
+  EXPECT_EQ(
+      status_of(BuildRequest("POST", "/v1/publish", {{"Content-Type", "application/json"}}, std::string(1001, ' '))),
+      413);
   EXPECT_EQ(status_of(BuildRequest("GET", "/healthz", {{"X-Pad", std::string(2100, 'h')}})), 431);
   EXPECT_EQ(status_of(BuildRequest("GET", "/" + std::string(600, 'u'), {})), 414);
   std::string long_uri = "file:///" + std::string(200, 'l');
   auto listen = [&](std::string_view id, std::string_view uris) {
-    std::string body = RpcBody(id, "subscriptions/listen", R"("notifications":{"resourceSubscriptions":)" + std::string(uris) + "}",
-                               "2026-07-28");
+    std::string body = RpcBody(id, "subscriptions/listen",
+                               R"("notifications":{"resourceSubscriptions":)" + std::string(uris) + "}", "2026-07-28");
     return McpCall(srv.port(), McpPost(body, McpHeaders("2026-07-28", "subscriptions/listen")));
   };
   EXPECT_TRUE(IsRpcError(listen("1", "[\"" + long_uri + "\"]"), 200, -32602, "1", {"longer than 100"}));

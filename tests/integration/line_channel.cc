@@ -99,9 +99,10 @@ std::optional<std::string> LineChannel::NextLine(Ms timeout) {
 std::optional<Json> LineChannel::NextJson(Ms timeout, std::string* err) {
   auto l = NextLine(timeout);
   if (!l) {
-    SetErr(err, eof_ ? "EOF (peer closed)" + (buf_.empty() ? std::string() : "; unterminated bytes: " + buf_.substr(0, 300))
-                     : "no line within " + std::to_string(timeout.count()) + " ms" +
-                           (buf_.empty() ? std::string() : "; partial: " + buf_.substr(0, 300)));
+    SetErr(err,
+           eof_ ? "EOF (peer closed)" + (buf_.empty() ? std::string() : "; unterminated bytes: " + buf_.substr(0, 300))
+                : "no line within " + std::to_string(timeout.count()) + " ms" +
+                      (buf_.empty() ? std::string() : "; partial: " + buf_.substr(0, 300)));
     return std::nullopt;
   }
   Json j(*l);

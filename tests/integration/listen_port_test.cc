@@ -33,9 +33,11 @@ std::string Addr(int port) { return "127.0.0.1:" + std::to_string(port); }
     return ::testing::AssertionFailure() << "the second mcpfan started on port " << port << " (it shares the port):\n"
                                          << second.Stderr();
   }
-  if (!second.WaitExit(kStart)) return ::testing::AssertionFailure() << "the second mcpfan did not exit:\n" << second.Stderr();
+  if (!second.WaitExit(kStart))
+    return ::testing::AssertionFailure() << "the second mcpfan did not exit:\n" << second.Stderr();
   if (second.DescribeStatus() != status) {
-    return ::testing::AssertionFailure() << "the second mcpfan ended with " << second.DescribeStatus() << ":\n" << second.Stderr();
+    return ::testing::AssertionFailure() << "the second mcpfan ended with " << second.DescribeStatus() << ":\n"
+                                         << second.Stderr();
   }
   if (second.Stderr().find(message) == std::string::npos) {
     return ::testing::AssertionFailure() << "no \"" << message << "\" in its stderr:\n" << second.Stderr();
@@ -67,7 +69,8 @@ TEST(ListenPort, ReusePortSharesTheListenPortOnPurpose) {
   ASSERT_TRUE(first.ok()) << first.error();
   ChildProcess second;
   std::string err;
-  EXPECT_EQ(LaunchMcpfan(second, {"--listen", Addr(first.port()), "--workers", "1", "--reuse-port"}, kStart, "second mcpfan", &err),
+  EXPECT_EQ(LaunchMcpfan(second, {"--listen", Addr(first.port()), "--workers", "1", "--reuse-port"}, kStart,
+                         "second mcpfan", &err),
             first.port())
       << err;
   EXPECT_TRUE(Healthy(first.port()));
@@ -91,9 +94,10 @@ TEST(ListenPort, ReusePortSharesThePublishListenPortOnPurpose) {
   ASSERT_GT(ops, 0) << first.Stderr();
   ChildProcess second;
   std::string err;
-  EXPECT_GT(LaunchMcpfan(second, {"--listen", "127.0.0.1:0", "--publish-listen", Addr(ops), "--workers", "1", "--reuse-port"},
-                         kStart, "second mcpfan", &err),
-            0)
+  EXPECT_GT(
+      LaunchMcpfan(second, {"--listen", "127.0.0.1:0", "--publish-listen", Addr(ops), "--workers", "1", "--reuse-port"},
+                   kStart, "second mcpfan", &err),
+      0)
       << err;
   EXPECT_TRUE(second.WaitForStderr("publish listener on " + Addr(ops), kStart)) << second.Stderr();
 }
@@ -116,7 +120,8 @@ TEST(ListenPort, RestartOnTheSamePortAfterServing) {
   ASSERT_TRUE(Stopped(first));
   ChildProcess second;
   std::string err;
-  EXPECT_EQ(LaunchMcpfan(second, {"--listen", Addr(first.port()), "--workers", "2"}, kStart, "second mcpfan", &err), first.port())
+  EXPECT_EQ(LaunchMcpfan(second, {"--listen", Addr(first.port()), "--workers", "2"}, kStart, "second mcpfan", &err),
+            first.port())
       << err;
 }
 

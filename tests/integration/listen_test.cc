@@ -158,7 +158,8 @@ TEST(Listen, TwoListensOneClientDistinctIds) {
   ASSERT_TRUE(OpenListen(first, srv.port(), R"("listen:0")", filter));
   ASSERT_TRUE(OpenListen(second, srv.port(), R"("listen:1")", filter));
   ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed"})"));
-  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///shared"}})"));
+  ASSERT_TRUE(
+      PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":{"uri":"file:///shared"}})"));
   std::string err;
   for (auto [s, id] : {std::pair{&first, R"("listen:0")"}, std::pair{&second, R"("listen:1")"}}) {
     auto t = s->NextMessage(kIo, &err);
@@ -206,7 +207,8 @@ TEST(Listen, ArrayPublishKeepsOrder) {
   std::string body = "[";
   for (int i = 0; i < kN; ++i) {
     if (i) body += ",";
-    body += R"({"method":"notifications/resources/updated","params":{"uri":"file:///order/)" + std::to_string(i) + R"("}})";
+    body +=
+        R"({"method":"notifications/resources/updated","params":{"uri":"file:///order/)" + std::to_string(i) + R"("}})";
   }
   body += "]";
   ASSERT_TRUE(PublishOk(srv.port(), body, kN));

@@ -119,7 +119,8 @@ TEST(LogFormat, DebugShowsRoutineLimitsThatInfoHides) {
     ASSERT_TRUE(c.Send(BuildRequest("GET", "/healthz", {})));
     ASSERT_TRUE(c.ReadResponse());
     ASSERT_TRUE(c.WaitClosed(kIo));
-    ASSERT_TRUE(PollMetric(srv.port(), "mcpfan_limit_hits_total{limit=\"idle_timeout\"}", [](double v) { return v >= 1; }));
+    ASSERT_TRUE(
+        PollMetric(srv.port(), "mcpfan_limit_hits_total{limit=\"idle_timeout\"}", [](double v) { return v >= 1; }));
     const std::string err = StopAndCollect(srv);
     const bool logged = err.find(" DEBUG mcpfan: limit hit: idle_timeout") != std::string::npos;
     EXPECT_EQ(logged, std::string(level) == "debug") << err;

@@ -63,7 +63,8 @@ TEST(Mixed, OnePublishReachesEveryClientKindOnceInItsOwnFormat) {
     auto init = s.NextJson(kIo, &err);
     ASSERT_TRUE(init) << err;
     ASSERT_TRUE(init->Has({"result", "protocolVersion"})) << init->text();
-    ASSERT_TRUE(s.SendLine(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":")" + uri + R"("}})"));
+    ASSERT_TRUE(
+        s.SendLine(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":")" + uri + R"("}})"));
     auto sub = s.NextJson(kIo, &err);
     ASSERT_TRUE(sub) << err;
     ASSERT_TRUE(IsResult(*sub, "1", "{}"));
@@ -100,17 +101,20 @@ TEST(Mixed, OnePublishReachesEveryClientKindOnceInItsOwnFormat) {
   for (int i = 0; i < kEach; ++i) {
     auto sm = sessions[size_t(i)]->stream.NextMessage(kIo, &err);
     ASSERT_TRUE(sm) << "session " << i << ": " << err;
-    EXPECT_TRUE(IsPlainNotification(*sm, "notifications/tools/list_changed", R"({"_meta":{"after":1}})")) << "session " << i;
+    EXPECT_TRUE(IsPlainNotification(*sm, "notifications/tools/list_changed", R"({"_meta":{"after":1}})"))
+        << "session " << i;
     auto us = unix_sessions[size_t(i)]->NextJson(kIo, &err);
     ASSERT_TRUE(us) << "unix session " << i << ": " << err;
-    EXPECT_TRUE(IsPlainNotification(*us, "notifications/tools/list_changed", R"({"_meta":{"after":1}})")) << "unix session " << i;
+    EXPECT_TRUE(IsPlainNotification(*us, "notifications/tools/list_changed", R"({"_meta":{"after":1}})"))
+        << "unix session " << i;
   }
 
   // Nothing else anywhere (each got the update exactly once).
   std::this_thread::sleep_for(Ms(300));
   for (int i = 0; i < kEach; ++i) {
     listens[size_t(i)]->ReadAvailable();
-    EXPECT_TRUE(listens[size_t(i)]->events().empty()) << "listen " << i << ":" << DescribeEvents(listens[size_t(i)]->events());
+    EXPECT_TRUE(listens[size_t(i)]->events().empty())
+        << "listen " << i << ":" << DescribeEvents(listens[size_t(i)]->events());
     sessions[size_t(i)]->stream.ReadAvailable();
     EXPECT_TRUE(sessions[size_t(i)]->stream.events().empty())
         << "session " << i << ":" << DescribeEvents(sessions[size_t(i)]->stream.events());

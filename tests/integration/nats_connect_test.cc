@@ -19,7 +19,8 @@ namespace {
   // B's interest reaches the server asynchronously: publish until one arrives (bounded).
   std::string err;
   for (int n = 0; n < 200; ++n) {
-    if (!PublishOk(a, R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + R"("}})")) {
+    if (!PublishOk(a,
+                   R"({"method":"notifications/resources/updated","params":{"uri":")" + std::string(uri) + R"("}})")) {
       return ::testing::AssertionFailure() << "publish refused";
     }
     if (s.NextMessage(Ms(50), &err)) return ::testing::AssertionSuccess();
@@ -93,7 +94,8 @@ TEST(NatsConnect, AServerThatStopsReadingFillsABoundedQueueThenPublishesAreRefus
   // The kernel's socket buffers take some megabytes first; then nats.c's buffer passes the
   // bound, the node's queue fills, and a publish is refused.
   for (int i = 0; i < 20000 && !refused; ++i) {
-    auto r = Publish(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" + pad + R"("}})");
+    auto r = Publish(
+        a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" + pad + R"("}})");
     if (!r) {
       nats.Signal(SIGCONT);
       FAIL() << "publish failed at " << i;
@@ -113,7 +115,8 @@ TEST(NatsConnect, AServerThatStopsReadingFillsABoundedQueueThenPublishesAreRefus
   // Reading again: the queue drains and a new publish crosses.
   bool taken = false;
   for (int i = 0; i < 1000 && !taken; ++i) {
-    auto r = Publish(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})");
+    auto r =
+        Publish(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})");
     taken = r && r->status == 202;
     if (!taken) std::this_thread::sleep_for(Ms(10));
   }

@@ -77,7 +77,8 @@ TEST(NatsInterest, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestL
   const std::int64_t removes = nats.Subsz("num_removes");
   for (int i = 1; i <= 20; ++i) {  // each stream closes before the next opens
     SseStream s;
-    ASSERT_TRUE(OpenListen(s, b.port(), "\"" + std::to_string(i) + "\"", R"({"resourceSubscriptions":["mem://churn"]})"));
+    ASSERT_TRUE(
+        OpenListen(s, b.port(), "\"" + std::to_string(i) + "\"", R"({"resourceSubscriptions":["mem://churn"]})"));
   }
   // A barrier: the interest thread applies its operations in order, so once this SUB is at
   // the server, any SUB/UNSUB the churn had caused would be there too.
@@ -90,7 +91,8 @@ TEST(NatsInterest, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestL
 
   ASSERT_TRUE(b.Signal(SIGKILL));
   ASSERT_TRUE(b.WaitExit(kIo));
-  EXPECT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before; }, "B's interest leaving the server"));
+  EXPECT_TRUE(
+      Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before; }, "B's interest leaving the server"));
 }
 
 // At the subject bound (3 here) the node folds the tenant into `<prefix>.v1.<tenant>.>`: the
@@ -125,7 +127,8 @@ TEST(NatsInterest, AtTheSubjectBoundATenantIsFoldedAndNothingIsMissed) {
     EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), want) << m->text();
   }
   EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_received_total", 5));
-  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_unmatched_total", 1)) << "mem://other: folded over-match, dropped";
+  EXPECT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_unmatched_total", 1))
+      << "mem://other: folded over-match, dropped";
 }
 
 }  // namespace

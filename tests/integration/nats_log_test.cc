@@ -43,7 +43,8 @@ TEST(NatsLog, ConnectDisconnectReconnectAndReleaseAreLogged) {
   ASSERT_TRUE(connected) << a.Stderr();
   EXPECT_EQ(connected->GetString({"level"}), "info");
   EXPECT_EQ(connected->GetString({"node"}), "A");
-  EXPECT_NE(connected->GetString({"url"}).value_or("").find(":" + std::to_string(port)), std::string::npos) << connected->text();
+  EXPECT_NE(connected->GetString({"url"}).value_or("").find(":" + std::to_string(port)), std::string::npos)
+      << connected->text();
 
   nats.Kill9();
   auto down = AwaitKind(a, "nats_disconnected");

@@ -9,8 +9,8 @@ namespace itest {
 namespace {
 
 std::string Update(int key, int n, const std::string& pad) {
-  return R"({"method":"notifications/resources/updated","params":{"uri":"mem://k)" + std::to_string(key) + R"(","pad":")" +
-         pad + R"(","_meta":{"n":)" + std::to_string(n) + "}}}";
+  return R"({"method":"notifications/resources/updated","params":{"uri":"mem://k)" + std::to_string(key) +
+         R"(","pad":")" + pad + R"(","_meta":{"n":)" + std::to_string(n) + "}}}";
 }
 
 TEST(NatsOutageBound, WhatTheDebouncerHoldsCountsAgainstTheBound) {
@@ -18,8 +18,8 @@ TEST(NatsOutageBound, WhatTheDebouncerHoldsCountsAgainstTheBound) {
   const std::string pad(4000, 'p');  // each notification costs more than 4,000 bytes of the bound
   auto nats = std::make_unique<NatsServer>();
   ASSERT_TRUE(nats->ok()) << nats->error();
-  ServerProcess node({"--nats", nats->url(), "--node-name", "solo", "--nats-outage-buffer-bytes", std::to_string(kBound),
-                      "--debounce-ms", "3000"});
+  ServerProcess node({"--nats", nats->url(), "--node-name", "solo", "--nats-outage-buffer-bytes",
+                      std::to_string(kBound), "--debounce-ms", "3000"});
   ASSERT_TRUE(node.ok()) << node.error();
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));
   nats->Kill9();

@@ -1,5 +1,5 @@
-// Receive-side memory (docs/operations.md "Receive-side memory"): one byte budget for what a node has received from other nodes and not yet
-// delivered (--nats-receive-buffer-bytes). A message that does not fit is dropped and counted
+// Receive-side memory (docs/operations.md "Receive-side memory"): one byte budget for what a node has received from
+// other nodes and not yet delivered (--nats-receive-buffer-bytes). A message that does not fit is dropped and counted
 // by reason (receive_budget) in /metrics and /healthz, and the budget is given back once the
 // worker loops have matched what it held, so the next messages are delivered again.
 #include "harness.h"

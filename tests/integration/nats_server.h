@@ -1,7 +1,7 @@
 #pragma once
 // A real nats-server (Debian's /usr/sbin/nats-server) for the backplane tests: started on a
-// loopback port below the ephemeral range (free to start again on after a kill), its ports read from its log, its state read from its own
-// monitoring endpoints (/connz, /routez, /subsz), stopped by PID.
+// loopback port below the ephemeral range (free to start again on after a kill), its ports read from its log, its state
+// read from its own monitoring endpoints (/connz, /routez, /subsz), stopped by PID.
 #include <functional>
 #include <string>
 #include <string_view>
@@ -14,8 +14,8 @@ namespace itest {
 
 class NatsServer {
  public:
-  // `port` -1 = a free one below the ephemeral range. `cluster_routes`: join a cluster ("" = none; "-" = be its first server).
-  // `config_file`: a nats-server configuration (users, permissions) read first; the flags win.
+  // `port` -1 = a free one below the ephemeral range. `cluster_routes`: join a cluster ("" = none; "-" = be its first
+  // server). `config_file`: a nats-server configuration (users, permissions) read first; the flags win.
   explicit NatsServer(int port = -1, std::string cluster_routes = "", std::string config_file = "");
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }

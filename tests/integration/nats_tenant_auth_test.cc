@@ -47,7 +47,8 @@ class RawNatsClient {
   }
   // Publishes and waits for the server's answer to the PING behind it; `out` gets any -ERR.
   bool Publish(std::string_view subject, std::string_view body, std::string& out) {
-    std::string pub = "PUB " + std::string(subject) + " " + std::to_string(body.size()) + "\r\n" + std::string(body) + "\r\n";
+    std::string pub =
+        "PUB " + std::string(subject) + " " + std::to_string(body.size()) + "\r\n" + std::string(body) + "\r\n";
     if (!conn_.Send(pub, kIo)) return false;
     return Sync(out);
   }
@@ -115,8 +116,9 @@ TEST(NatsTenantAuth, AMessageFromAcmesUserNeverReachesVictimsListeners) {
   ASSERT_TRUE(backend.Publish(acme_subject, TenantUpdate("victim", "mem://secret", 2), answer)) << answer;
   // ...and several notifications in one message, acme's own among them.
   ASSERT_TRUE(backend.Publish(acme_subject,
-                              "[" + TenantUpdate("victim", "mem://secret", 3) + "," + TenantUpdate("victim", "mem://secret", 4) +
-                                  "," + TenantUpdate("acme", "mem://acme-doc", 5) + "]",
+                              "[" + TenantUpdate("victim", "mem://secret", 3) + "," +
+                                  TenantUpdate("victim", "mem://secret", 4) + "," +
+                                  TenantUpdate("acme", "mem://acme-doc", 5) + "]",
                               answer))
       << answer;
   // A legitimate direct publish on acme's subject is delivered, with or without a tenant field.

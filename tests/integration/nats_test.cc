@@ -46,10 +46,12 @@ TEST_F(Nats, APublishToAnyNodeReachesEveryMatchingStreamOnEveryNodeOnce) {
   EXPECT_TRUE(HasSubject(nats_->Subscriptions("B"), ".l.tools"));
 
   // Published on C (no subscribers): reaches A and B once each.
-  ASSERT_TRUE(PublishOk(port(2), R"({"method":"notifications/resources/updated","params":{"uri":"file:///p/x y.txt","_meta":{"n":1}}})"));
+  ASSERT_TRUE(PublishOk(
+      port(2), R"({"method":"notifications/resources/updated","params":{"uri":"file:///p/x y.txt","_meta":{"n":1}}})"));
   ASSERT_TRUE(PublishOk(port(2), R"({"method":"notifications/tools/list_changed","params":{"_meta":{"n":2}}})"));
   // Published on B itself: local delivery, and A through NATS (B never gets its own back).
-  ASSERT_TRUE(PublishOk(port(1), R"({"method":"notifications/resources/updated","params":{"uri":"file:///p/z","_meta":{"n":3}}})"));
+  ASSERT_TRUE(PublishOk(
+      port(1), R"({"method":"notifications/resources/updated","params":{"uri":"file:///p/z","_meta":{"n":3}}})"));
   std::string err;
   // Different publishers (C and B): no order between them, only each once.
   std::vector<std::string> at_a;
@@ -57,7 +59,8 @@ TEST_F(Nats, APublishToAnyNodeReachesEveryMatchingStreamOnEveryNodeOnce) {
     auto m = a.NextMessage(kIo, &err);
     ASSERT_TRUE(m) << err;
     EXPECT_EQ(m->GetString({"params", "_meta", std::string(kSubId)}), "a");
-    at_a.push_back(m->GetString({"params", "uri"}).value_or("?") + "#" + std::to_string(m->GetInt({"params", "_meta", "n"}).value_or(-1)));
+    at_a.push_back(m->GetString({"params", "uri"}).value_or("?") + "#" +
+                   std::to_string(m->GetInt({"params", "_meta", "n"}).value_or(-1)));
   }
   std::sort(at_a.begin(), at_a.end());
   EXPECT_EQ(at_a, (std::vector<std::string>{"file:///p/x y.txt#1", "file:///p/z#3"}));
@@ -101,7 +104,8 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
     EXPECT_EQ(h->status, 503) << "/healthz must not be ok while the backplane is down: " << h->body;
   }
   // Local delivery goes on meanwhile.
-  ASSERT_TRUE(PublishOk(port(1), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":1}}})"));
+  ASSERT_TRUE(
+      PublishOk(port(1), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":1}}})"));
   std::string err;
   auto local = b.NextMessage(kIo, &err);
   ASSERT_TRUE(local) << err;
@@ -109,9 +113,11 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
 
   // Published on A during the outage: held, and sent once A is back and settled (B has
   // re-subscribed by then).
-  ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":10}}})"));
+  ASSERT_TRUE(PublishOk(port(0),
+                        R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":10}}})"));
   EXPECT_TRUE(PollMetricEq(port(0), "mcpfan_backplane_queued", 1));
-  EXPECT_TRUE(PollMetric(port(0), "mcpfan_backplane_lag_seconds", [](double v) { return v > 0; })) << "the wait is reported";
+  EXPECT_TRUE(PollMetric(port(0), "mcpfan_backplane_lag_seconds", [](double v) { return v > 0; }))
+      << "the wait is reported";
   nats_ = std::make_unique<NatsServer>(nats_port);  // the same address: the nodes reconnect by themselves
   ASSERT_TRUE(nats_->ok()) << nats_->error();
   for (std::size_t i : {0u, 1u}) ASSERT_TRUE(PollMetricEq(port(i), "mcpfan_backplane_connected", 1, Ms(15000)));
@@ -119,8 +125,10 @@ TEST_F(Nats, AServerKilledAndRestartedCostsNoStreamAndTheNextPublishArrivesOnce)
   auto h = Roundtrip(port(1), BuildRequest("GET", "/healthz", {}));
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
-  ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":2}}})"));
-  ASSERT_TRUE(PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":3}}})"));
+  ASSERT_TRUE(
+      PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":2}}})"));
+  ASSERT_TRUE(
+      PublishOk(port(0), R"({"method":"notifications/resources/updated","params":{"uri":"mem://k","_meta":{"n":3}}})"));
   for (std::int64_t want : {10, 2, 3}) {
     auto m = b.NextMessage(kIo, &err);
     ASSERT_TRUE(m) << err;
@@ -148,7 +156,8 @@ TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
   int accepted = 0;
   std::optional<HttpResponse> refused;
   for (int i = 0; i < 100 && !refused; ++i) {  // 64 KiB hold about 15 of these
-    auto r = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" + pad + R"("}})");
+    auto r = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://y","pad":")" +
+                                      pad + R"("}})");
     ASSERT_TRUE(r);
     if (r->status == 503) refused = r;
     else ASSERT_EQ(r->status, 202) << r->body;
@@ -159,7 +168,8 @@ TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
   EXPECT_TRUE(refused->Get("retry-after")) << "a refusal says when to retry";
   EXPECT_NE(refused->body.find("outage buffer"), std::string::npos) << refused->body;
   // Refused whole: not delivered here either.
-  auto to_x = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","pad":")" + pad + R"(","_meta":{"n":0}}})");
+  auto to_x = Publish(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","pad":")" +
+                                       pad + R"(","_meta":{"n":0}}})");
   ASSERT_TRUE(to_x);
   EXPECT_EQ(to_x->status, 503);
   EXPECT_TRUE(PollMetric(node.port(), "mcpfan_backplane_refused_total", [](double v) { return v >= 2; }));
@@ -169,11 +179,13 @@ TEST(NatsOutage, AFullOutageBufferRefusesThePublishWhole) {
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
   // What waited goes out a settle delay after the reconnect; then there is room again.
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_queued", 0));
-  ASSERT_TRUE(PublishOk(node.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})"));
+  ASSERT_TRUE(PublishOk(node.port(),
+                        R"({"method":"notifications/resources/updated","params":{"uri":"mem://x","_meta":{"n":1}}})"));
   std::string err;
   auto m = s.NextMessage(kIo, &err);
   ASSERT_TRUE(m) << err;
-  EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1) << "the refused publish must not have been delivered: " << m->text();
+  EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1)
+      << "the refused publish must not have been delivered: " << m->text();
 }
 
 // Two nats-servers in a cluster, and every kind of client on nodes attached to either:
@@ -201,7 +213,9 @@ TEST(NatsCluster, EveryKindOfClientAcrossTwoServersAndANodeKilled) {
   ASSERT_TRUE(OpenSessionStream(session, b.port(), sid));
   ASSERT_TRUE(SessionSubscribe(b.port(), sid, "mem://s"));
   std::string err;
-  ASSERT_TRUE(c.io().SendLine(StdioListen(R"("c")", R"({"toolsListChanged":true,"resourceSubscriptions":["mem://s"]})"), kIo, &err)) << err;
+  ASSERT_TRUE(c.io().SendLine(StdioListen(R"("c")", R"({"toolsListChanged":true,"resourceSubscriptions":["mem://s"]})"),
+                              kIo, &err))
+      << err;
   auto ack = c.io().NextJson(kIo, &err);
   ASSERT_TRUE(ack) << err;
   ASSERT_TRUE(IsAck(*ack, R"("c")"));
@@ -215,12 +229,14 @@ TEST(NatsCluster, EveryKindOfClientAcrossTwoServersAndANodeKilled) {
   // numbers, then check that every later one arrived exactly once.
   std::int64_t first = -1;
   for (int n = 0; n < 200 && first < 0; ++n) {
-    ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":)" +
-                                        std::to_string(n) + "}}}"));
+    ASSERT_TRUE(
+        PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":)" +
+                                std::to_string(n) + "}}}"));
     if (auto m = session.NextMessage(Ms(50))) first = m->GetInt({"params", "_meta", "n"}).value_or(-1);
   }
   ASSERT_GE(first, 0) << "nothing crossed the cluster";
-  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":1000}}})"));
+  ASSERT_TRUE(PublishOk(
+      a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":1000}}})"));
   ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/tools/list_changed","params":{"_meta":{"n":1001}}})"));
   // B's session: the later ones, in order, ending with 1000 (tools is not in a session's URI set,
   // but a 2025 session gets every list_changed kind).
@@ -257,7 +273,8 @@ TEST(NatsCluster, EveryKindOfClientAcrossTwoServersAndANodeKilled) {
     auto names = n2.Clients();
     return std::find(names.begin(), names.end(), "C") == names.end();
   }, "C's connection gone from its server"));
-  ASSERT_TRUE(PublishOk(a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":2000}}})"));
+  ASSERT_TRUE(PublishOk(
+      a.port(), R"({"method":"notifications/resources/updated","params":{"uri":"mem://s","_meta":{"n":2000}}})"));
   auto after = session.NextMessage(kIo, &err);
   ASSERT_TRUE(after) << err;
   EXPECT_EQ(after->GetInt({"params", "_meta", "n"}), 2000);
@@ -288,8 +305,12 @@ TEST(NatsTenants, APublishCrossesNodesOnlyToItsTenant) {
   EXPECT_TRUE(HasSubject(nats.Subscriptions("B"), ".v1.t1.r."));
   EXPECT_TRUE(HasSubject(nats.Subscriptions("C"), ".v1.t2.r."));
   // Published on A (no publisher keys configured: any tenant may be named there).
-  ASSERT_TRUE(PublishOk(a->port(), R"({"tenant":"t1","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":1}}})"));
-  ASSERT_TRUE(PublishOk(a->port(), R"({"tenant":"t2","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":2}}})"));
+  ASSERT_TRUE(PublishOk(
+      a->port(),
+      R"({"tenant":"t1","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":1}}})"));
+  ASSERT_TRUE(PublishOk(
+      a->port(),
+      R"({"tenant":"t2","method":"notifications/resources/updated","params":{"uri":"mem://shared","_meta":{"n":2}}})"));
   std::string err;
   auto mb = at_b.NextMessage(kIo, &err);
   ASSERT_TRUE(mb) << err;

@@ -1,8 +1,8 @@
-// The front proxy's safety rules (docs/protocol.md "What is rejected, rewritten and never retried"), each against a scripted upstream that records
-// what it received: no request smuggling (framing is mcpfan's, fields are forwarded only as
-// parsed and checked), hop-by-hop fields and trailers stay at the hop, a proxied HEAD ends at
-// its head, a request the upstream may have received is never sent twice, and a session's
-// upstream cursor changes only for the caller granted the stream.
+// The front proxy's safety rules (docs/protocol.md "What is rejected, rewritten and never retried"), each against a
+// scripted upstream that records what it received: no request smuggling (framing is mcpfan's, fields are forwarded only
+// as parsed and checked), hop-by-hop fields and trailers stay at the hop, a proxied HEAD ends at its head, a request
+// the upstream may have received is never sent twice, and a session's upstream cursor changes only for the caller
+// granted the stream.
 #include <string>
 #include <vector>
 
@@ -99,8 +99,12 @@ TEST(ProxySafety, FieldsTheClientsConnectionNamesStayAtTheHop) {
   ServerProcess srv(ProxyArgs(up.url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
   std::string body = ToolCallBody("4");
-  std::string req = ToolCallHead("Connection: keep-alive, X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nX-Kept: k\r\nKeep-Alive: timeout=5\r\n"
-                                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n") + body;
+  std::string req =
+      ToolCallHead(
+          "Connection: keep-alive, X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nX-Kept: k\r\nKeep-Alive: timeout=5\r\n"
+          "Content-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n") +
+      body;
   RpcReply r = McpCall(srv.port(), req);
   ASSERT_EQ(r.http.status, 200) << r.http.body;
   auto seen = up.requests();
@@ -137,8 +141,10 @@ TEST(ProxySafety, TrailersAreNotForwarded) {
 TEST(ProxySafety, AProxiedHeadEndsAtItsHeadAndThePipelinedRequestIsAnswered) {
   FakeUpstream up([](int fd, const UpstreamRequest& r) {
     if (r.method == "HEAD") {
-      FakeUpstream::Write(fd, "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE\r\nContent-Type: application/json\r\n"
-                              "Content-Length: 42\r\n\r\n");
+      FakeUpstream::Write(
+          fd,
+          "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE\r\nContent-Type: application/json\r\n"
+          "Content-Length: 42\r\n\r\n");
       return FakeUpstream::Next::Read;
     }
     FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson, ToolResult(IdOf(r))));
@@ -148,7 +154,8 @@ TEST(ProxySafety, AProxiedHeadEndsAtItsHeadAndThePipelinedRequestIsAnswered) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn c;
   ASSERT_TRUE(c.Connect(srv.port()));
-  ASSERT_TRUE(c.Send("HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + McpPost(ToolCallBody("6"), McpHeaders(kV2026, "tools/call"))));
+  ASSERT_TRUE(c.Send("HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+                     McpPost(ToolCallBody("6"), McpHeaders(kV2026, "tools/call"))));
   HttpResponse head;
   std::string err;
   ASSERT_TRUE(c.ReadHead(head, After(kIo), &err)) << err;
@@ -159,7 +166,8 @@ TEST(ProxySafety, AProxiedHeadEndsAtItsHeadAndThePipelinedRequestIsAnswered) {
   ASSERT_TRUE(next) << "the request pipelined behind the HEAD was not answered: " << err;
   EXPECT_EQ(next->status, 200);
   EXPECT_EQ(next->body, ToolResult("6"));
-  EXPECT_EQ(ReadMetric(srv.port(), "mcpfan_upstream_connects_total").value_or(-1), 1) << "the HEAD's connection was not reused";
+  EXPECT_EQ(ReadMetric(srv.port(), "mcpfan_upstream_connects_total").value_or(-1), 1)
+      << "the HEAD's connection was not reused";
 }
 
 // A HEAD the upstream never answers gets the 502 without a body, and the connection goes on.
@@ -208,7 +216,8 @@ TEST(ProxySafety, AGetOnAPooledConnectionThatClosesIsRetriedOnce) {
   std::atomic<int> seen{0};
   FakeUpstream up([&](int fd, const UpstreamRequest& r) {
     if (++seen == 2) return FakeUpstream::Next::Close;
-    FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson, r.method == "GET" ? "{\"get\":true}" : ToolResult(IdOf(r))));
+    FakeUpstream::Write(fd,
+                        FakeUpstream::Answer(200, kJson, r.method == "GET" ? "{\"get\":true}" : ToolResult(IdOf(r))));
     return FakeUpstream::Next::Read;
   });
   ServerProcess srv(ProxyArgs(up.url()));
@@ -251,7 +260,8 @@ TEST(ProxySafety, ARefusedSessionGetLeavesTheUpstreamCursorAlone) {
   for (int i = 0; i < 8 && !(note && note->data.find("file:///r") != std::string::npos); ++i) note = get.Next();
   ASSERT_TRUE(note && note->data.find("file:///r") != std::string::npos) << "the notification did not arrive";
   EXPECT_NE(note->id.find(upstream_part), std::string::npos)
-      << "the refused GET reset the session's upstream cursor: id " << note->id << ", expected it to carry " << upstream_part;
+      << "the refused GET reset the session's upstream cursor: id " << note->id << ", expected it to carry "
+      << upstream_part;
 }
 
 }  // namespace

@@ -29,7 +29,9 @@ std::vector<std::string> ProxyArgs(const std::string& upstream_url, std::vector<
 constexpr std::string_view kJson = "Content-Type: application/json\r\n";
 constexpr std::string_view kSseChunked = "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n";
 
-std::string SseHead(int status = 200) { return "HTTP/1.1 " + std::to_string(status) + " OK\r\n" + std::string(kSseChunked) + "\r\n"; }
+std::string SseHead(int status = 200) {
+  return "HTTP/1.1 " + std::to_string(status) + " OK\r\n" + std::string(kSseChunked) + "\r\n";
+}
 
 std::string ToolCall(std::string_view id_json) {
   return McpPost(RpcBody(id_json, "tools/call", R"("name":"t","arguments":{})"), McpHeaders(kV2026, "tools/call"));
@@ -42,7 +44,8 @@ std::string ToolResult(std::string_view id_json, std::string_view text) {
 
 TEST(Proxy, ForwardsARequestWithItsHeadersAndRelaysTheAnswer) {
   FakeUpstream up([](int fd, const UpstreamRequest& r) {
-    FakeUpstream::Write(fd, FakeUpstream::Answer(200, std::string(kJson) + "X-Upstream: yes\r\n", ToolResult(IdOf(r), "hi")));
+    FakeUpstream::Write(
+        fd, FakeUpstream::Answer(200, std::string(kJson) + "X-Upstream: yes\r\n", ToolResult(IdOf(r), "hi")));
     return FakeUpstream::Next::Read;
   });
   ServerProcess srv(ProxyArgs(up.url()));
@@ -76,7 +79,10 @@ TEST(Proxy, StreamsAnEventStreamAnswerAsItArrives) {
   Gate second;
   FakeUpstream up([&](int fd, const UpstreamRequest&) {
     FakeUpstream::Write(fd, SseHead());
-    FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"n\":1}}\n\n"));
+    FakeUpstream::Write(
+        fd,
+        FakeUpstream::Chunk("event: message\ndata: "
+                            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"n\":1}}\n\n"));
     if (!second.Wait(Ms(10000))) return FakeUpstream::Next::Close;
     FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\ndata: " + ToolResult("5", "done") + "\n\n"));
     FakeUpstream::Write(fd, FakeUpstream::Chunk(""));
@@ -132,9 +138,12 @@ TEST(Proxy, ListensAreServedByMcpfanNotTheUpstream) {
 
 TEST(Proxy, DiscoverAnswersGainMcpfansCapabilities) {
   FakeUpstream up([](int fd, const UpstreamRequest& r) {
-    std::string result = R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"logging":{},"resources":{"listChanged":false}},)"
-                         R"("serverInfo":{"name":"up","version":"1"}})";
-    FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson, R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":)" + result + "}"));
+    std::string result =
+        R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"logging":{},)"
+        R"("resources":{"listChanged":false}},)"
+        R"("serverInfo":{"name":"up","version":"1"}})";
+    FakeUpstream::Write(
+        fd, FakeUpstream::Answer(200, kJson, R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":)" + result + "}"));
     return FakeUpstream::Next::Read;
   });
   ServerProcess srv(ProxyArgs(up.url()));
@@ -180,7 +189,9 @@ TEST(Proxy, ASilentUpstreamIs504) {
 TEST(Proxy, AnUpstreamQuietMidStreamCutsTheClientsStream) {
   FakeUpstream up([&](int fd, const UpstreamRequest&) {
     FakeUpstream::Write(fd, SseHead());
-    FakeUpstream::Write(fd, FakeUpstream::Chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"));
+    FakeUpstream::Write(
+        fd,
+        FakeUpstream::Chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"));
     up.WaitReleased(Ms(20000));
     return FakeUpstream::Next::Close;
   });
@@ -196,7 +207,8 @@ TEST(Proxy, AnUpstreamQuietMidStreamCutsTheClientsStream) {
 
 TEST(Proxy, AnUpstreamClosingMidAnswerCutsTheClientsAnswer) {
   FakeUpstream up([](int fd, const UpstreamRequest&) {
-    FakeUpstream::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":");
+    FakeUpstream::Write(
+        fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":");
     return FakeUpstream::Next::Close;
   });
   ServerProcess srv(ProxyArgs(up.url()));
@@ -216,8 +228,9 @@ TEST(Proxy, AnUpstreamClosingMidAnswerCutsTheClientsAnswer) {
 TEST(Proxy, AnOversizeAnswerToRewriteIs502) {
   FakeUpstream up([](int fd, const UpstreamRequest& r) {
     std::string big(5000, 'x');
-    FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson, R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
-                                                                 R"(,"result":{"capabilities":{},"pad":")" + big + "\"}}"));
+    FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson,
+                                                 R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
+                                                     R"(,"result":{"capabilities":{},"pad":")" + big + "\"}}"));
     return FakeUpstream::Next::Read;
   });
   ServerProcess srv(ProxyArgs(up.url(), {"--upstream-max-answer-bytes", "1024"}));
@@ -276,8 +289,10 @@ struct SessionUpstream {
         FakeUpstream::Write(fd, FakeUpstream::Answer(202, "", ""));
         return FakeUpstream::Next::Read;
       }
-      FakeUpstream::Write(fd, FakeUpstream::Answer(200, kJson, R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
-                                                                   R"(,"error":{"code":-32601,"message":"upstream: no such method"}})"));
+      FakeUpstream::Write(
+          fd, FakeUpstream::Answer(200, kJson,
+                                   R"({"jsonrpc":"2.0","id":)" + IdOf(r) +
+                                       R"(,"error":{"code":-32601,"message":"upstream: no such method"}})"));
       return FakeUpstream::Next::Read;
     });
   }
@@ -291,8 +306,11 @@ TEST(Proxy, SessionsItInitializedHaveSubscriptionsAndNotificationsServedHere) {
   std::string sid;
   ASSERT_TRUE(Initialize(port, &sid));
   EXPECT_EQ(sid, "up-session-1") << "the upstream's session id is the client's";
-  RpcReply init = McpCall(port, McpPost(Rpc2025("0", "initialize", R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"),
-                                        {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}}));
+  RpcReply init = McpCall(
+      port,
+      McpPost(Rpc2025("0", "initialize",
+                      R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"),
+              {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}}));
   EXPECT_EQ(init.http.status, 409) << "an upstream reusing a session id mcpfan holds: " << init.http.body;
 
   ASSERT_TRUE(SessionSubscribe(port, sid, "file:///p"));

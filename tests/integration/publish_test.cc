@@ -21,8 +21,9 @@ TEST(Publish, ArrayIsAcceptedNAndDeliveredInOrder) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
   SseStream s;
-  ASSERT_TRUE(OpenListen(s, srv.port(), R"("arr")",
-                         R"({"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///p"]})"));
+  ASSERT_TRUE(
+      OpenListen(s, srv.port(), R"("arr")",
+                 R"({"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///p"]})"));
   ASSERT_TRUE(PublishOk(srv.port(),
                         R"([{"method":"notifications/prompts/list_changed"},
                             {"method":"notifications/resources/updated","params":{"uri":"file:///p","_meta":{"k":1}}},
@@ -34,7 +35,8 @@ TEST(Publish, ArrayIsAcceptedNAndDeliveredInOrder) {
   EXPECT_TRUE(IsNotification(*a, "notifications/prompts/list_changed", R"("arr")"));
   auto b = s.NextMessage(kIo, &err);
   ASSERT_TRUE(b) << err;
-  EXPECT_TRUE(IsNotification(*b, "notifications/resources/updated", R"("arr")", R"({"uri":"file:///p","_meta":{"k":1}})"));
+  EXPECT_TRUE(
+      IsNotification(*b, "notifications/resources/updated", R"("arr")", R"({"uri":"file:///p","_meta":{"k":1}})"));
   auto c = s.NextMessage(kIo, &err);
   ASSERT_TRUE(c) << err;
   EXPECT_TRUE(IsNotification(*c, "notifications/tools/list_changed", R"("arr")", R"({"_meta":{"k":2}})"));

@@ -1,5 +1,5 @@
-// The 2026-07-28 request rules (design §2.1; docs/protocol.md "Errors and statuses"), as the newest conformance suite's
-// server-stateless scenario checks them: per-request fields, header/body agreement before
+// The 2026-07-28 request rules (design §2.1; docs/protocol.md "Errors and statuses"), as the newest
+// conformance suite's server-stateless scenario checks them: per-request fields, header/body agreement before
 // version support, 404 for methods the revision does not have, OWS around header values,
 // and capabilities that match the handlers. Over HTTP and, where the rule is not HTTP's,
 // over stdio too.
@@ -16,7 +16,9 @@ class Rev2026 : public ::testing::Test {
     ASSERT_TRUE(srv_->ok()) << srv_->error();
   }
   int port() const { return srv_->port(); }
-  RpcReply Post(std::string_view body, std::vector<Header> headers) { return McpCall(port(), McpPost(body, std::move(headers))); }
+  RpcReply Post(std::string_view body, std::vector<Header> headers) {
+    return McpCall(port(), McpPost(body, std::move(headers)));
+  }
   std::unique_ptr<ServerProcess> srv_;
 };
 
@@ -26,12 +28,16 @@ std::string WithoutCapabilities(std::string_view id, std::string_view method) {
 }
 
 TEST_F(Rev2026, MissingMetaOrItsVersionIsInvalidParams400) {
-  auto no_meta = Post(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}})", McpHeaders(kV2026, "server/discover"));
+  auto no_meta =
+      Post(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}})", McpHeaders(kV2026, "server/discover"));
   EXPECT_TRUE(IsRpcError(no_meta, 400, -32602, "1", {"protocolVersion"}));
-  auto no_params = Post(R"({"jsonrpc":"2.0","id":2,"method":"server/discover"})", McpHeaders(kV2026, "server/discover"));
+  auto no_params =
+      Post(R"({"jsonrpc":"2.0","id":2,"method":"server/discover"})", McpHeaders(kV2026, "server/discover"));
   EXPECT_TRUE(IsRpcError(no_params, 400, -32602, "2", {"protocolVersion"}));
-  auto no_version = Post(R"({"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}})",
-                         McpHeaders(kV2026, "server/discover"));
+  auto no_version = Post(
+      R"({"jsonrpc":"2.0","id":3,"method":"server/discover",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}})",
+      McpHeaders(kV2026, "server/discover"));
   EXPECT_TRUE(IsRpcError(no_version, 400, -32602, "3", {"protocolVersion"}));
 }
 
@@ -41,8 +47,11 @@ TEST_F(Rev2026, MissingClientCapabilitiesIsInvalidParams400) {
     EXPECT_TRUE(IsRpcError(r, 400, -32602, "4", {"clientCapabilities"})) << method;
   }
   // Not an object: malformed too.
-  auto bad = Post(R"({"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":true}}})",
-                  McpHeaders(kV2026, "server/discover"));
+  auto bad = Post(
+      R"({"jsonrpc":"2.0","id":5,"method":"server/discover",)"
+      R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+      R"("io.modelcontextprotocol/clientCapabilities":true}}})",
+      McpHeaders(kV2026, "server/discover"));
   EXPECT_TRUE(IsRpcError(bad, 400, -32602, "5", {"clientCapabilities"}));
   EXPECT_TRUE(PollMetricEq(port(), "mcpfan_listen_streams_open", 0));
 }
@@ -57,13 +66,14 @@ TEST_F(Rev2026, HeaderBodyMismatchIsCheckedBeforeVersionSupport) {
 }
 
 TEST_F(Rev2026, UnknownAndRemovedMethodsAre404MethodNotFound) {
-  for (std::string_view method : {"foo/bar", "tools/call", "initialize", "ping", "logging/setLevel", "resources/subscribe",
-                                  "resources/unsubscribe"}) {
+  for (std::string_view method : {"foo/bar", "tools/call", "initialize", "ping", "logging/setLevel",
+                                  "resources/subscribe", "resources/unsubscribe"}) {
     auto r = Post(RpcBody("8", method), McpHeaders(kV2026, method));
     EXPECT_TRUE(IsRpcError(r, 404, -32601, "8", {"method"})) << method;
   }
   // A notification of any name is still answered 202.
-  auto n = McpCall(port(), McpPost(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{"_meta":)" + Envelope(kV2026) + "}}",
+  auto n = McpCall(port(), McpPost(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{"_meta":)" +
+                                       Envelope(kV2026) + "}}",
                                    McpHeaders(kV2026, "")));
   EXPECT_EQ(n.http.status, 202);
 }

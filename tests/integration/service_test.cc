@@ -1,5 +1,5 @@
-// Running as a service (docs/operations.md "The operator listener", "Reload (SIGHUP)"): the operator listener (--publish-listen) and the
-// SIGHUP reload of keys and limits, with streams open across it.
+// Running as a service (docs/operations.md "The operator listener", "Reload (SIGHUP)"): the operator listener
+// (--publish-listen) and the SIGHUP reload of keys and limits, with streams open across it.
 #include <signal.h>
 
 #include <atomic>
@@ -45,7 +45,9 @@ std::size_t Count(const std::string& text, std::string_view needle) {
   std::size_t before = Count(srv.Stderr(), "mcpfan: reloaded") + Count(srv.Stderr(), "mcpfan: reload failed");
   if (!srv.Signal(SIGHUP)) return ::testing::AssertionFailure() << "kill(SIGHUP) failed";
   bool seen = srv.WaitStderrUntil(
-      [&](const std::string& log) { return Count(log, "mcpfan: reloaded") + Count(log, "mcpfan: reload failed") > before; },
+      [&](const std::string& log) {
+        return Count(log, "mcpfan: reloaded") + Count(log, "mcpfan: reload failed") > before;
+      },
       kIo);
   if (!seen) return ::testing::AssertionFailure() << "no reload line after SIGHUP:\n" << srv.Stderr();
   return ::testing::AssertionSuccess();
@@ -55,7 +57,8 @@ std::size_t Count(const std::string& text, std::string_view needle) {
   std::string err;
   auto msg = s.NextMessage(kIo, &err);
   if (!msg) return ::testing::AssertionFailure() << "nothing arrived: " << err;
-  if (msg->GetString({"params", "uri"}) != std::string(uri)) return ::testing::AssertionFailure() << "unexpected: " << msg->text();
+  if (msg->GetString({"params", "uri"}) != std::string(uri))
+    return ::testing::AssertionFailure() << "unexpected: " << msg->text();
   return ::testing::AssertionSuccess();
 }
 
@@ -120,13 +123,16 @@ TEST(PublishListen, OpenPublicListenerNeedsOnlyClientTokensWhenPublishingMoved) 
   Write(dir.path() + "/secret", kSecretA);
   ChildProcess refused;
   std::string err;
-  EXPECT_EQ(LaunchMcpfan(refused, {"--listen", "0.0.0.0:0", "--publish-listen", "127.0.0.1:0"}, kStart, "mcpfan", &err), 0);
+  EXPECT_EQ(LaunchMcpfan(refused, {"--listen", "0.0.0.0:0", "--publish-listen", "127.0.0.1:0"}, kStart, "mcpfan", &err),
+            0);
   EXPECT_NE(refused.Stderr().find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or "
                                   "--jwt-public-key-file)"),
             std::string::npos)
       << refused.Stderr();
   ChildProcess srv;
-  EXPECT_GT(LaunchMcpfan(srv, {"--listen", "0.0.0.0:0", "--publish-listen", "127.0.0.1:0", "--jwt-secret-file", dir.path() + "/secret"},
+  EXPECT_GT(LaunchMcpfan(srv,
+                         {"--listen", "0.0.0.0:0", "--publish-listen", "127.0.0.1:0", "--jwt-secret-file",
+                          dir.path() + "/secret"},
                          kStart, "mcpfan", &err),
             0)
       << err;
@@ -187,7 +193,9 @@ TEST(Reload, JwtSecretRotated) {
   auto listen = [&](SseStream& s, std::string_view token) {
     auto h = McpHeaders(kV2026, "subscriptions/listen");
     h.push_back(Bearer(token));
-    return s.Open(srv.port(), McpPost(RpcBody(R"("l")", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":["file:///j"]})"), h));
+    return s.Open(srv.port(), McpPost(RpcBody(R"("l")", "subscriptions/listen",
+                                              R"("notifications":{"resourceSubscriptions":["file:///j"]})"),
+                                      h));
   };
   SseStream old_stream;
   ASSERT_TRUE(listen(old_stream, Hs256Token(kSecretA, "acme")));
@@ -203,7 +211,8 @@ TEST(Reload, JwtSecretRotated) {
   ASSERT_EQ(accepted.head().status, 200);
   ASSERT_TRUE(accepted.NextMessage());
   // The stream authenticated with the old secret stays open and keeps receiving.
-  ASSERT_TRUE(PublishOk(srv.port(), R"({"tenant":"acme","method":"notifications/resources/updated","params":{"uri":"file:///j"}})"));
+  ASSERT_TRUE(PublishOk(
+      srv.port(), R"({"tenant":"acme","method":"notifications/resources/updated","params":{"uri":"file:///j"}})"));
   EXPECT_TRUE(Receives(old_stream, "file:///j"));
   EXPECT_TRUE(Receives(accepted, "file:///j"));
 }
@@ -261,7 +270,8 @@ TEST(Reload, UnderLoad) {
   const std::string both = std::string(kKeyA) + " *\n" + std::string(kKeyB) + " *\n";
   Write(keys, both);
   Write(secret, kSecretA);
-  ServerProcess srv({"--publish-keys-file", keys, "--jwt-secret-file", secret, "--workers", "2", "--publish-rate", "100000"});
+  ServerProcess srv(
+      {"--publish-keys-file", keys, "--jwt-secret-file", secret, "--workers", "2", "--publish-rate", "100000"});
   ASSERT_TRUE(srv.ok()) << srv.error();
   const std::string token = Hs256Token(kSecretA, "acme");
   std::atomic<bool> stop{false};
@@ -281,7 +291,9 @@ TEST(Reload, UnderLoad) {
       SseStream s;
       auto h = McpHeaders(kV2026, "subscriptions/listen");
       h.push_back(Bearer(token));  // the secret is the same in every generation
-      if (s.Open(srv.port(), McpPost(RpcBody(R"("l")", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h)) &&
+      if (s.Open(
+              srv.port(),
+              McpPost(RpcBody(R"("l")", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"), h)) &&
           s.head().status == 200) {
         ++listened;
       } else {

@@ -10,7 +10,8 @@ std::string RequestWithHost(std::string_view method, std::string_view path, std:
   std::string r;
   r.append(method).append(" ").append(path).append(" HTTP/1.1\r\nHost: ").append(host).append("\r\n");
   for (const auto& h : headers) r.append(h.name).append(": ").append(h.value).append("\r\n");
-  if (!body.empty() || method == "POST") r.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+  if (!body.empty() || method == "POST")
+    r.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
   r.append("\r\n").append(body);
   return r;
 }
@@ -42,7 +43,8 @@ std::string Rpc2025(std::string_view id_json, std::string_view method, std::stri
     if (c < 0x21 || c > 0x7e) return fail() << "Mcp-Session-Id must be visible ASCII: '" << *h << "'";
   }
   if (auto m = JsonMatches(r.msg.Get({"id"}), id_json); !m) return fail() << "id: " << m.message();
-  if (r.msg.GetString({"result", "protocolVersion"}) != std::string(kV2025)) return fail() << "want protocolVersion 2025-11-25";
+  if (r.msg.GetString({"result", "protocolVersion"}) != std::string(kV2025))
+    return fail() << "want protocolVersion 2025-11-25";
   if (r.msg.Has({"result", "resultType"})) return fail() << "a 2025 result must not carry resultType";
   *sid = *h;
   return ::testing::AssertionSuccess();
@@ -71,7 +73,8 @@ RpcReply SessionCall(int port, std::string_view sid, std::string_view body, Ms t
   if (r.http.status != 200) return fail() << "want HTTP 200";
   if (!r.msg.ok()) return fail() << "reply is not JSON";
   if (auto m = JsonMatches(r.msg.Get({"id"}), id_json); !m) return fail() << "id: " << m.message();
-  if (auto m = JsonMatches(r.msg.Get({"result"}), "{}"); !m) return fail() << "result must be exactly {}: " << m.message();
+  if (auto m = JsonMatches(r.msg.Get({"result"}), "{}"); !m)
+    return fail() << "result must be exactly {}: " << m.message();
   return ::testing::AssertionSuccess();
 }
 
@@ -83,7 +86,8 @@ std::string SessionGetRequest(std::string_view sid, std::string_view last_event_
   return BuildRequest("GET", "/mcp", h);
 }
 
-::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid, std::string_view last_event_id) {
+::testing::AssertionResult OpenSessionStream(SseStream& s, int port, std::string_view sid,
+                                             std::string_view last_event_id) {
   std::string err;
   if (!s.Open(port, SessionGetRequest(sid, last_event_id), kIo, &err)) {
     return ::testing::AssertionFailure() << "GET /mcp (session " << sid << "): " << err;
@@ -98,8 +102,9 @@ std::string SessionGetRequest(std::string_view sid, std::string_view last_event_
   auto prime = s.Next(kIo);
   if (!prime) return ::testing::AssertionFailure() << "GET /mcp: no priming event";
   if (!prime->data.empty() || prime->id.empty()) {
-    return ::testing::AssertionFailure() << "GET /mcp: first event must be the priming event (an id, empty data), got id '"
-                                         << prime->id << "' data '" << prime->data << "'";
+    return ::testing::AssertionFailure()
+           << "GET /mcp: first event must be the priming event (an id, empty data), got id '" << prime->id << "' data '"
+           << prime->data << "'";
   }
   return ::testing::AssertionSuccess();
 }

@@ -12,9 +12,10 @@ namespace {
 std::string Hits(std::string_view limit) { return "mcpfan_limit_hits_total{limit=\"" + std::string(limit) + "\"}"; }
 
 std::string InitializeRequest(int id) {
-  return BuildRequest("POST", "/mcp", {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}},
-                      Rpc2025(std::to_string(id), "initialize",
-                              R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"));
+  return BuildRequest(
+      "POST", "/mcp", {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}},
+      Rpc2025(std::to_string(id), "initialize",
+              R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"));
 }
 
 TEST(SessionLimits, PipelinedInitializeStopsAtTheTenantsCeilingOthersServed) {
@@ -100,7 +101,8 @@ TEST(SessionLimits, AStdioClientHoldsAtMostMaxListensPerConnection) {
   EXPECT_EQ(refused->GetString({"id"}), "c");
   EXPECT_TRUE(PollMetricEq(c.port(), Hits("listens_per_connection"), 1));
   // Cancelling one makes room.
-  ASSERT_TRUE(c.io().SendLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}})", kIo, &err));
+  ASSERT_TRUE(
+      c.io().SendLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}})", kIo, &err));
   ASSERT_TRUE(c.io().SendLine(StdioListen("\"d\"", R"({"toolsListChanged":true})"), kIo, &err)) << err;
   auto ack = c.io().NextJson(kIo, &err);
   ASSERT_TRUE(ack) << err;

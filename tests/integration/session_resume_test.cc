@@ -36,7 +36,8 @@ struct Got {
   if (!m) return ::testing::AssertionFailure() << err;
   out.msg = std::move(*m);
   out.id = s.last_event_id();
-  if (SeqOf(out.id) == 0) return ::testing::AssertionFailure() << "event without a session event id: '" << out.id << "'";
+  if (SeqOf(out.id) == 0)
+    return ::testing::AssertionFailure() << "event without a session event id: '" << out.id << "'";
   return ::testing::AssertionSuccess();
 }
 

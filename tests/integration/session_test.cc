@@ -83,7 +83,8 @@ TEST(Session, SubscribeThenPublishArrivesVerbatimWithoutSubscriptionId) {
   ASSERT_TRUE(SessionSubscribe(srv.port(), s.sid, "file:///s/a.txt", "1"));
   ASSERT_TRUE(SessionSubscribe(srv.port(), s.sid, "file:///s/dir/", R"("two")"));
 
-  const std::string a_params = R"({"uri":"file:///s/a.txt","_meta":{"origin/rev":42,"test/seq":1},"extra":[1,"x",null]})";
+  const std::string a_params =
+      R"({"uri":"file:///s/a.txt","_meta":{"origin/rev":42,"test/seq":1},"extra":[1,"x",null]})";
   ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/resources/updated","params":)" + a_params + "}"));
   ASSERT_TRUE(PublishOk(srv.port(), Updated("file:///s/b.txt")));       // not subscribed
   ASSERT_TRUE(PublishOk(srv.port(), Updated("file:///s/a.txt.bak")));   // prefix trap
@@ -121,9 +122,11 @@ TEST(Session, SigtermEndsGetStreamCleanly) {
   for (auto& s : sessions) ASSERT_TRUE(StartSession(srv.port(), s));
   ASSERT_TRUE(srv.Signal(SIGTERM));
   for (size_t i = 0; i < sessions.size(); ++i) {
-    EXPECT_TRUE(sessions[i].stream.WaitEnd(Ms(2000))) << "session " << i << ": the GET stream must end with the chunked terminator";
+    EXPECT_TRUE(sessions[i].stream.WaitEnd(Ms(2000)))
+        << "session " << i << ": the GET stream must end with the chunked terminator";
     // A JSON-RPC result on a GET stream would confuse 2025 clients; nothing is sent.
-    EXPECT_TRUE(sessions[i].stream.events().empty()) << "session " << i << ":" << DescribeEvents(sessions[i].stream.events());
+    EXPECT_TRUE(sessions[i].stream.events().empty())
+        << "session " << i << ":" << DescribeEvents(sessions[i].stream.events());
   }
   ASSERT_TRUE(srv.WaitExit(kExitBound)) << "not exited after SIGTERM (a hang)";
   EXPECT_EQ(srv.DescribeStatus(), "exit 0");
@@ -447,7 +450,8 @@ TEST(Session, HostAllowList) {
                                                     InitBody()));
   ASSERT_TRUE(evil);
   EXPECT_EQ(evil->status, 403);
-  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_active", 4)) << "only the four allowed initializes create sessions";
+  EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_sessions_active", 4))
+      << "only the four allowed initializes create sessions";
 }
 
 TEST(Session, AllowHostFlag) {

@@ -68,7 +68,8 @@ TEST(Shutdown, SigtermDuringBurstFinalResultStillLast) {
   std::vector<std::unique_ptr<SseStream>> streams;
   for (int i = 0; i < 8; ++i) {
     streams.push_back(std::make_unique<SseStream>());
-    ASSERT_TRUE(OpenListen(*streams.back(), srv.port(), std::to_string(i), R"({"resourceSubscriptions":["file:///b/"]})"));
+    ASSERT_TRUE(
+        OpenListen(*streams.back(), srv.port(), std::to_string(i), R"({"resourceSubscriptions":["file:///b/"]})"));
   }
   std::string body = "[";
   for (int i = 0; i < 500; ++i) {
@@ -179,13 +180,17 @@ TEST(Shutdown, SigtermDrainsThousandStreamsCleanly) {
   for (size_t i = 0; i < kStreams; ++i) {
     streams.push_back(std::make_unique<SseStream>());
     std::string err;
-    std::string body = RpcBody(std::to_string(i), "subscriptions/listen", R"("notifications":{"toolsListChanged":true})", "2026-07-28");
-    ASSERT_TRUE(streams.back()->Start(srv.port(), McpPost(body, McpHeaders("2026-07-28", "subscriptions/listen")), &err)) << i << ": " << err;
+    std::string body = RpcBody(std::to_string(i), "subscriptions/listen",
+                               R"("notifications":{"toolsListChanged":true})", "2026-07-28");
+    ASSERT_TRUE(
+        streams.back()->Start(srv.port(), McpPost(body, McpHeaders("2026-07-28", "subscriptions/listen")), &err))
+        << i << ": " << err;
     ptrs.push_back(streams.back().get());
   }
   ASSERT_EQ(PumpAll(ptrs, [](SseStream& s) { return !s.events().empty(); }, Ms(30000)), kStreams) << "acks";
   ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", double(kStreams)));
-  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed","params":{"pad":")" + std::string(2000, 'p') + "\"}}"));
+  ASSERT_TRUE(PublishOk(srv.port(), R"({"method":"notifications/tools/list_changed","params":{"pad":")" +
+                                        std::string(2000, 'p') + "\"}}"));
   ASSERT_TRUE(srv.Signal(SIGTERM));
   size_t ended = PumpAll(ptrs, [](SseStream& s) { return s.ended() || s.eof(); }, Ms(30000));
   EXPECT_EQ(ended, kStreams);
@@ -193,7 +198,8 @@ TEST(Shutdown, SigtermDrainsThousandStreamsCleanly) {
     SseStream& s = *streams[i];
     ASSERT_TRUE(s.ended()) << "stream " << i << " closed without the chunked terminator";
     ASSERT_TRUE(s.protocol_error().empty()) << "stream " << i << ": " << s.protocol_error();
-    ASSERT_EQ(s.events().size(), 3u) << "stream " << i << ": ack, notification, final result:" << DescribeEvents(s.events());
+    ASSERT_EQ(s.events().size(), 3u) << "stream " << i
+                                     << ": ack, notification, final result:" << DescribeEvents(s.events());
     Json note(s.events()[1].data);
     ASSERT_EQ(note.GetString({"method"}), "notifications/tools/list_changed") << "stream " << i;
     ASSERT_EQ(note.GetString({"params", "pad"}).value_or("").size(), 2000u) << "stream " << i << ": event cut";

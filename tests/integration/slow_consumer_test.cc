@@ -149,7 +149,10 @@ TEST(SlowConsumer, AStdioClientThatPipelinesRequestsAndNeverReadsIsClosedAtTheBo
   std::memcpy(a.sun_path, sock.c_str(), sock.size() + 1);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
   std::string window;
-  for (int i = 0; i < 100; ++i) window += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"initialize","params":{}})" "\n";
+  for (int i = 0; i < 100; ++i)
+    window += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+              R"(,"method":"initialize","params":{}})"
+              "\n";
   // Pipeline (bounded: 40,000 windows, 60 s) until the server closes this client.
   bool closed = false;
   auto deadline = After(Ms(60000));

@@ -50,7 +50,8 @@ int64_t Field(const Json& j, std::initializer_list<std::string_view> path) { ret
         return ::testing::AssertionSuccess();
       }
     }
-    if (Clock::now() > end) return ::testing::AssertionFailure() << "timed out waiting for " << what << "; last: " << last;
+    if (Clock::now() > end)
+      return ::testing::AssertionFailure() << "timed out waiting for " << what << "; last: " << last;
     std::this_thread::sleep_for(Ms(20));
   }
 }
@@ -111,14 +112,17 @@ TEST(Status, JsonHasTheFieldsAndTheyMove) {
   ASSERT_TRUE(before.ok()) << before.error() << ": " << r->body;
   EXPECT_EQ(before.GetString({"server"}).value_or(""), "mcpfan");
   EXPECT_EQ(Field(before, {"workers"}), 2);
-  for (auto g : {"connections", "streams", "subscriptions", "sessions", "sessions_idle", "sessions_parked", "tenants"}) {
+  for (auto g :
+       {"connections", "streams", "subscriptions", "sessions", "sessions_idle", "sessions_parked", "tenants"}) {
     EXPECT_GE(Field(before, {"gauges", g}), 0) << g;
   }
-  for (auto c : {"published", "deliveries", "coalesced", "limit_hits", "slow_consumer_closes", "http_requests", "auth_failures"}) {
+  for (auto c : {"published", "deliveries", "coalesced", "limit_hits", "slow_consumer_closes", "http_requests",
+                 "auth_failures"}) {
     EXPECT_GE(Field(before, {"counters", c}), 0) << c;
   }
   EXPECT_EQ(Field(before, {"limit_hits", "uris_per_listen"}), 0);
-  EXPECT_TRUE(JsonMatches(before.Get({"tenants"}), R"([{"tenant":"default","connections":0,"streams":0,"subscriptions":0,"limit_hits":0}])"));
+  EXPECT_TRUE(JsonMatches(before.Get({"tenants"}),
+                          R"([{"tenant":"default","connections":0,"streams":0,"subscriptions":0,"limit_hits":0}])"));
   EXPECT_TRUE(JsonMatches(before.Get({"tenants_other"}), "null"));
   EXPECT_TRUE(JsonMatches(before.Get({"backplane"}), "null"));
   EXPECT_TRUE(JsonMatches(before.Get({"upstream"}), "null"));
@@ -137,7 +141,8 @@ TEST(Status, JsonHasTheFieldsAndTheyMove) {
     return Field(j, {"counters", "published"}) == Field(before, {"counters", "published"}) + 3 &&
            Field(j, {"counters", "deliveries"}) == Field(before, {"counters", "deliveries"}) + 3;
   }, "3 publishes and 3 deliveries", &after));
-  EXPECT_TRUE(JsonMatches(after.Get({"tenants"}), R"([{"tenant":"default","connections":1,"streams":1,"subscriptions":1,"limit_hits":0}])"));
+  EXPECT_TRUE(JsonMatches(after.Get({"tenants"}),
+                          R"([{"tenant":"default","connections":1,"streams":1,"subscriptions":1,"limit_hits":0}])"));
   EXPECT_GE(Field(after, {"mono_ms"}), Field(before, {"mono_ms"}));
   EXPECT_GT(Field(after, {"counters", "http_requests"}), Field(before, {"counters", "http_requests"}));
 }
@@ -185,10 +190,13 @@ TEST(Status, JsonAgreesWithMetrics) {
   ASSERT_TRUE(ListenAsTenant(b, srv.port(), kSecret, "globex", "file:///y"));
   auto h = McpHeaders(kV2026, "subscriptions/listen");
   h.push_back(Bearer(Hs256Token(kSecret, "acme")));
-  auto refused = McpCall(srv.port(), McpPost(RpcBody("\"r\"", "subscriptions/listen",
-                                                     R"("notifications":{"resourceSubscriptions":["file:///1","file:///2"]})"), h));
+  auto refused =
+      McpCall(srv.port(), McpPost(RpcBody("\"r\"", "subscriptions/listen",
+                                          R"("notifications":{"resourceSubscriptions":["file:///1","file:///2"]})"),
+                                  h));
   EXPECT_NE(refused.http.status, 0);
-  ASSERT_TRUE(PublishOk(srv.port(), R"({"tenant":"acme","method":"notifications/resources/updated","params":{"uri":"file:///x"}})"));
+  ASSERT_TRUE(PublishOk(
+      srv.port(), R"({"tenant":"acme","method":"notifications/resources/updated","params":{"uri":"file:///x"}})"));
   ASSERT_TRUE(a.NextMessage());
   ASSERT_TRUE(PollMetricEq(srv.port(), "mcpfan_deliveries_total", 1));
 
@@ -246,11 +254,18 @@ TEST(Status, TenantRowsAreBoundedLikeMetrics) {
     ASSERT_TRUE(ListenAsTenant(*streams.back(), srv.port(), kSecret, tenant, "file:///t"));
   }
   Json j;
-  ASSERT_TRUE(PollStatus(srv.port(), [](const Json& d) { return d.GetInt({"gauges", "tenants"}) == 5; }, "5 tenants", &j));
+  ASSERT_TRUE(PollStatus(
+      srv.port(),
+      [](const Json& d) {
+        return d.GetInt({"gauges", "tenants"}) == 5;
+      },
+      "5 tenants", &j));
   // Slots: default, t1 named; t2, t3, t4 summed.
-  EXPECT_TRUE(JsonMatches(j.Get({"tenants"}), R"([{"tenant":"default","connections":0,"streams":0,"subscriptions":0,"limit_hits":0},
-                                                  {"tenant":"t1","connections":1,"streams":1,"subscriptions":1,"limit_hits":0}])"));
-  EXPECT_TRUE(JsonMatches(j.Get({"tenants_other"}), R"({"tenant":"_other","connections":3,"streams":3,"subscriptions":3,"limit_hits":0})"));
+  EXPECT_TRUE(JsonMatches(j.Get({"tenants"}),
+                          R"([{"tenant":"default","connections":0,"streams":0,"subscriptions":0,"limit_hits":0},)"
+                          R"({"tenant":"t1","connections":1,"streams":1,"subscriptions":1,"limit_hits":0}])"));
+  EXPECT_TRUE(JsonMatches(j.Get({"tenants_other"}),
+                          R"({"tenant":"_other","connections":3,"streams":3,"subscriptions":3,"limit_hits":0})"));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_tenant_streams{tenant=\"_other\"}", 3));
   EXPECT_FALSE(ReadMetric(srv.port(), "mcpfan_tenant_streams{tenant=\"t2\"}").has_value());
   EXPECT_EQ(j.text().find("\"t2\""), std::string::npos) << j.text();
@@ -274,7 +289,8 @@ TEST(Status, OnTheOperatorListenerWithPublishListen) {
   }
   auto mcp = Get(ops, "/mcp");
   ASSERT_TRUE(mcp);
-  EXPECT_NE(mcp->body.find("/status"), std::string::npos) << "the operator listener's 404 lists what it serves: " << mcp->body;
+  EXPECT_NE(mcp->body.find("/status"), std::string::npos)
+      << "the operator listener's 404 lists what it serves: " << mcp->body;
 }
 
 // Built with the NATS backplane only (MCPFAN_WITH_NATS): without it --nats is refused.
@@ -313,8 +329,8 @@ TEST(Status, AccessRuleIsThatOfMetrics) {
   TempDir dir;
   std::ofstream(dir.path() + "/secret") << kSecret << "\n";
   std::ofstream(dir.path() + "/keys") << kAcmeKey << " acme\n" << kAdminKey << " *\n";
-  std::vector<std::string> args{"--jwt-secret-file", dir.path() + "/secret", "--publish-keys-file", dir.path() + "/keys",
-                                "--workers", "1"};
+  std::vector<std::string> args{
+      "--jwt-secret-file", dir.path() + "/secret", "--publish-keys-file", dir.path() + "/keys", "--workers", "1"};
   {
     ServerProcess srv(args);
     ASSERT_TRUE(srv.ok()) << srv.error();
@@ -347,7 +363,8 @@ TEST(Status, AccessRuleIsThatOfMetrics) {
   int status = ::pclose(p);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace here (needs root): " << cmd;
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
-  EXPECT_EQ(out, "403\n403\n200\n403\n403\n200\n403\n403\n200\n") << "(no key, acme key, \"*\" key) x (/status, /status.json, /metrics)";
+  EXPECT_EQ(out, "403\n403\n200\n403\n403\n200\n403\n403\n200\n")
+      << "(no key, acme key, \"*\" key) x (/status, /status.json, /metrics)";
 }
 
 }  // namespace

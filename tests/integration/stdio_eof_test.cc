@@ -45,8 +45,8 @@ std::string RunStdio(int in, const char* workers) {
   }
   ChildProcess p;
   std::string err;
-  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", workers, "--stdio"}, kStart, "mcpfan --stdio", &err,
-                          in, out[1]);
+  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", workers, "--stdio"}, kStart, "mcpfan --stdio",
+                          &err, in, out[1]);
   ::close(in);
   ::close(out[1]);
   EXPECT_GT(port, 0) << err;
@@ -108,7 +108,9 @@ TEST(StdioEof, FileToFileAnswersEveryRequestInOrder) {
   constexpr int kRequests = 5000;  // ~250 KB: several 64 KiB reads
   {
     std::ofstream f(in_path);
-    for (int i = 0; i < kRequests; ++i) f << R"({"jsonrpc":"2.0","id":)" << i << R"(,"method":"ping","params":{"pad":"xxxxxxxxxx"}})" << "\n";
+    for (int i = 0; i < kRequests; ++i)
+      f << R"({"jsonrpc":"2.0","id":)" << i << R"(,"method":"ping","params":{"pad":"xxxxxxxxxx"}})"
+        << "\n";
   }
   int in = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
   int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -116,7 +118,8 @@ TEST(StdioEof, FileToFileAnswersEveryRequestInOrder) {
   ASSERT_GE(out, 0);
   ChildProcess p;
   std::string err;
-  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "1", "--stdio"}, kStart, "mcpfan --stdio", &err, in, out);
+  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "1", "--stdio"}, kStart, "mcpfan --stdio", &err,
+                          in, out);
   ::close(in);
   ::close(out);
   ASSERT_GT(port, 0) << err;

@@ -23,7 +23,8 @@ TEST(StdioFile, StdoutRedirectedToARegularFileGetsEveryLineInOrder) {
   ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
   ChildProcess p;
   std::string err;
-  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "1", "--stdio"}, kStart, "mcpfan --stdio", &err, in[0], out);
+  int port = LaunchMcpfan(p, {"--listen", "127.0.0.1:0", "--workers", "1", "--stdio"}, kStart, "mcpfan --stdio", &err,
+                          in[0], out);
   ::close(in[0]);
   ::close(out);
   ASSERT_GT(port, 0) << err;

@@ -30,7 +30,8 @@ std::string StdioInitialize(std::string_view id_json, std::string_view version) 
   if (msg.GetString({"method"}) != "notifications/subscriptions/acknowledged") {
     return fail() << "want method notifications/subscriptions/acknowledged";
   }
-  if (auto m = JsonMatches(msg.Get({"params", "_meta", kSubId}), id_json); !m) return fail() << "subscriptionId: " << m.message();
+  if (auto m = JsonMatches(msg.Get({"params", "_meta", kSubId}), id_json); !m)
+    return fail() << "subscriptionId: " << m.message();
   if (!expected_notifications.empty()) {
     if (auto m = JsonMatches(msg.Get({"params", "notifications"}), expected_notifications); !m) {
       return fail() << "notifications: " << m.message();
@@ -40,7 +41,8 @@ std::string StdioInitialize(std::string_view id_json, std::string_view version) 
 }
 
 ::testing::AssertionResult IsCompleteResult(const Json& msg, std::string_view id_json) {
-  std::string want = R"({"resultType":"complete","_meta":{")" + std::string(kSubId) + "\":" + std::string(id_json) + "}}";
+  std::string want =
+      R"({"resultType":"complete","_meta":{")" + std::string(kSubId) + "\":" + std::string(id_json) + "}}";
   return IsResult(msg, id_json, want);
 }
 
@@ -86,8 +88,10 @@ std::string StdioInitialize(std::string_view id_json, std::string_view version) 
   if (msg.GetString({"jsonrpc"}) != "2.0") return fail() << "want jsonrpc \"2.0\"";
   if (msg.Has({"id"})) return fail() << "a notification must not carry an id";
   if (msg.GetString({"method"}) != std::string(method)) return fail() << "want method " << method;
-  if (msg.Has({"params", "_meta", kSubId})) return fail() << "a 2025 session notification must not carry a subscriptionId";
-  if (auto m = JsonMatches(msg.Get({"params"}), params_json); !m) return fail() << "params not as published: " << m.message();
+  if (msg.Has({"params", "_meta", kSubId}))
+    return fail() << "a 2025 session notification must not carry a subscriptionId";
+  if (auto m = JsonMatches(msg.Get({"params"}), params_json); !m)
+    return fail() << "params not as published: " << m.message();
   size_t keys = simdjson::dom::object(msg.root()).size();
   if (keys != 3) return fail() << "want exactly jsonrpc, method, params";
   return ::testing::AssertionSuccess();

@@ -19,8 +19,10 @@ namespace {
 ::testing::AssertionResult AllLinesAreJsonRpc(const LineChannel& ch) {
   for (const std::string& line : ch.transcript()) {
     Json j(line);
-    if (!j.ok()) return ::testing::AssertionFailure() << "stdout line is not JSON (" << j.error() << "): " << line.substr(0, 300);
-    if (j.GetString({"jsonrpc"}) != "2.0") return ::testing::AssertionFailure() << "stdout line is not JSON-RPC 2.0: " << line.substr(0, 300);
+    if (!j.ok())
+      return ::testing::AssertionFailure() << "stdout line is not JSON (" << j.error() << "): " << line.substr(0, 300);
+    if (j.GetString({"jsonrpc"}) != "2.0")
+      return ::testing::AssertionFailure() << "stdout line is not JSON-RPC 2.0: " << line.substr(0, 300);
   }
   if (!ch.partial().empty()) {
     return ::testing::AssertionFailure() << "stdout ends with an unterminated line: " << ch.partial().substr(0, 300);
@@ -56,10 +58,12 @@ TEST(Stdio, Initialize2025SubscribeReceiveWithoutSubscriptionId) {
   auto ping = Ask(c, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", &err);
   ASSERT_TRUE(ping) << err;
   EXPECT_TRUE(IsResult(*ping, "1", "{}")) << "no reply may come for notifications/initialized; ping must be {}";
-  auto sub = Ask(c, R"({"jsonrpc":"2.0","id":"s1","method":"resources/subscribe","params":{"uri":"file:///io/a.txt"}})", &err);
+  auto sub =
+      Ask(c, R"({"jsonrpc":"2.0","id":"s1","method":"resources/subscribe","params":{"uri":"file:///io/a.txt"}})", &err);
   ASSERT_TRUE(sub) << err;
   EXPECT_TRUE(IsResult(*sub, R"("s1")", "{}"));
-  auto sub2 = Ask(c, R"({"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///io/dir/"}})", &err);
+  auto sub2 =
+      Ask(c, R"({"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///io/dir/"}})", &err);
   ASSERT_TRUE(sub2) << err;
   EXPECT_TRUE(IsResult(*sub2, "2", "{}"));
   EXPECT_TRUE(PollMetricEq(c.port(), "mcpfan_listen_streams_open", 1));
@@ -80,7 +84,8 @@ TEST(Stdio, Initialize2025SubscribeReceiveWithoutSubscriptionId) {
   }
   EXPECT_TRUE(NothingMore(c.io()));
 
-  auto unsub = Ask(c, R"({"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"file:///io/a.txt"}})", &err);
+  auto unsub =
+      Ask(c, R"({"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"file:///io/a.txt"}})", &err);
   ASSERT_TRUE(unsub) << err;
   EXPECT_TRUE(IsResult(*unsub, "3", "{}"));
   ASSERT_TRUE(PublishOk(c.port(), Updated("file:///io/a.txt")));
@@ -115,7 +120,8 @@ TEST(Stdio, SessionOverlappingAndRepeatedSubscribes) {
     EXPECT_TRUE(IsPlainNotification(*m, "notifications/resources/updated", std::string(R"({"uri":")") + uri + "\"}"));
   }
   EXPECT_TRUE(NothingMore(c.io())) << "each update exactly once";
-  auto un = Ask(c, R"({"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"file:///ov/b"}})", &err);
+  auto un =
+      Ask(c, R"({"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"file:///ov/b"}})", &err);
   ASSERT_TRUE(un) << err;
   ASSERT_TRUE(IsResult(*un, "9", "{}"));
   ASSERT_TRUE(PublishOk(c.port(), Updated("file:///ov/b")));
@@ -302,7 +308,8 @@ TEST(Stdio, OverlongLineIsRefusedAndConnectionKeepsServing) {
   // Just over the limit: refused (the limit is really ~1 KiB, not some larger default).
   auto over = Ask(c, PaddedPing("20", 1100), &err);
   ASSERT_TRUE(over) << err;
-  EXPECT_TRUE(JsonMatches(over->Get({"id"}), "null")) << "a 1100-byte line exceeds --max-line-bytes 1024: " << over->text();
+  EXPECT_TRUE(JsonMatches(over->Get({"id"}), "null"))
+      << "a 1100-byte line exceeds --max-line-bytes 1024: " << over->text();
   EXPECT_TRUE(over->Has({"error"})) << over->text();
 
   // Over the limit in one write, followed by a good line in the same write.
@@ -369,7 +376,8 @@ TEST(Stdio, BadInputGetsErrorsAndServiceContinues) {
   const std::vector<Case> cases = {
       {"this is not json", "null", -32700},
       {R"({"jsonrpc":"2.0","id":5,"method":"ping")", "null", -32700},  // truncated
-      {"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}", "null", -32700},  // bad UTF-8
+      {"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}", "null",
+       -32700},                                                                 // bad UTF-8
       {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"p\xc3\"}", "null", -32700},  // truncated UTF-8 sequence
       {R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x"}})", "8", -32601},
       {R"({"jsonrpc":"2.0","id":"u","method":"no/such/method"})", R"("u")", -32601},
@@ -481,7 +489,8 @@ TEST(Stdio, StdoutCarriesOnlyJsonRpcLines) {
   ASSERT_TRUE(c.WaitExit(kExitBound));
   EXPECT_EQ(c.DescribeStatus(), "exit 0");
   EXPECT_TRUE(AllLinesAreJsonRpc(c.io()));
-  EXPECT_GE(c.io().transcript().size(), 8u) << "replies to 1, 2, garbage, the over-long line, 4, the ack, 2+2 notifications";
+  EXPECT_GE(c.io().transcript().size(), 8u)
+      << "replies to 1, 2, garbage, the over-long line, 4, the ack, 2+2 notifications";
   EXPECT_NE(c.Stderr().find("listening on"), std::string::npos) << "the log line belongs on stderr";
 }
 

@@ -21,7 +21,8 @@ struct TenantServer {
     std::ofstream(dir.path() + "/secret") << kSecret << "\n";
     std::ofstream(dir.path() + "/keys") << kAdminKey << " *\n";
     srv.emplace(std::vector<std::string>{"--jwt-secret-file", dir.path() + "/secret", "--publish-keys-file",
-                                         dir.path() + "/keys", "--max-tenants", std::move(max_tenants), "--workers", "2"});
+                                         dir.path() + "/keys", "--max-tenants", std::move(max_tenants), "--workers",
+                                         "2"});
   }
   int port() const { return srv->port(); }
   TempDir dir;
@@ -37,7 +38,9 @@ std::string PublishRequest(std::string_view body) {
 std::string ListenFor(std::string_view token, std::string_view uri) {
   auto h = McpHeaders(kV2026, "subscriptions/listen");
   h.push_back(Bearer(token));
-  return McpPost(RpcBody("\"l\"", "subscriptions/listen", R"("notifications":{"resourceSubscriptions":[")" + std::string(uri) + "\"]}"), h);
+  return McpPost(RpcBody("\"l\"", "subscriptions/listen",
+                         R"("notifications":{"resourceSubscriptions":[")" + std::string(uri) + "\"]}"),
+                 h);
 }
 
 std::string UpdateFor(std::string_view tenant, std::string_view uri) {
@@ -49,8 +52,10 @@ std::string UpdateFor(std::string_view tenant, std::string_view uri) {
 ::testing::AssertionResult TenantListensAndReceives(int port, std::string_view tenant) {
   SseStream s;
   std::string err;
-  if (!s.Open(port, ListenFor(Hs256Token(kSecret, tenant), "mem://t/x"), kIo, &err)) return ::testing::AssertionFailure() << err;
-  if (s.head().status != 200) return ::testing::AssertionFailure() << "listen of " << tenant << ": " << s.head().status << " " << s.head().body;
+  if (!s.Open(port, ListenFor(Hs256Token(kSecret, tenant), "mem://t/x"), kIo, &err))
+    return ::testing::AssertionFailure() << err;
+  if (s.head().status != 200)
+    return ::testing::AssertionFailure() << "listen of " << tenant << ": " << s.head().status << " " << s.head().body;
   if (!s.NextMessage(kIo, &err)) return ::testing::AssertionFailure() << "no ack: " << err;
   auto r = Roundtrip(port, PublishRequest(UpdateFor(tenant, "mem://t/x")));
   if (!r || r->status != 202) return ::testing::AssertionFailure() << "publish: " << (r ? r->body : "no answer");
@@ -146,9 +151,13 @@ TEST(TenantTable, ASessionKeepsItsTenantUntilItEnds) {
   TenantServer s("10");
   ASSERT_TRUE(s.srv->ok()) << s.srv->error();
   std::string acme = Hs256Token(kSecret, "acme");
-  auto init = McpCall(s.port(), BuildRequest("POST", "/mcp",
-                                             {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}, Bearer(acme)},
-                                             R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"));
+  auto init = McpCall(
+      s.port(),
+      BuildRequest(
+          "POST", "/mcp",
+          {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}, Bearer(acme)},
+          R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+          R"("clientInfo":{"name":"t","version":"1"}}})"));
   ASSERT_EQ(init.http.status, 200) << init.http.body;
   std::string sid = init.http.Get("Mcp-Session-Id").value_or("");
   ASSERT_FALSE(sid.empty());

@@ -33,9 +33,11 @@ std::string SignHs256(std::string_view header_json, std::string_view payload_jso
   return signing_input + "." + Base64Url(std::string_view(reinterpret_cast<const char*>(mac), len));
 }
 
-std::string Hs256Token(std::string_view secret, std::string_view tenant, int64_t exp_in_s, std::string_view extra_claims) {
+std::string Hs256Token(std::string_view secret, std::string_view tenant, int64_t exp_in_s,
+                       std::string_view extra_claims) {
   std::string payload = R"({"tenant":")" + std::string(tenant) + R"(","exp":)" +
-                        std::to_string(static_cast<int64_t>(std::time(nullptr)) + exp_in_s) + std::string(extra_claims) + "}";
+                        std::to_string(static_cast<int64_t>(std::time(nullptr)) + exp_in_s) +
+                        std::string(extra_claims) + "}";
   return SignHs256(R"({"alg":"HS256","typ":"JWT"})", payload, secret);
 }
 

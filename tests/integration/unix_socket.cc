@@ -54,7 +54,8 @@ bool ConnectUnix(LineChannel& ch, const std::string& path, Ms timeout, std::stri
     // EAGAIN: the listener's backlog is full; ENOENT/ECONNREFUSED: not (yet) listening.
     bool retry = e == EAGAIN || e == EINTR || e == ENOENT || e == ECONNREFUSED;
     if (!retry || Clock::now() >= end) {
-      SetErr(err, "connect " + path + ": " + std::strerror(e) + " (after " + std::to_string(attempt + 1) + " attempts)");
+      SetErr(err,
+             "connect " + path + ": " + std::strerror(e) + " (after " + std::to_string(attempt + 1) + " attempts)");
       return false;
     }
     std::this_thread::sleep_for(Ms(e == EAGAIN ? 1 : 10));

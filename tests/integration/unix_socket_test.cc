@@ -43,7 +43,8 @@ TEST(Unix, ThousandClientsEachReceiveOnePublishExactlyOnce) {
     Json ack(clients[i]->lines().front());
     clients[i]->lines().pop_front();
     ASSERT_TRUE(IsAck(ack, id_of(i), filter)) << "client " << i;
-    ASSERT_TRUE(clients[i]->lines().empty()) << "client " << i << " got more than its ack: " << clients[i]->lines().front();
+    ASSERT_TRUE(clients[i]->lines().empty())
+        << "client " << i << " got more than its ack: " << clients[i]->lines().front();
   }
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_listen_streams_open", kClients));
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_subscriptions_active", kClients));

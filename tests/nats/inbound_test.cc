@@ -1,6 +1,6 @@
-// The receiving side of the subject contract (transports/src/nats/inbound.h; docs/operations.md "What a node accepts from NATS"): one
-// notification per message, the subject decides the tenant, everything else is dropped with
-// its reason. And decode_tenant_token(), which reads a tenant token back (subjects.h).
+// The receiving side of the subject contract (transports/src/nats/inbound.h; docs/operations.md "What a node accepts
+// from NATS"): one notification per message, the subject decides the tenant, everything else is dropped with its
+// reason. And decode_tenant_token(), which reads a tenant token back (subjects.h).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -96,15 +96,17 @@ TEST_F(Inbound_, WhatIsNotOneNotificationOnAContractSubjectIsMalformed) {
   const std::string good = resource_subject("mcpfan", "acme", "mem://doc");
   const std::string body = updated("acme", "mem://doc");
   const std::string tail = good.substr(std::string("mcpfan.v1.acme").size());
-  for (const std::string& subject : {std::string("other") + good.substr(6), "mcpfan.v2.acme" + tail, std::string("mcpfan.v1.acme"),
-                                     "mcpfan.v1.ac~6Dme" + tail /* `m` escaped: not canonical */,
-                                     "mcpfan.v1.~e" + tail, "mcpfan.v1.~2e" + tail /* lowercase hex */,
-                                     std::string("mcpfan.v1.acme.x.y"), std::string(), std::string("mcpfanx.v1.acme.r.A")}) {
+  for (const std::string& subject :
+       {std::string("other") + good.substr(6), "mcpfan.v2.acme" + tail, std::string("mcpfan.v1.acme"),
+        "mcpfan.v1.ac~6Dme" + tail /* `m` escaped: not canonical */, "mcpfan.v1.~e" + tail,
+        "mcpfan.v1.~2e" + tail /* lowercase hex */, std::string("mcpfan.v1.acme.x.y"), std::string(),
+        std::string("mcpfanx.v1.acme.r.A")}) {
     Inbound in = check(subject, body);
     ASSERT_TRUE(in.rejected) << subject;
     EXPECT_EQ(*in.rejected, Reject::Malformed) << subject;
   }
-  for (std::string_view bad : {"", "{", "42", R"({"method":"nope"})", R"({"tenant":"acme"})", "{\"tenant\":\"acme\"} x"}) {
+  for (std::string_view bad :
+       {"", "{", "42", R"({"method":"nope"})", R"({"tenant":"acme"})", "{\"tenant\":\"acme\"} x"}) {
     Inbound in = check(good, bad);
     ASSERT_TRUE(in.rejected) << bad;
     EXPECT_EQ(*in.rejected, Reject::Malformed) << bad;
@@ -134,8 +136,8 @@ TEST(TenantToken, ReadsBackExactlyWhatTheEncoderWrites) {
   auto e = decode_tenant_token("~e");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->name, "");
-  for (std::string_view bad : {"", "~", "~4", "~2e", "~41" /* `A` needs no escape */, "a~ZZ", "~hshort", "~hAAAAAAAAAAA",
-                               "a.b", "a*"}) {
+  for (std::string_view bad :
+       {"", "~", "~4", "~2e", "~41" /* `A` needs no escape */, "a~ZZ", "~hshort", "~hAAAAAAAAAAA", "a.b", "a*"}) {
     EXPECT_FALSE(decode_tenant_token(bad)) << bad;
   }
   EXPECT_FALSE(decode_tenant_token(std::string(65, 'a'))) << "over 64 bytes: the encoder would have hashed it";

@@ -73,9 +73,12 @@ std::string post(std::string_view path, std::string_view body, std::string_view 
 }
 
 std::string listen_request(int id, const std::string& uri) {
-  std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                     R"(,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true,"resourceSubscriptions":[")" +
-                     uri + R"("]}}})";
+  std::string body =
+      R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+      R"(,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+      R"("io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true,)"
+      R"("resourceSubscriptions":[")" +
+      uri + R"("]}}})";
   return post("/mcp", body, "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n");
 }
 
@@ -133,7 +136,9 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
   // 2025 sessions: initialize, open the GET stream, subscribe and unsubscribe from another
   // connection (a cross-worker post_task), delete.
   threads.emplace_back([&] {
-    const std::string init = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"s","version":"1"}}})";
+    const std::string init =
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+        R"("clientInfo":{"name":"s","version":"1"}}})";
     for (int i = 0; i < 2000 && !done; ++i) {
       int c = connect_loopback(port);
       if (c < 0) continue;
@@ -144,7 +149,8 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
         std::string h = "Mcp-Session-Id: " + sid + "\r\n";
         if (g >= 0) send_all(g, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + h + "\r\n");
         for (const char* m : {"resources/subscribe", "resources/unsubscribe", "resources/subscribe"}) {
-          std::string body = std::string(R"({"jsonrpc":"2.0","id":1,"method":")") + m + R"(","params":{"uri":"mem://s/3"}})";
+          std::string body =
+              std::string(R"({"jsonrpc":"2.0","id":1,"method":")") + m + R"(","params":{"uri":"mem://s/3"}})";
           if (!send_all(c, post("/mcp", body, h))) break;
           (void)read_until(c, "\r\n\r\n", 500ms);
         }
@@ -166,7 +172,13 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
       ::fcntl(sv[1], F_SETFL, O_NONBLOCK);
       if (server.attach_stdio(sv[1], sv[1])) {
         stdio.fetch_add(1);
-        send_all(sv[0], R"({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["mem://s/1"]}}})" "\n");
+        send_all(
+            sv[0],
+            R"({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen",)"
+            R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+            R"("io.modelcontextprotocol/clientCapabilities":{}},)"
+            R"("notifications":{"resourceSubscriptions":["mem://s/1"]}}})"
+            "\n");
         (void)read_until(sv[0], "\n", 10ms);
       } else {
         ::close(sv[1]);  // refused: still ours
@@ -177,7 +189,8 @@ TEST(ServerStress, PublishersAndClientsRaceStop) {
 
   // Let every kind of client get going, then stop in the middle of it all.
   auto deadline = Clock::now() + 60s;
-  while ((listens < 20 || sessions < 5 || stdio < 20 || accepted < 10000) && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  while ((listens < 20 || sessions < 5 || stdio < 20 || accepted < 10000) && Clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
   EXPECT_GE(listens.load(), 20u);
   EXPECT_GE(sessions.load(), 5u);
   auto st = server.stop();

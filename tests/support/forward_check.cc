@@ -86,7 +86,8 @@ ForwardedCase parse_and_forward(const std::vector<std::string_view>& reads) {
 
 std::optional<std::string> compare_cases(const ForwardedCase& a, const ForwardedCase& b) {
   if (a.failed != b.failed) return std::string("one parse threw, the other did not");
-  if (a.rejection.has_value() != b.rejection.has_value()) return std::string("one parse rejected the input, the other did not");
+  if (a.rejection.has_value() != b.rejection.has_value())
+    return std::string("one parse rejected the input, the other did not");
   if (a.rejection && a.rejection->status != b.rejection->status) {
     return "rejected with " + std::to_string(a.rejection->status) + " vs " + std::to_string(b.rejection->status);
   }
@@ -163,12 +164,13 @@ std::optional<std::string> strict_mismatch(const ForwardedCase::One& one) {
   if (got.target != one.target) return describe(one) + ": target read as " + got.target + ", not " + one.target;
   if (got.body != one.parsed.body) return describe(one) + ": the body differs";
   if (got.fields.size() != one.fields.size()) {
-    return describe(one) + ": " + std::to_string(got.fields.size()) + " fields read, " + std::to_string(one.fields.size()) + " expected";
+    return describe(one) + ": " + std::to_string(got.fields.size()) + " fields read, " +
+           std::to_string(one.fields.size()) + " expected";
   }
   for (std::size_t i = 0; i < got.fields.size(); ++i) {
     if (got.fields[i].name != one.fields[i].name || got.fields[i].value != one.fields[i].value) {
-      return describe(one) + ": field " + std::to_string(i) + " read as " + got.fields[i].name + ": " + got.fields[i].value +
-             ", expected " + one.fields[i].name + ": " + one.fields[i].value;
+      return describe(one) + ": field " + std::to_string(i) + " read as " + got.fields[i].name + ": " +
+             got.fields[i].value + ", expected " + one.fields[i].name + ": " + one.fields[i].value;
     }
   }
   return std::nullopt;

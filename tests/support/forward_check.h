@@ -1,8 +1,8 @@
 #pragma once
-// The front proxy's forwarding, checked without a server (the differential property of docs/protocol.md "What is rejected, rewritten and never retried"):
-// for any bytes a client may send, what mcpfan's RequestParser accepts and what
-// upstream_request() builds from it must be read back by a strict, independent reader as
-// exactly the same method, target, field list (less the hop-by-hop fields) and body.
+// The front proxy's forwarding, checked without a server (the differential property of docs/protocol.md "What is
+// rejected, rewritten and never retried"): for any bytes a client may send, what mcpfan's RequestParser accepts and
+// what upstream_request() builds from it must be read back by a strict, independent reader as exactly the same method,
+// target, field list (less the hop-by-hop fields) and body.
 //
 // Two readers check it: read_strict() here (RFC 9112's grammar with no leniency at all:
 // CRLF only, token names, no obs-fold, Content-Length framing only), which the fuzzers run on

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <cstdint>
+
 #include <utility>
 
 #include "support/loopback.h"
@@ -39,14 +41,17 @@ inline bool readable(int fd) {
   return ::poll(&p, 1, 0) == 1;
 }
 
-/** Runs `loop` until pred() holds; false after 10 s (a timer of its own stops it). */
+/**
+ * Runs `loop` until pred() holds; false after `bound_ms` (a timer of its own stops it). The
+ * bound only ends a test that would hang: a sanitizer build on a loaded machine may be slow.
+ */
 template <class P>
-bool run_until(uv_loop_t* loop, P pred) {
+bool run_until(uv_loop_t* loop, P pred, std::uint64_t bound_ms = 10000) {
   uv_timer_t t;
   uv_timer_init(loop, &t);
   bool timed_out = false;
   t.data = &timed_out;
-  uv_timer_start(&t, [](uv_timer_t* h) { *static_cast<bool*>(h->data) = true; }, 10000, 0);
+  uv_timer_start(&t, [](uv_timer_t* h) { *static_cast<bool*>(h->data) = true; }, bound_ms, 0);
   while (!pred() && !timed_out) uv_run(loop, UV_RUN_ONCE);
   uv_close(reinterpret_cast<uv_handle_t*>(&t), nullptr);
   uv_run(loop, UV_RUN_NOWAIT);

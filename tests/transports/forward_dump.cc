@@ -20,7 +20,8 @@ std::string base64(std::string_view in) {
   std::string out;
   std::size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                 static_cast<unsigned char>(in[i + 2]);
     for (int s = 18; s >= 0; s -= 6) out += k[(v >> s) & 63];
   }
   if (i < in.size()) {
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     ForwardedCase whole = mcpfan::testing::parse_and_forward(bytes);
     ForwardedCase bytewise = mcpfan::testing::parse_and_forward(bytes, 1);
     auto split = mcpfan::testing::compare_cases(whole, bytewise);
-    std::string out = "{\"file\":" + quoted(argv[i]) + ",\"split\":" + (split ? quoted(*split) : "null") + ",\"rejected\":" +
-                      (whole.rejection ? std::to_string(whole.rejection->status) : "null") +
+    std::string out = "{\"file\":" + quoted(argv[i]) + ",\"split\":" + (split ? quoted(*split) : "null") +
+                      ",\"rejected\":" + (whole.rejection ? std::to_string(whole.rejection->status) : "null") +
                       ",\"failed\":" + (whole.failed ? "true" : "false") + ",\"requests\":[";
     for (std::size_t r = 0; r < whole.requests.size(); ++r) {
       const ForwardedCase::One& one = whole.requests[r];

@@ -47,7 +47,8 @@ class RecordingSink final : public MetricsSink {
   }
 
   /** The value of the sample of `family` with these labels (an unlabelled family: {}), or -1. */
-  [[nodiscard]] double value(std::string_view family, const std::vector<std::pair<std::string, std::string>>& labels = {}) const {
+  [[nodiscard]] double value(std::string_view family,
+                             const std::vector<std::pair<std::string, std::string>>& labels = {}) const {
     for (const RecordedFamily& f : families) {
       if (f.name != family) continue;
       for (const RecordedSample& s : f.samples) {

@@ -124,7 +124,8 @@ void HttpPool::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
   HttpPool* self = c->pool;
   if (nread == 0 || c->st != Client::St::Ready) return;
   if (nread < 0) {
-    self->Lost(c, nread == UV_EOF ? "connection closed by the server" : std::string("read: ") + uv_strerror(int(nread)));
+    self->Lost(c,
+               nread == UV_EOF ? "connection closed by the server" : std::string("read: ") + uv_strerror(int(nread)));
     return;
   }
   self->OnData(c, buf->base, size_t(nread));
@@ -236,7 +237,8 @@ void HttpPool::Lost(Client* c, const std::string& why) {
   CloseClient(c);
   if (c->jobs.empty()) return;
   bool eof = why == "connection closed by the server";
-  if (eof && c->have_head && !c->body.failed() && !c->body.done() && !c->reply.head.chunked && c->reply.head.content_length < 0) {
+  if (eof && c->have_head && !c->body.failed() && !c->body.done() && !c->reply.head.chunked &&
+      c->reply.head.content_length < 0) {
     Complete(c);  // an answer delimited by the end of the connection (Complete requeues the rest)
     if (!c->jobs.empty()) Requeue(c, count);
     Pump();

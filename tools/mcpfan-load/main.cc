@@ -27,8 +27,8 @@
 // publishes over several --publish-url's; both are driven over stdin/stdout (control.h).
 // --stream-uris own|both gives stream i its own URI <--own-uri-base><--index-base + i>, and
 // --scenario targeted addresses each publish to one random stream's URI in one process
-// (docs/performance.md "Targeted publishes"), against mcpfan, nchan (one channel per stream, subscribed through a multiplexed
-// location together with --extra-uris K never-published channels) and the SDK hub, at a fixed
+// (docs/performance.md "Targeted publishes"), against mcpfan, nchan (one channel per stream, subscribed through a
+// multiplexed location together with --extra-uris K never-published channels) and the SDK hub, at a fixed
 // --rate or at --rate max over P publisher connections with a --window each.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -187,12 +187,23 @@ double Median(std::vector<double> v) {
 uint64_t SelfCpuUs() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return uint64_t(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + uint64_t(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  return uint64_t(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+         uint64_t(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 class Loadgen;
 
-enum class SState : uint8_t { Idle, Queued, SessionSetup, Connecting, AwaitHead, AwaitAck, AwaitSubscribe, Open, Closing };
+enum class SState : uint8_t {
+  Idle,
+  Queued,
+  SessionSetup,
+  Connecting,
+  AwaitHead,
+  AwaitAck,
+  AwaitSubscribe,
+  Open,
+  Closing
+};
 enum class AfterClose : uint8_t { Nothing, Retry, Reconnect };
 
 struct Stream {
@@ -288,7 +299,8 @@ class Loadgen {
   std::string PublishRequest(uint64_t seq, uint64_t ts) const;
 
   // phases
-  bool RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what, bool fatal_on_timeout = true);
+  bool RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what,
+                bool fatal_on_timeout = true);
   void SetFatal(const std::string& msg);
   void ResetPhase(uint64_t base);
   bool ConnectAll();
@@ -324,7 +336,8 @@ class Loadgen {
   }
   // Subscriptions the server holds per stream (for RSS per subscription).
   uint64_t SubscriptionsPerStream() const {
-    return (o_.stream_uris == StreamUris::Both ? 2u : 1u) + uint64_t(o_.stream_uris == StreamUris::Shared ? 0 : o_.extra_uris);
+    return (o_.stream_uris == StreamUris::Both ? 2u : 1u) +
+           uint64_t(o_.stream_uris == StreamUris::Shared ? 0 : o_.extra_uris);
   }
   ProcSample Sample() const { return o_.server_pid ? SampleProcessTree(o_.server_pid) : ProcSample{}; }
   void Report(bool ok);
@@ -332,8 +345,9 @@ class Loadgen {
   // carry no `id:` lines and only `event: message`; 2025 session streams carry ids since they
   // are resumable; nchan and the SDK hub may carry both.)
   uint64_t Violations() const {
-    return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ + (tally_ ? tally_->violations() : 0) +
-           (o_.kind == Kind::Listen ? id_lines_ + other_events_ : 0) + (o_.kind == Kind::Session ? other_events_ : 0);
+    return framing_errors_ + dups_ + unknown_seq_ + publish_errors_ + dropped_ + failed_streams_ +
+           (tally_ ? tally_->violations() : 0) + (o_.kind == Kind::Listen ? id_lines_ + other_events_ : 0) +
+           (o_.kind == Kind::Session ? other_events_ : 0);
   }
 
   Options o_;
@@ -466,7 +480,9 @@ bool Loadgen::Setup(std::string* err) {
   bool own_uris = o_.stream_uris != StreamUris::Shared;
   if (pubs.empty()) {
     // nchan with own URIs: one channel per stream, so the URL is a prefix (the index is appended)
-    pubs = base + (o_.kind == Kind::Nchan ? (own_uris ? "/pub/s/" : "/pub/bench") : o_.kind == Kind::SdkHub ? "/publish" : "/v1/publish");
+    pubs = base + (o_.kind == Kind::Nchan    ? (own_uris ? "/pub/s/" : "/pub/bench")
+                   : o_.kind == Kind::SdkHub ? "/publish"
+                                             : "/v1/publish");
   }
   if (o_.kind == Kind::Nchan && own_uris && !o_.sub_path_set) o_.sub_path = "/sub/multi/";
   // --publish-url may name several URLs (comma-separated): the publish and targeted
@@ -511,7 +527,8 @@ bool Loadgen::Setup(std::string* err) {
     *err = "--scenario targeted needs --stream-uris own or both";
     return false;
   }
-  if (o_.scenario == Scenario::Receive && o_.kind != Kind::Listen && o_.kind != Kind::Stdio && o_.kind != Kind::Session) {
+  if (o_.scenario == Scenario::Receive && o_.kind != Kind::Listen && o_.kind != Kind::Stdio &&
+      o_.kind != Kind::Session) {
     *err = "--scenario receive is for the mcpfan kinds (listen, session, stdio)";
     return false;
   }
@@ -541,7 +558,8 @@ bool Loadgen::Setup(std::string* err) {
   // /metrics: mcpfan's counters around the measured phase (mcpfan kinds by default).
   if (!o_.no_metrics) {
     std::string mu = o_.metrics_url;
-    if (mu.empty() && (o_.kind == Kind::Listen || o_.kind == Kind::Session || o_.kind == Kind::Stdio)) mu = base + "/metrics";
+    if (mu.empty() && (o_.kind == Kind::Listen || o_.kind == Kind::Session || o_.kind == Kind::Stdio))
+      mu = base + "/metrics";
     if (!mu.empty()) {
       if (!ParseUrl(mu, &metrics_, err)) return false;
       if (metrics_.path.empty()) metrics_.path = "/metrics";
@@ -557,8 +575,8 @@ bool Loadgen::Setup(std::string* err) {
   getrlimit(RLIMIT_NOFILE, &rl);
   uint64_t need = uint64_t(o_.streams) + 1 + kControlConnections + 64;
   if (rl.rlim_cur < need) {
-    *err = "--streams " + std::to_string(o_.streams) + " needs " + std::to_string(need) + " descriptors; RLIMIT_NOFILE is " +
-           std::to_string(rl.rlim_cur);
+    *err = "--streams " + std::to_string(o_.streams) + " needs " + std::to_string(need) +
+           " descriptors; RLIMIT_NOFILE is " + std::to_string(rl.rlim_cur);
     return false;
   }
 
@@ -599,12 +617,13 @@ bool Loadgen::Setup(std::string* err) {
   }
   shared_hash_ = UriHash(o_.uri);
   shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
-  if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) tally_ = std::make_unique<DeliveryTally>(n_);
+  if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted)
+    tally_ = std::make_unique<DeliveryTally>(n_);
   if (o_.scenario == Scenario::Publish || o_.scenario == Scenario::Targeted) {
     // targeted: a window per connection (P connections x W in flight); the publish
     // scenario (bench/cluster) writes every publish when due.
-    multi_ = std::make_unique<MultiPublisher>(&loop_, pub_eps_, o_.pad_bytes,
-                                              o_.scenario == Scenario::Targeted ? o_.pub_window : MultiPublisher::kUnbounded);
+    multi_ = std::make_unique<MultiPublisher>(
+        &loop_, pub_eps_, o_.pad_bytes, o_.scenario == Scenario::Targeted ? o_.pub_window : MultiPublisher::kUnbounded);
   }
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
   if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
@@ -687,7 +706,9 @@ void Loadgen::ConnectTcp(Stream* st) {
   const sockaddr_in& src = sources_[st->idx % sources_.size()];
   rc = uv_tcp_bind(&st->h.tcp, reinterpret_cast<const sockaddr*>(&src), 0);
   if (rc == 0) uv_tcp_nodelay(&st->h.tcp, 1);
-  if (rc == 0) rc = uv_tcp_connect(&st->creq, &st->h.tcp, reinterpret_cast<const sockaddr*>(&target_.addr), &Loadgen::OnStreamConnect);
+  if (rc == 0)
+    rc = uv_tcp_connect(&st->creq, &st->h.tcp, reinterpret_cast<const sockaddr*>(&target_.addr),
+                        &Loadgen::OnStreamConnect);
   if (rc != 0) FailAttempt(st, std::string("connect: ") + uv_strerror(rc));
 }
 
@@ -745,7 +766,8 @@ void Loadgen::SessionStep(Stream* st, int step) {
     if (st->gen != gen) return;  // a later attempt (or a storm) replaced this one
     std::string what = step == 0 ? "initialize" : step == 1 ? "notifications/initialized" : "resources/subscribe";
     auto fail = [&](const std::string& why) {
-      FailAttempt(st, what + ": " + (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error) +
+      FailAttempt(st, what + ": " +
+                          (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error) +
                           (why.empty() ? "" : " (" + why + ")"));
     };
     if (step == 0) {
@@ -781,10 +803,12 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
     case Kind::Stdio: request = self->ListenRequest(st->idx); break;
     case Kind::Session:
       request = "GET " + self->mcp_path_ + " HTTP/1.1\r\nHost: " + self->target_.hostport +
-                "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + st->sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n";
+                "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + st->sid +
+                "\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n";
       break;
     case Kind::Nchan:
-      request = "GET " + self->o_.sub_path + (self->o_.stream_uris == StreamUris::Own ? self->NchanChannels(st->idx) : std::string()) +
+      request = "GET " + self->o_.sub_path +
+                (self->o_.stream_uris == StreamUris::Own ? self->NchanChannels(st->idx) : std::string()) +
                 " HTTP/1.1\r\nHost: " + self->target_.hostport +
                 "\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
       break;
@@ -876,7 +900,8 @@ void Loadgen::Feed(Stream* st, const char* p, size_t n, uint64_t now) {
   if (!ParseHead(data.substr(0, he), &h)) return FailAttempt(st, "malformed HTTP response head");
   std::string_view rest = data.substr(he);
   if (h.status != 200 || h.content_type != "text/event-stream") {
-    return FailAttempt(st, "HTTP " + std::to_string(h.status) + " " + h.content_type + ": " + std::string(rest.substr(0, 200)));
+    return FailAttempt(
+        st, "HTTP " + std::to_string(h.status) + " " + h.content_type + ": " + std::string(rest.substr(0, 200)));
   }
   if (h.chunked) {
     st->body.Reset(BodyDecoder::Mode::Chunked);
@@ -1011,8 +1036,8 @@ void Loadgen::FailAttempt(Stream* st, const std::string& why) {
     ++failed_streams_;
     --inflight_;
     CloseStream(st, AfterClose::Nothing);
-    SetFatal("stream " + std::to_string(st->idx) + " could not be confirmed after " + std::to_string(int(st->attempts)) +
-             " attempts: " + why);
+    SetFatal("stream " + std::to_string(st->idx) + " could not be confirmed after " +
+             std::to_string(int(st->attempts)) + " attempts: " + why);
     return;
   }
   ++retries_;
@@ -1113,8 +1138,8 @@ std::string Loadgen::PublishRequest(uint64_t seq, uint64_t ts) const {
   if (o_.pad_bytes > 0) body += R"(,"bench/pad":")" + std::string(size_t(o_.pad_bytes), 'x') + "\"";
   body += "}}}";
   return "POST " + pub_.path + " HTTP/1.1\r\nHost: " + pub_.hostport +
-         "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
+         "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 void Loadgen::Publish(uint64_t i) {
@@ -1147,7 +1172,8 @@ void Loadgen::SetFatal(const std::string& msg) {
   }
 }
 
-bool Loadgen::RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what, bool fatal_on_timeout) {
+bool Loadgen::RunUntil(const std::function<bool()>& done, uint64_t deadline, const std::string& what,
+                       bool fatal_on_timeout) {
   deadline = std::min(deadline, global_deadline_);
   uint64_t armed = 0;
   for (;;) {
@@ -1294,7 +1320,8 @@ bool Loadgen::RunSustained() {
   // Accounting covers what was published (all of it, unless the run was cut short).
   uint64_t last = sus_base_ + sus_done_ - 1;
   uint64_t lost = 0, behind_slow = 0;
-  for (uint32_t s = 0; s < n_; ++s) (streams_[s].slow ? behind_slow : lost) += last - std::min(last, streams_[s].last_seq);
+  for (uint32_t s = 0; s < n_; ++s)
+    (streams_[s].slow ? behind_slow : lost) += last - std::min(last, streams_[s].last_seq);
   sus_.expected = sus_done_ * n_;
   sus_.received = received_;
   sus_.coalesced = coalesced_;
@@ -1330,7 +1357,8 @@ bool Loadgen::RunSustained() {
   sus_.p999 = double(hist_.Quantile(0.999)) / kMs;
   sus_.max = double(hist_.max()) / kMs;
   double planned_last = double(sus_start_) + double(sus_total_ - 1) / o_.rate * kSec;
-  if (sus_done_ == sus_total_ && send_ns_[final_seq_] > 0) sus_.publish_lag_ms = (double(send_ns_[final_seq_]) - planned_last) / kMs;
+  if (sus_done_ == sus_total_ && send_ns_[final_seq_] > 0)
+    sus_.publish_lag_ms = (double(send_ns_[final_seq_]) - planned_last) / kMs;
   phase_deliveries_ = received_;
   if (c0.ok && c1.ok) {
     cpu_ticks_ = c1.cpu_ticks - c0.cpu_ticks;
@@ -1396,7 +1424,8 @@ bool Loadgen::RunReceive() {
     } else if (w[0] == "report") {
       std::string t = tally_->ToJson();
       t.pop_back();  // the tally's object, plus what only the process knows
-      StdinCommands::Emit("REPORT " + t + ",\"open_streams\":" + std::to_string(open_) + ",\"pid\":" + std::to_string(getpid()) + "}");
+      StdinCommands::Emit("REPORT " + t + ",\"open_streams\":" + std::to_string(open_) +
+                          ",\"pid\":" + std::to_string(getpid()) + "}");
     } else {
       StdinCommands::Emit("ERR unknown command: " + line);
     }
@@ -1427,8 +1456,8 @@ bool Loadgen::RunPublish() {
     SetFatal("cannot read commands from stdin");
     return false;
   }
-  StdinCommands::Emit("READY {\"urls\":" + std::to_string(pub_eps_.size()) + ",\"seq_base\":" + std::to_string(multi_->seq_base()) +
-                      ",\"pid\":" + std::to_string(getpid()) + "}");
+  StdinCommands::Emit("READY {\"urls\":" + std::to_string(pub_eps_.size()) + ",\"seq_base\":" +
+                      std::to_string(multi_->seq_base()) + ",\"pid\":" + std::to_string(getpid()) + "}");
   return RunUntil([this] { return quit_; }, global_deadline_, "publish (waiting for commands)");
 }
 
@@ -1480,12 +1509,13 @@ void Loadgen::OnPublishCommand(const std::string& line) {
       const auto& r = multi_->run_stats();
       std::string per;
       for (size_t k = 0; k < r.per_endpoint.size(); ++k) per += (k ? "," : "") + std::to_string(r.per_endpoint[k]);
-      StdinCommands::Emit("DONE {\"rate\":" + Num(rate) + ",\"published\":" + std::to_string(r.published) + ",\"acked\":" +
-                          std::to_string(r.acked) + ",\"errors\":" + std::to_string(r.errors) + ",\"first_seq\":" +
-                          std::to_string(r.first_seq) + ",\"last_seq\":" + std::to_string(r.last_seq) + ",\"first_ts_ns\":" +
-                          std::to_string(r.first_ts_ns) + ",\"last_ts_ns\":" + std::to_string(r.last_ts_ns) +
-                          ",\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"per_url\":[" + per + "],\"first_error\":\"" +
-                          JsonEscape(r.first_error) + "\"}");
+      StdinCommands::Emit(
+          "DONE {\"rate\":" + Num(rate) + ",\"published\":" + std::to_string(r.published) +
+          ",\"acked\":" + std::to_string(r.acked) + ",\"errors\":" + std::to_string(r.errors) +
+          ",\"first_seq\":" + std::to_string(r.first_seq) + ",\"last_seq\":" + std::to_string(r.last_seq) +
+          ",\"first_ts_ns\":" + std::to_string(r.first_ts_ns) + ",\"last_ts_ns\":" + std::to_string(r.last_ts_ns) +
+          ",\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"per_url\":[" + per + "],\"first_error\":\"" +
+          JsonEscape(r.first_error) + "\"}");
     });
   } else {
     StdinCommands::Emit("ERR unknown or malformed command (or a run in progress): " + line);
@@ -1499,8 +1529,8 @@ void Loadgen::OnPublishCommand(const std::string& line) {
 // Nothing may be lost, duplicated or misdelivered.
 // Before the measured phase: one publish to every stream, at the maximum rate over the same
 // connections, re-sent to the streams that have not received theirs after a pause, until every
-// stream got one (bounded: 120 s; the SDK hub at 10,000 streams takes ~30 s). A server may confirm a stream before its subscriptions are in
-// place everywhere: nginx+nchan answers a multiplexed subscriber's headers while the channels
+// stream got one (bounded: 120 s; the SDK hub at 10,000 streams takes ~30 s). A server may confirm a stream before its
+// subscriptions are in place everywhere: nginx+nchan answers a multiplexed subscriber's headers while the channels
 // owned by the other worker are still being subscribed over IPC, and publishes in the first
 // milliseconds can miss them (seen at 10,000 streams x 11 channels: 3 of 48,000 publishes lost,
 // all written within 2.5 ms of the start). The warm-up proves every stream is reachable, so the
@@ -1541,7 +1571,8 @@ bool Loadgen::WarmUpTargeted() {
     };
     // Wait for the deliveries (up to 1 s), then re-send to the streams still without one.
     // (received() < N means some stream still has none: the O(N) scan only runs after that)
-    RunUntil([&] { return tally_->received() >= n_ && missing().empty(); }, std::min(deadline, NowNs() + kSec), "targeted warm-up deliveries",
+    RunUntil([&] { return tally_->received() >= n_ && missing().empty(); }, std::min(deadline, NowNs() + kSec),
+             "targeted warm-up deliveries",
              /*fatal_on_timeout=*/false);
     todo = missing();
     if (!todo.empty() && NowNs() >= deadline) {
@@ -1595,7 +1626,8 @@ bool Loadgen::RunTargeted() {
     cpu_measured_ = true;
   }
   const auto& r = multi_->run_stats();
-  if (c0.ok && c1.ok && r.published) tgt_.ctx_switches_per_publish = double(c1.ctx_switches - c0.ctx_switches) / double(r.published);
+  if (c0.ok && c1.ok && r.published)
+    tgt_.ctx_switches_per_publish = double(c1.ctx_switches - c0.ctx_switches) / double(r.published);
   uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
   if (r.errors) SetFatal("targeted: " + std::to_string(r.errors) + " publishes refused, first: " + r.first_error);
   // Publishes/s: answered publishes over the time from the start of the run to the last answer,
@@ -1626,22 +1658,23 @@ bool Loadgen::RunTargeted() {
   const Histogram& h = tally_->latency();
   std::string per;
   for (size_t k = 0; k < r.per_endpoint.size(); ++k) per += (k ? "," : "") + std::to_string(r.per_endpoint[k]);
-  final_section_ = "\"targeted\":{\"rate\":" + (o_.rate_max ? std::string("\"max\"") : Num(o_.rate)) + ",\"duration_s\":" +
-                   Num(o_.duration) + ",\"publishers\":" + std::to_string(pub_eps_.size()) + ",\"window\":" +
-                   std::to_string(o_.pub_window) + ",\"batch\":" + std::to_string(o_.batch) +
-                   ",\"extra_uris\":" + std::to_string(o_.extra_uris) +
-                   ",\"subscriptions\":" + std::to_string(tgt_.subscriptions) + ",\"published\":" + std::to_string(r.published) +
-                   ",\"acked\":" + std::to_string(r.acked) + ",\"unsent\":" + std::to_string(r.unsent) +
-                   ",\"publish_errors\":" + std::to_string(r.errors) +
-                   ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
-                   ",\"ctx_switches_per_publish\":" + Num(tgt_.ctx_switches_per_publish) +
-                   ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
-                   ",\"duplicates\":" + std::to_string(tally_->duplicates()) + ",\"misdelivered\":" +
-                   std::to_string(tally_->misdelivered()) + ",\"latency_ms\":{\"p50\":" + Num(double(h.Quantile(0.50)) / kMs) +
-                   ",\"p99\":" + Num(double(h.Quantile(0.99)) / kMs) + ",\"p999\":" + Num(double(h.Quantile(0.999)) / kMs) +
-                   ",\"max\":" + Num(double(h.max()) / kMs) + "},\"publish_lag_ms\":" + Num(r.publish_lag_ms) +
-                   ",\"per_url\":[" + per + "],\"lost_first\":[" + lost_list + "],\"warmup_s\":" + Num(tgt_.warmup_s) +
-                   ",\"warmup_resent\":" + std::to_string(tgt_.warmup_resent) + ",\"tally\":" + tally_->ToJson() + "}";
+  final_section_ =
+      "\"targeted\":{\"rate\":" + (o_.rate_max ? std::string("\"max\"") : Num(o_.rate)) +
+      ",\"duration_s\":" + Num(o_.duration) + ",\"publishers\":" + std::to_string(pub_eps_.size()) +
+      ",\"window\":" + std::to_string(o_.pub_window) + ",\"batch\":" + std::to_string(o_.batch) +
+      ",\"extra_uris\":" + std::to_string(o_.extra_uris) + ",\"subscriptions\":" + std::to_string(tgt_.subscriptions) +
+      ",\"published\":" + std::to_string(r.published) + ",\"acked\":" + std::to_string(r.acked) +
+      ",\"unsent\":" + std::to_string(r.unsent) + ",\"publish_errors\":" + std::to_string(r.errors) +
+      ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
+      ",\"ctx_switches_per_publish\":" + Num(tgt_.ctx_switches_per_publish) +
+      ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
+      ",\"duplicates\":" + std::to_string(tally_->duplicates()) +
+      ",\"misdelivered\":" + std::to_string(tally_->misdelivered()) +
+      ",\"latency_ms\":{\"p50\":" + Num(double(h.Quantile(0.50)) / kMs) +
+      ",\"p99\":" + Num(double(h.Quantile(0.99)) / kMs) + ",\"p999\":" + Num(double(h.Quantile(0.999)) / kMs) +
+      ",\"max\":" + Num(double(h.max()) / kMs) + "},\"publish_lag_ms\":" + Num(r.publish_lag_ms) + ",\"per_url\":[" +
+      per + "],\"lost_first\":[" + lost_list + "],\"warmup_s\":" + Num(tgt_.warmup_s) +
+      ",\"warmup_resent\":" + std::to_string(tgt_.warmup_resent) + ",\"tally\":" + tally_->ToJson() + "}";
   return ok && !fatal_ && lost == 0 && tally_->violations() == 0;
 }
 
@@ -1692,63 +1725,70 @@ void Loadgen::Report(bool ok) {
   const char* scenarios[] = {"burst", "sustained", "storm", "receive", "publish", "targeted"};
   std::ostringstream h;  // human summary
   h << "mcpfan-load: kind=" << kinds[int(o_.kind)] << " scenario=" << scenarios[int(o_.scenario)] << " streams=" << n_;
-  if (o_.kind != Kind::Stdio) h << " sources=" << sources_.size() << " (127.0.0.2-127.0.0." << (sources_.size() + 1) << ")";
+  if (o_.kind != Kind::Stdio)
+    h << " sources=" << sources_.size() << " (127.0.0.2-127.0.0." << (sources_.size() + 1) << ")";
   h << " window=" << o_.window << "\n";
-  if (connect_s_ >= 0) h << "  connect: " << n_ << " streams confirmed in " << Num(connect_s_) << " s (" << retries_ << " retried handshakes)\n";
+  if (connect_s_ >= 0)
+    h << "  connect: " << n_ << " streams confirmed in " << Num(connect_s_) << " s (" << retries_
+      << " retried handshakes)\n";
   std::string section;
   if (o_.scenario == Scenario::Burst && !rounds_ms_.empty()) {
     double med = Median(rounds_ms_), mx = *std::max_element(rounds_ms_.begin(), rounds_ms_.end());
-    h << "  burst: " << rounds_ms_.size() << " rounds, publish -> last of " << n_ << " deliveries: median " << Num(med) << " ms, max "
-      << Num(mx) << " ms; " << Num(burst_dps_, 0) << " deliveries/s\n";
-    section = R"("burst":{"rounds":)" + std::to_string(rounds_ms_.size()) + R"(,"last_delivery_ms":{"median":)" + Num(med) +
-              R"(,"max":)" + Num(mx) + R"(},"deliveries_per_s":)" + Num(burst_dps_, 0) + R"(,"rounds_ms":[)";
+    h << "  burst: " << rounds_ms_.size() << " rounds, publish -> last of " << n_ << " deliveries: median " << Num(med)
+      << " ms, max " << Num(mx) << " ms; " << Num(burst_dps_, 0) << " deliveries/s\n";
+    section = R"("burst":{"rounds":)" + std::to_string(rounds_ms_.size()) + R"(,"last_delivery_ms":{"median":)" +
+              Num(med) + R"(,"max":)" + Num(mx) + R"(},"deliveries_per_s":)" + Num(burst_dps_, 0) + R"(,"rounds_ms":[)";
     for (size_t r = 0; r < rounds_ms_.size(); ++r) section += (r ? "," : "") + Num(rounds_ms_[r]);
     section += "]}";
   } else if (o_.scenario == Scenario::Sustained && sus_.ran) {
-    h << "  sustained: " << Num(o_.rate, 1) << " publishes/s for " << Num(o_.duration, 1) << " s; expected " << sus_.expected
-      << ", received " << sus_.received << ", coalesced " << sus_.coalesced << ", lost " << sus_.lost << "; " << Num(sus_.dps, 0)
-      << " deliveries/s\n    latency ms: p50 " << Num(sus_.p50) << ", p99 " << Num(sus_.p99) << ", p99.9 " << Num(sus_.p999)
-      << ", max " << Num(sus_.max) << "; last publish sent " << Num(sus_.publish_lag_ms) << " ms after its schedule; drained " << Num(sus_.drain_s) << " s after it\n";
+    h << "  sustained: " << Num(o_.rate, 1) << " publishes/s for " << Num(o_.duration, 1) << " s; expected "
+      << sus_.expected << ", received " << sus_.received << ", coalesced " << sus_.coalesced << ", lost " << sus_.lost
+      << "; " << Num(sus_.dps, 0) << " deliveries/s\n    latency ms: p50 " << Num(sus_.p50) << ", p99 " << Num(sus_.p99)
+      << ", p99.9 " << Num(sus_.p999) << ", max " << Num(sus_.max) << "; last publish sent " << Num(sus_.publish_lag_ms)
+      << " ms after its schedule; drained " << Num(sus_.drain_s) << " s after it\n";
     auto human = [&](const char* name, const auto& c) {
-      h << "    " << name << " streams (" << c.streams << "): received " << c.received << " of " << c.expected << ", coalesced "
-        << c.coalesced << ", " << (&c == &sus_.slow ? "behind " : "lost ") << c.lost << ", at the final publish " << c.at_final;
+      h << "    " << name << " streams (" << c.streams << "): received " << c.received << " of " << c.expected
+        << ", coalesced " << c.coalesced << ", " << (&c == &sus_.slow ? "behind " : "lost ") << c.lost
+        << ", at the final publish " << c.at_final;
       if (&c == &sus_.slow) h << ", ended by the server " << c.closed;
-      h << "; latency ms p50 " << Num(c.p50) << ", p99 " << Num(c.p99) << ", p99.9 " << Num(c.p999) << ", max " << Num(c.max) << "\n";
+      h << "; latency ms p50 " << Num(c.p50) << ", p99 " << Num(c.p99) << ", p99.9 " << Num(c.p999) << ", max "
+        << Num(c.max) << "\n";
     };
     if (slow_n_) {
-      h << "    slow readers: " << slow_n_ << " of " << n_ << " streams read at most " << Num(o_.slow_bps, 0) << " B/s with SO_RCVBUF "
-        << o_.slow_rcvbuf << "\n";
+      h << "    slow readers: " << slow_n_ << " of " << n_ << " streams read at most " << Num(o_.slow_bps, 0)
+        << " B/s with SO_RCVBUF " << o_.slow_rcvbuf << "\n";
       human("fast", sus_.fast);
       human("slow", sus_.slow);
     }
     section = R"("sustained":{"rate":)" + Num(o_.rate) + R"(,"duration_s":)" + Num(o_.duration) + R"(,"expected":)" +
               std::to_string(sus_.expected) + R"(,"received":)" + std::to_string(sus_.received) + R"(,"coalesced":)" +
               std::to_string(sus_.coalesced) + R"(,"lost":)" + std::to_string(sus_.lost) + R"(,"latency_ms":{"p50":)" +
-              Num(sus_.p50) + R"(,"p99":)" + Num(sus_.p99) + R"(,"p999":)" + Num(sus_.p999) + R"(,"max":)" + Num(sus_.max) +
-              R"(},"deliveries_per_s":)" + Num(sus_.dps, 0) + R"(,"publish_lag_ms":)" + Num(sus_.publish_lag_ms) +
-              R"(,"drain_s":)" + Num(sus_.drain_s);
+              Num(sus_.p50) + R"(,"p99":)" + Num(sus_.p99) + R"(,"p999":)" + Num(sus_.p999) + R"(,"max":)" +
+              Num(sus_.max) + R"(},"deliveries_per_s":)" + Num(sus_.dps, 0) + R"(,"publish_lag_ms":)" +
+              Num(sus_.publish_lag_ms) + R"(,"drain_s":)" + Num(sus_.drain_s);
     auto cls = [&](const char* name, const auto& c) {
       return std::string(",\"") + name + R"(":{"streams":)" + std::to_string(c.streams) + R"(,"expected":)" +
              std::to_string(c.expected) + R"(,"received":)" + std::to_string(c.received) + R"(,"coalesced":)" +
-             std::to_string(c.coalesced) + (&c == &sus_.slow ? R"(,"behind":)" : R"(,"lost":)") + std::to_string(c.lost) +
-             R"(,"at_final":)" + std::to_string(c.at_final) +
+             std::to_string(c.coalesced) + (&c == &sus_.slow ? R"(,"behind":)" : R"(,"lost":)") +
+             std::to_string(c.lost) + R"(,"at_final":)" + std::to_string(c.at_final) +
              (&c == &sus_.slow ? R"(,"closed_by_server":)" + std::to_string(c.closed) : std::string()) +
              R"(,"latency_ms":{"p50":)" + Num(c.p50) + R"(,"p99":)" + Num(c.p99) + R"(,"p999":)" + Num(c.p999) +
              R"(,"max":)" + Num(c.max) + "}}";
     };
     if (slow_n_) {
-      section += R"(,"slow_readers":{"fraction":)" + Num(o_.slow_fraction, 4) + R"(,"read_bytes_per_s":)" + Num(o_.slow_bps, 0) +
-                 R"(,"rcvbuf":)" + std::to_string(o_.slow_rcvbuf) + "}";
+      section += R"(,"slow_readers":{"fraction":)" + Num(o_.slow_fraction, 4) + R"(,"read_bytes_per_s":)" +
+                 Num(o_.slow_bps, 0) + R"(,"rcvbuf":)" + std::to_string(o_.slow_rcvbuf) + "}";
       section += cls("fast", sus_.fast);
       section += cls("slow", sus_.slow);
     }
     section += "}";
   } else if (o_.scenario == Scenario::Storm && storm_.ran) {
-    h << "  storm: " << n_ << " streams dropped at once; all re-confirmed after " << Num(storm_.confirm_s) << " s, a publish reached all after "
-      << Num(storm_.reconnect_s) << " s" << (storm_.all_received ? "" : " (NOT all received)") << "\n";
-    section = R"("storm":{"reconnect_s":)" + (storm_.reconnect_s >= 0 ? Num(storm_.reconnect_s) : "null") + R"(,"all_received":)" +
-              (storm_.all_received ? "true" : "false") + R"(,"confirm_s":)" + (storm_.confirm_s >= 0 ? Num(storm_.confirm_s) : "null") +
-              "}";
+    h << "  storm: " << n_ << " streams dropped at once; all re-confirmed after " << Num(storm_.confirm_s)
+      << " s, a publish reached all after " << Num(storm_.reconnect_s) << " s"
+      << (storm_.all_received ? "" : " (NOT all received)") << "\n";
+    section = R"("storm":{"reconnect_s":)" + (storm_.reconnect_s >= 0 ? Num(storm_.reconnect_s) : "null") +
+              R"(,"all_received":)" + (storm_.all_received ? "true" : "false") + R"(,"confirm_s":)" +
+              (storm_.confirm_s >= 0 ? Num(storm_.confirm_s) : "null") + "}";
   }
   if (!final_section_.empty()) {
     section = final_section_;
@@ -1759,28 +1799,33 @@ void Loadgen::Report(bool ok) {
     if (o_.scenario == Scenario::Targeted) {
       const auto& r = multi_->run_stats();
       const Histogram& lat = tally_->latency();
-      h << "    " << r.published << " publishes at " << (o_.rate_max ? std::string("max") : Num(o_.rate, 0) + "/s") << " over "
-        << pub_eps_.size() << " connection(s), window " << o_.pub_window << ": " << Num(tgt_.pps, 0) << " publishes/s answered"
-        << (r.unsent ? " (" + std::to_string(r.unsent) + " due but never sent: every window stayed full)" : std::string()) << "; lost "
-        << tgt_.lost << ", duplicates " << tally_->duplicates() << ", misdelivered " << tally_->misdelivered() << "\n    latency ms: p50 "
-        << Num(double(lat.Quantile(0.5)) / kMs) << ", p99 " << Num(double(lat.Quantile(0.99)) / kMs) << ", max "
-        << Num(double(lat.max()) / kMs) << "; " << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream()
-        << " per stream); server CPU " << Num(tgt_.cpu_us_per_publish, 2) << " us/publish ("
-        << Num(tgt_.ctx_switches_per_publish, 2) << " context switches), RSS " << Num(tgt_.rss_bytes_per_sub, 0)
-        << " B/subscription\n";
+      h << "    " << r.published << " publishes at " << (o_.rate_max ? std::string("max") : Num(o_.rate, 0) + "/s")
+        << " over " << pub_eps_.size() << " connection(s), window " << o_.pub_window << ": " << Num(tgt_.pps, 0)
+        << " publishes/s answered"
+        << (r.unsent ? " (" + std::to_string(r.unsent) + " due but never sent: every window stayed full)"
+                     : std::string())
+        << "; lost " << tgt_.lost << ", duplicates " << tally_->duplicates() << ", misdelivered "
+        << tally_->misdelivered() << "\n    latency ms: p50 " << Num(double(lat.Quantile(0.5)) / kMs) << ", p99 "
+        << Num(double(lat.Quantile(0.99)) / kMs) << ", max " << Num(double(lat.max()) / kMs) << "; "
+        << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream() << " per stream); server CPU "
+        << Num(tgt_.cpu_us_per_publish, 2) << " us/publish (" << Num(tgt_.ctx_switches_per_publish, 2)
+        << " context switches), RSS " << Num(tgt_.rss_bytes_per_sub, 0) << " B/subscription\n";
     }
   }
   std::string server;
   if (o_.server_pid) {
     double rss = rss0_.ok && rss1_.ok && n_ ? (double(rss1_.rss_kib) - double(rss0_.rss_kib)) / n_ : NAN;
-    double pss = rss0_.ok && rss1_.ok && n_ && rss1_.pss_kib ? (double(rss1_.pss_kib) - double(rss0_.pss_kib)) / n_ : NAN;
+    double pss =
+        rss0_.ok && rss1_.ok && n_ && rss1_.pss_kib ? (double(rss1_.pss_kib) - double(rss0_.pss_kib)) / n_ : NAN;
     double cpu = cpu_measured_ && phase_deliveries_ ? TicksToMicros(cpu_ticks_) / double(phase_deliveries_) : NAN;
-    h << "  server pid " << o_.server_pid << " (" << rss1_.processes << " process" << (rss1_.processes == 1 ? "" : "es") << "): RSS "
-      << rss0_.rss_kib << " -> " << rss1_.rss_kib << " KiB = " << Num(rss, 2) << " KiB/stream (PSS " << Num(pss, 2)
-      << "); CPU " << Num(TicksToMicros(cpu_ticks_) / 1000, 0) << " ms for " << phase_deliveries_ << " deliveries = " << Num(cpu, 2)
-      << " us/delivery" << (o_.scenario == Scenario::Storm ? " (the storm's CPU, reconnects included)" : "") << "\n";
+    h << "  server pid " << o_.server_pid << " (" << rss1_.processes << " process" << (rss1_.processes == 1 ? "" : "es")
+      << "): RSS " << rss0_.rss_kib << " -> " << rss1_.rss_kib << " KiB = " << Num(rss, 2) << " KiB/stream (PSS "
+      << Num(pss, 2) << "); CPU " << Num(TicksToMicros(cpu_ticks_) / 1000, 0) << " ms for " << phase_deliveries_
+      << " deliveries = " << Num(cpu, 2) << " us/delivery"
+      << (o_.scenario == Scenario::Storm ? " (the storm's CPU, reconnects included)" : "") << "\n";
     double warm = warm_deliveries_ ? TicksToMicros(warm_cpu_ticks_) / double(warm_deliveries_) : NAN;
-    if (warm_deliveries_) h << "    rounds 2.." << o_.rounds << " alone (warm connections): " << Num(warm, 2) << " us/delivery\n";
+    if (warm_deliveries_)
+      h << "    rounds 2.." << o_.rounds << " alone (warm connections): " << Num(warm, 2) << " us/delivery\n";
     server = R"("server":{"rss_kib_per_stream":)" + Num(rss, 3) + R"(,"cpu_us_per_delivery":)" + Num(cpu, 3) +
              R"(,"cpu_us_per_delivery_warm":)" + Num(warm, 3) +
              R"(,"pss_kib_per_stream":)" + Num(pss, 3) + R"(,"processes":)" + std::to_string(rss1_.processes) + "}";
@@ -1789,43 +1834,51 @@ void Loadgen::Report(bool ok) {
   if (metrics_on_) {
     if (m0_.ok && m1_.ok) {
       double del = m1_.deliveries - m0_.deliveries, wr = m1_.writes - m0_.writes;
-      h << "  server /metrics over the measured phase: published " << Num(m1_.published - m0_.published, 0) << ", deliveries queued "
-        << Num(del, 0) << ", coalesced " << Num(m1_.coalesced - m0_.coalesced, 0) << ", closed for backpressure "
-        << Num(m1_.slow_closes - m0_.slow_closes, 0) << ", stream writes " << Num(wr, 0) << " ("
-        << Num(del > 0 ? wr / del : NAN, 3) << " per delivery)\n";
-      smetrics = R"("server_metrics":{"published":)" + Num(m1_.published - m0_.published, 0) + R"(,"deliveries":)" + Num(del, 0) +
-                 R"(,"coalesced":)" + Num(m1_.coalesced - m0_.coalesced, 0) + R"(,"slow_consumer_closes":)" +
-                 Num(m1_.slow_closes - m0_.slow_closes, 0) + R"(,"stream_writes":)" + Num(wr, 0) + R"(,"writes_per_delivery":)" +
-                 Num(del > 0 ? wr / del : NAN, 4) + R"(,"listen_streams_open_after":)" + Num(m1_.streams, 0) + "}";
+      h << "  server /metrics over the measured phase: published " << Num(m1_.published - m0_.published, 0)
+        << ", deliveries queued " << Num(del, 0) << ", coalesced " << Num(m1_.coalesced - m0_.coalesced, 0)
+        << ", closed for backpressure " << Num(m1_.slow_closes - m0_.slow_closes, 0) << ", stream writes " << Num(wr, 0)
+        << " (" << Num(del > 0 ? wr / del : NAN, 3) << " per delivery)\n";
+      smetrics = R"("server_metrics":{"published":)" + Num(m1_.published - m0_.published, 0) + R"(,"deliveries":)" +
+                 Num(del, 0) + R"(,"coalesced":)" + Num(m1_.coalesced - m0_.coalesced, 0) +
+                 R"(,"slow_consumer_closes":)" + Num(m1_.slow_closes - m0_.slow_closes, 0) + R"(,"stream_writes":)" +
+                 Num(wr, 0) + R"(,"writes_per_delivery":)" + Num(del > 0 ? wr / del : NAN, 4) +
+                 R"(,"listen_streams_open_after":)" + Num(m1_.streams, 0) + "}";
     } else {
       h << "  server /metrics: not available (" << metrics_.hostport << metrics_.path << ")\n";
       smetrics = R"("server_metrics":null)";
     }
   }
   double self_per = phase_deliveries_ ? double(self_cpu_us_) / double(phase_deliveries_) : NAN;
-  if (phase_deliveries_) h << "  load generator: " << Num(double(self_cpu_us_) / 1000, 0) << " ms CPU in the measured phase = " << Num(self_per, 2) << " us/delivery\n";
+  if (phase_deliveries_)
+    h << "  load generator: " << Num(double(self_cpu_us_) / 1000, 0)
+      << " ms CPU in the measured phase = " << Num(self_per, 2) << " us/delivery\n";
   uint64_t violations = Violations();
-  h << "  checks: framing errors " << framing_errors_ << ", id: lines " << id_lines_ << ", other event types " << other_events_
-    << ", duplicates/reordered " << dups_ << ", unknown seq " << unknown_seq_ << ", stale (earlier phase) " << stale_
- << ", unexpected messages " << unexpected_ << ", deliveries before confirmation " << early_
-    << ", listen results (server ended a listen) " << completes_ << ", dropped streams " << dropped_ << ", failed streams " << failed_streams_
-    << ", publish errors " << publish_errors_ << "\n";
-  if (!ok) h << "  FAILED: " << (fatal_msg_.empty() ? (first_error_.empty() ? "see checks above" : first_error_) : fatal_msg_) << "\n";
+  h << "  checks: framing errors " << framing_errors_ << ", id: lines " << id_lines_ << ", other event types "
+    << other_events_ << ", duplicates/reordered " << dups_ << ", unknown seq " << unknown_seq_
+    << ", stale (earlier phase) " << stale_ << ", unexpected messages " << unexpected_
+    << ", deliveries before confirmation " << early_ << ", listen results (server ended a listen) " << completes_
+    << ", dropped streams " << dropped_ << ", failed streams " << failed_streams_ << ", publish errors "
+    << publish_errors_ << "\n";
+  if (!ok)
+    h << "  FAILED: " << (fatal_msg_.empty() ? (first_error_.empty() ? "see checks above" : first_error_) : fatal_msg_)
+      << "\n";
   if (!first_error_.empty() && ok) h << "  first error (recovered): " << first_error_ << "\n";
 
-  std::string j = R"({"kind":")" + std::string(kinds[int(o_.kind)]) + R"(","scenario":")" + scenarios[int(o_.scenario)] +
-                  R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" + (connect_s_ >= 0 ? Num(connect_s_) : "null");
+  std::string j = R"({"kind":")" + std::string(kinds[int(o_.kind)]) + R"(","scenario":")" +
+                  scenarios[int(o_.scenario)] + R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" +
+                  (connect_s_ >= 0 ? Num(connect_s_) : "null");
   if (!section.empty()) j += "," + section;
   if (!server.empty()) j += "," + server;
   if (!smetrics.empty()) j += "," + smetrics;
   j += R"(,"loadgen":{"cpu_us_per_delivery":)" + Num(self_per, 3) + R"(,"sources":)" + std::to_string(sources_.size()) +
        R"(,"window":)" + std::to_string(o_.window) + "}";
-  j += R"(,"checks":{"framing_errors":)" + std::to_string(framing_errors_) + R"(,"id_lines":)" + std::to_string(id_lines_) +
-       R"(,"other_event_types":)" + std::to_string(other_events_) + R"(,"duplicates":)" + std::to_string(dups_) +
-       R"(,"unknown_seq":)" + std::to_string(unknown_seq_) + R"(,"stale":)" + std::to_string(stale_) + R"(,"unexpected":)" +
-       std::to_string(unexpected_) + R"(,"early":)" + std::to_string(early_) + R"(,"listen_results":)" +
-       std::to_string(completes_) + R"(,"dropped_streams":)" + std::to_string(dropped_) + R"(,"failed_streams":)" +
-       std::to_string(failed_streams_) + R"(,"retried_handshakes":)" + std::to_string(retries_) + R"(,"publish_errors":)" +
+  j += R"(,"checks":{"framing_errors":)" + std::to_string(framing_errors_) + R"(,"id_lines":)" +
+       std::to_string(id_lines_) + R"(,"other_event_types":)" + std::to_string(other_events_) + R"(,"duplicates":)" +
+       std::to_string(dups_) + R"(,"unknown_seq":)" + std::to_string(unknown_seq_) + R"(,"stale":)" +
+       std::to_string(stale_) + R"(,"unexpected":)" + std::to_string(unexpected_) + R"(,"early":)" +
+       std::to_string(early_) + R"(,"listen_results":)" + std::to_string(completes_) + R"(,"dropped_streams":)" +
+       std::to_string(dropped_) + R"(,"failed_streams":)" + std::to_string(failed_streams_) +
+       R"(,"retried_handshakes":)" + std::to_string(retries_) + R"(,"publish_errors":)" +
        std::to_string(publish_errors_) + R"(,"violations":)" + std::to_string(violations) + "}";
   j += R"(,"ok":)" + std::string(ok ? "true" : "false");
   if (!ok) j += R"(,"error":")" + JsonEscape(fatal_msg_.empty() ? first_error_ : fatal_msg_) + "\"";
@@ -1894,19 +1947,29 @@ int main(int argc, char** argv) {
   app.add_option("--target", o.target, "server base URL, http://127.0.0.1:PORT")->required();
   app.add_option("--unix", o.unix_path, "stdio kind: the server's --unix socket");
   auto* sub_path = app.add_option("--sub-path", o.sub_path,
-                                  "nchan kind: subscriber location (with --stream-uris own: the prefix of a multiplexed one, default /sub/multi/)")
+                                  "nchan kind: subscriber location (with --stream-uris own: the prefix of a "
+                                  "multiplexed one, default /sub/multi/)")
                        ->capture_default_str();
-  app.add_option("--publish-url", o.publish_url, "default <target>/v1/publish (nchan: <target>/pub/bench, sdkhub: <target>/publish)");
-  app.add_option("--streams", o.streams, "subscriber streams to open (0: --scenario publish only)")->required()->check(CLI::Range(0, 1000000));
+  app.add_option("--publish-url", o.publish_url,
+                 "default <target>/v1/publish (nchan: <target>/pub/bench, sdkhub: <target>/publish)");
+  app.add_option("--streams", o.streams, "subscriber streams to open (0: --scenario publish only)")
+      ->required()
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--scenario", o.scenario_s, "burst|sustained|storm|receive|publish|targeted")
       ->required()
       ->check(CLI::IsMember({"burst", "sustained", "storm", "receive", "publish", "targeted"}));
-  app.add_option("--stream-uris", o.stream_uris_s, "what each stream subscribes to: shared (--uri), own (<--own-uri-base><index>) or both")
-      ->capture_default_str()->check(CLI::IsMember({"shared", "own", "both"}));
-  app.add_option("--own-uri-base", o.own_uri_base, "stream i's own URI is this + (--index-base + i)")->capture_default_str();
-  app.add_option("--index-base", o.index_base, "global index of this process's first stream (own URIs across processes)")
+  app.add_option("--stream-uris", o.stream_uris_s,
+                 "what each stream subscribes to: shared (--uri), own (<--own-uri-base><index>) or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"shared", "own", "both"}));
+  app.add_option("--own-uri-base", o.own_uri_base, "stream i's own URI is this + (--index-base + i)")
       ->capture_default_str();
-  app.add_option("--rounds", o.rounds, "burst: publishes, one at a time")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--index-base", o.index_base,
+                 "global index of this process's first stream (own URIs across processes)")
+      ->capture_default_str();
+  app.add_option("--rounds", o.rounds, "burst: publishes, one at a time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--rate", o.rate_s, "sustained, targeted: publishes per second (default 100); targeted: or max")
       ->check([](const std::string& v) -> std::string {
         if (v == "max") return {};
@@ -1916,24 +1979,38 @@ int main(int argc, char** argv) {
       });
   app.add_option("--batch", o.batch, "targeted at --rate max (mcpfan kinds): notifications per POST, one JSON array")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--window", o.pub_window, "targeted: publishes in flight per publisher connection (one per --publish-url)")
-      ->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--window", o.pub_window,
+                 "targeted: publishes in flight per publisher connection (one per --publish-url)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   app.add_option("--extra-uris", o.extra_uris, "own URIs: K more never-published URIs per stream (nchan: channels)")
       ->capture_default_str()->check(CLI::Range(0, 254));
-  app.add_option("--duration", o.duration, "sustained: seconds")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--duration", o.duration, "sustained: seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
   app.add_option("--uri", o.uri, "resource URI subscribed to and published")->capture_default_str();
-  app.add_option("--sources", o.sources, "loopback source addresses 127.0.0.2.. (default: max(2, N/5000))")->check(CLI::Range(1, 250));
-  app.add_option("--server-pid", o.server_pid, "report server RSS per stream and CPU per delivery from /proc (PID and its children)");
+  app.add_option("--sources", o.sources, "loopback source addresses 127.0.0.2.. (default: max(2, N/5000))")
+      ->check(CLI::Range(1, 250));
+  app.add_option("--server-pid", o.server_pid,
+                 "report server RSS per stream and CPU per delivery from /proc (PID and its children)");
   app.add_option("--json", o.json_file, "also append the result JSON line to FILE");
-  app.add_option("--timeout-s", o.timeout_s, "hard bound on the whole run")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--connect-window", o.window, "handshakes in flight at once (connect and storm)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--timeout-s", o.timeout_s, "hard bound on the whole run")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--connect-window", o.window, "handshakes in flight at once (connect and storm)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--slow-readers", o.slow_fraction, "sustained: fraction of the streams that read slowly (0..1)")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--slow-read-bytes-per-s", o.slow_bps, "a slow stream reads at most this many bytes per second")
       ->capture_default_str()->check(CLI::Range(1.0, 1e9));
-  app.add_option("--slow-rcvbuf", o.slow_rcvbuf, "SO_RCVBUF of a slow stream's socket, set before connect (the kernel doubles it)")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app.add_option("--metrics-url", o.metrics_url, "server counters to read before/after the measured phase (default for listen/session/stdio: <target>/metrics)");
+  app.add_option("--slow-rcvbuf", o.slow_rcvbuf,
+                 "SO_RCVBUF of a slow stream's socket, set before connect (the kernel doubles it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option(
+      "--metrics-url", o.metrics_url,
+      "server counters to read before/after the measured phase (default for listen/session/stdio: <target>/metrics)");
   app.add_flag("--no-metrics", o.no_metrics, "do not read the server's /metrics");
   app.add_option("--pad-bytes", o.pad_bytes, "add a \"bench/pad\" string of this many bytes to every publish's _meta")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
@@ -1952,7 +2029,9 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) {
     if (o.scenario_s == scenarios[k]) o.scenario = Scenario(k);
   }
-  o.stream_uris = o.stream_uris_s == "own" ? mcpload::StreamUris::Own : o.stream_uris_s == "both" ? mcpload::StreamUris::Both : mcpload::StreamUris::Shared;
+  o.stream_uris = o.stream_uris_s == "own"    ? mcpload::StreamUris::Own
+                  : o.stream_uris_s == "both" ? mcpload::StreamUris::Both
+                                              : mcpload::StreamUris::Shared;
   signal(SIGPIPE, SIG_IGN);
   auto lg = std::make_unique<mcpload::Loadgen>(std::move(o));
   return lg->Run();

@@ -80,7 +80,8 @@ ProcSample SampleProcessTree(int pid) {
       while (dirent* e = readdir(d)) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         std::string st = ReadFile(base + "/task/" + e->d_name + "/status");
-        s.ctx_switches += NumberAfter(st, "\nvoluntary_ctxt_switches:") + NumberAfter(st, "\nnonvoluntary_ctxt_switches:");
+        s.ctx_switches +=
+            NumberAfter(st, "\nvoluntary_ctxt_switches:") + NumberAfter(st, "\nnonvoluntary_ctxt_switches:");
       }
       closedir(d);
     }

@@ -14,8 +14,8 @@ constexpr uint64_t kSec = 1000000000;
 // The receivers hash a delivery's URI as raw bytes (wire.h UriIn), so a URI is sent as is;
 // main.cc refuses URIs that would need JSON escapes.
 std::string Body(const std::string& uri, uint64_t seq, uint64_t ts, int pad) {
-  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + uri + R"(","_meta":{"bench/seq":)" +
-                  std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts);
+  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + uri +
+                  R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts);
   if (pad > 0) b += R"(,"bench/pad":")" + std::string(size_t(pad), 'x') + "\"";
   return b + "}}}";
 }
@@ -35,12 +35,13 @@ MultiPublisher::MultiPublisher(uv_loop_t* loop, std::vector<Endpoint> endpoints,
 
 MultiPublisher::~MultiPublisher() = default;
 
-std::string MultiPublisher::Request(size_t via, const std::string& path, const std::string& uri, uint64_t seq, uint64_t ts) const {
+std::string MultiPublisher::Request(size_t via, const std::string& path, const std::string& uri, uint64_t seq,
+                                    uint64_t ts) const {
   std::string body = Body(uri, seq, ts, pad_bytes_);
   const Endpoint& e = eps_[via];
   return "POST " + path + " HTTP/1.1\r\nHost: " + e.hostport +
-         "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
+         "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 uint64_t MultiPublisher::Submit(size_t via, std::string uri, std::string path,
@@ -59,7 +60,8 @@ uint64_t MultiPublisher::Submit(size_t via, std::string uri, std::string path,
 }
 
 void MultiPublisher::PublishOne(size_t via, const std::string& uri, OneDone done) {
-  Submit(via, uri, eps_[via].path, [done = std::move(done)](uint64_t seq, uint64_t ts, Reply& r) { done(seq, ts, r.status, r.error); });
+  Submit(via, uri, eps_[via].path,
+         [done = std::move(done)](uint64_t seq, uint64_t ts, Reply& r) { done(seq, ts, r.status, r.error); });
 }
 
 void MultiPublisher::StartRun(RunSpec spec, std::function<void()> on_done) {
@@ -111,8 +113,9 @@ void MultiPublisher::IssueOne(size_t via, bool last) {
   ++stats_.published;
   ++inflight_[via];
   ++done_;
-  uint64_t seq = Submit(via, std::move(uri), std::move(path),
-                        [this, via, last, index](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, index, sq, ts, r); });
+  uint64_t seq = Submit(
+      via, std::move(uri), std::move(path),
+      [this, via, last, index](uint64_t sq, uint64_t ts, Reply& r) { OnRunAnswer(via, last, index, sq, ts, r); });
   if (!stats_.first_seq) stats_.first_seq = seq;
   stats_.last_seq = seq;
 }
@@ -227,7 +230,8 @@ void MultiPublisher::OnRunAnswer(size_t via, bool last, uint64_t index, uint64_t
   if (r.status / 100 != 2) {
     ++stats_.errors;
     if (stats_.first_error.empty()) {
-      stats_.first_error = "seq " + std::to_string(seq) + ": " + (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error);
+      stats_.first_error = "seq " + std::to_string(seq) + ": " +
+                           (r.status ? "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200) : r.error);
     }
   }
   if (max_rate() && issuing_) {

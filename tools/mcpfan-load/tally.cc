@@ -84,7 +84,8 @@ std::string DeliveryTally::ToJson() const {
   };
   std::string j = "{\"phase\":\"" + phase_ + "\",\"received\":" + std::to_string(received_) +
                   ",\"duplicates\":" + std::to_string(dups_) + ",\"misdelivered\":" + std::to_string(misdelivered_) +
-                  ",\"no_ts\":" + std::to_string(no_ts_) + ",\"stale\":" + std::to_string(stale_) + ",\"untracked_seqs\":" + std::to_string(untracked_) +
+                  ",\"no_ts\":" + std::to_string(no_ts_) + ",\"stale\":" + std::to_string(stale_) +
+                  ",\"untracked_seqs\":" + std::to_string(untracked_) +
                   ",\"dropped_streams\":" + std::to_string(dropped_) + ",\"first_ns\":" + std::to_string(first_ns_) +
                   ",\"last_ns\":" + std::to_string(last_ns_) +
                   ",\"min_seq\":" + (received_ ? std::to_string(min_seq_) : "null") +
@@ -105,8 +106,8 @@ std::string DeliveryTally::ToJson() const {
     j += ",\"seqs\":[";
     for (size_t i = 0; i < v.size(); ++i) {
       const SeqStat& s = v[i].second;
-      j += (i ? ",[" : "[") + std::to_string(v[i].first) + "," + std::to_string(s.count) + "," + std::to_string(s.first_ns) +
-           "," + std::to_string(s.last_ns) + "," + std::to_string(s.ts_ns) + "]";
+      j += (i ? ",[" : "[") + std::to_string(v[i].first) + "," + std::to_string(s.count) + "," +
+           std::to_string(s.first_ns) + "," + std::to_string(s.last_ns) + "," + std::to_string(s.ts_ns) + "]";
     }
     j += "]";
   }

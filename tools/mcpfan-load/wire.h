@@ -164,7 +164,21 @@ class BodyDecoder {
   bool Feed(const char* p, size_t n, Sink&& sink, size_t* consumed = nullptr);
 
  private:
-  enum class St : uint8_t { UntilClose, Length, Size, Ext, SizeLf, Data, DataCr, DataLf, TrailerStart, TrailerLine, TrailerLf, Done, Error };
+  enum class St : uint8_t {
+    UntilClose,
+    Length,
+    Size,
+    Ext,
+    SizeLf,
+    Data,
+    DataCr,
+    DataLf,
+    TrailerStart,
+    TrailerLine,
+    TrailerLf,
+    Done,
+    Error
+  };
   bool Fail() {
     st_ = St::Error;
     return false;

@@ -35,7 +35,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
       (void)app.exit(e);  // --help or --version: their text on stdout
       return kExitOk;
     }
-    std::string what = dynamic_cast<const CLI::FileError*>(&e) != nullptr ? config_file_problem(app) : printable(e.what());
+    std::string what =
+        dynamic_cast<const CLI::FileError*>(&e) != nullptr ? config_file_problem(app) : printable(e.what());
     std::fprintf(stderr, "mcpfan: %s\n", what.c_str());
     if (dynamic_cast<const CLI::ConfigError*>(&e) == nullptr) std::fprintf(stderr, "mcpfan: see mcpfan --help\n");
     std::fflush(stderr);

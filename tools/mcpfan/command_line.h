@@ -13,8 +13,9 @@
 namespace mcpfan::tool {
 
 // Exit statuses (also in --help's footer, kExitStatusHelp).
-inline constexpr int kExitOk = 0;       // --help, --version, --check-config passed; or stopped by a signal or stdin's end
-inline constexpr int kExitFailure = 1;  // the configuration was valid but the start failed (a port in use) or serving failed
+inline constexpr int kExitOk = 0;  // --help, --version, --check-config passed; or stopped by a signal or stdin's end
+inline constexpr int kExitFailure =
+    1;  // the configuration was valid but the start failed (a port in use) or serving failed
 inline constexpr int kExitConfig = 2;   // a bad command line or configuration: nothing was started
 
 /** The footer of mcpfan --help: the exit statuses. */

@@ -64,7 +64,10 @@ std::string toml_number(std::string_view t) {
     std::uint64_t v = 0;
     for (char c : body.substr(2)) {
       if (c == '_') continue;
-      int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : 99;
+      int d = is_digit(c)              ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : 99;
       if (d >= base || v > (UINT64_MAX - static_cast<unsigned>(d)) / static_cast<unsigned>(base)) return {};
       v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
     }
@@ -143,7 +146,8 @@ class Reader {
     item.key = line().substr(start, pos_ - start);
     item.line = static_cast<int>(row_ + 1);
     if (item.key.empty()) {
-      if (peek() == '"' || peek() == '\'') fail("quoted keys are not used: write the flag name bare (listen = \"...\")");
+      if (peek() == '"' || peek() == '\'')
+        fail("quoted keys are not used: write the flag name bare (listen = \"...\")");
       fail("expected KEY = VALUE, found \"" + line().substr(start) + "\"");
     }
     skip_blank();
@@ -222,7 +226,8 @@ class Reader {
   }
 
   std::string basic_string(const std::string& key) {
-    if (line().compare(pos_, 3, "\"\"\"") == 0) fail(key + ": multi-line strings (\"\"\") are not used; write the value on one line");
+    if (line().compare(pos_, 3, "\"\"\"") == 0)
+      fail(key + ": multi-line strings (\"\"\") are not used; write the value on one line");
     ++pos_;
     std::string out;
     for (;;) {
@@ -250,11 +255,15 @@ class Reader {
           std::uint32_t cp = 0;
           for (std::size_t i = 0; i < n; ++i) {
             char h = line()[pos_++];
-            int d = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+            int d = is_digit(h)              ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
             if (d < 0) fail(key + ": \\" + e + " needs " + std::to_string(n) + " hex digits");
             cp = cp * 16 + static_cast<std::uint32_t>(d);
           }
-          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(key + ": \\" + e + " names no Unicode scalar value");
+          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            fail(key + ": \\" + e + " names no Unicode scalar value");
           append_utf8(out, cp);
           break;
         }
@@ -265,7 +274,8 @@ class Reader {
   }
 
   std::string literal_string(const std::string& key) {
-    if (line().compare(pos_, 3, "'''") == 0) fail(key + ": multi-line strings (''') are not used; write the value on one line");
+    if (line().compare(pos_, 3, "'''") == 0)
+      fail(key + ": multi-line strings (''') are not used; write the value on one line");
     std::size_t close = line().find('\'', pos_ + 1);
     if (close == std::string::npos) fail(key + ": unterminated string (no closing ' on this line)");
     std::string out = line().substr(pos_ + 1, close - pos_ - 1);

@@ -71,11 +71,13 @@ void add_flags(CLI::App& app, Flags& f) {
   mcpfan::ServerConfig& cfg = f.cfg;
   std::string& listen = f.listen;
   bool& stdio = f.stdio;
-  app.add_option("--listen", listen, "HOST:PORT for /mcp, /healthz (and /v1/publish, /metrics without --publish-listen)")
+  app.add_option("--listen", listen,
+                 "HOST:PORT for /mcp, /healthz (and /v1/publish, /metrics without --publish-listen)")
       ->capture_default_str();
-  app.add_option("--publish-listen", f.publish_listen,
-                 "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
-                 "answers them 404 and serves /mcp and /healthz only");
+  app.add_option(
+      "--publish-listen", f.publish_listen,
+      "HOST:PORT of an internal listener for /v1/publish and /metrics (and /healthz); the public --listen then "
+      "answers them 404 and serves /mcp and /healthz only");
   // Every flag that is one setting, declared in mcpfan/transport/settings.h.
   // --stdio is the program's own; --help has always listed it after --insecure.
   mcpfan::tool::add_setting_flags(app, cfg, [&app, &stdio](std::string_view flag) {
@@ -202,10 +204,11 @@ int main(int argc, char** argv) {
                                         std::string(mcpfan::build::kCompiler) + ", " +
                                         std::string(mcpfan::build::kBuildType) + ")");
   bool check_only = false;
-  app.add_flag("--check-config", check_only,
-               "check the command line and the --config file as a start would (addresses, the non-loopback rule, key "
-               "files, NATS files, upstream URL, ranges), print \"configuration OK\" and exit 0, or name the problem and "
-               "exit 2; binds no port and connects to nothing (safe next to the running server, e.g. before a reload)")
+  app.add_flag(
+         "--check-config", check_only,
+         "check the command line and the --config file as a start would (addresses, the non-loopback rule, key "
+         "files, NATS files, upstream URL, ranges), print \"configuration OK\" and exit 0, or name the problem and "
+         "exit 2; binds no port and connects to nothing (safe next to the running server, e.g. before a reload)")
       ->configurable(false);
   app.footer(mcpfan::tool::kExitStatusHelp);
   Flags flags;
@@ -317,7 +320,8 @@ int main(int argc, char** argv) {
     mcpfan::StdioOptions stdio;
     stdio.on_end = [&stdio_done](mcpfan::StdioClient, mcpfan::StdioEnd) { uv_async_send(&stdio_done); };
     if (auto attached = server.attach_stdio(in, out, std::move(stdio)); !attached) {
-      mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "stdio_failed", "--stdio: " + attached.error().message, {}, true);
+      mcpfan::tool::program_log(cfg, mcpfan::LogLevel::Error, "stdio_failed", "--stdio: " + attached.error().message,
+                                {}, true);
       ::close(in);
       ::close(out);
       mcpfan::tool::flush_program_log();

@@ -24,7 +24,8 @@ class ByteBudget;
 class [[nodiscard]] ByteReservation {
  public:
   ByteReservation() = default;
-  ByteReservation(ByteReservation&& o) noexcept : budget_(std::exchange(o.budget_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  ByteReservation(ByteReservation&& o) noexcept
+      : budget_(std::exchange(o.budget_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   ByteReservation& operator=(ByteReservation&& o) noexcept {
     if (this != &o) {
       reset();

@@ -3,10 +3,10 @@
  * Optional minimum interval between fan-outs of the same (tenant, method, uri), as the MCP
  * guidance on fast-changing resources recommends. It runs where a publish is accepted: with a
  * backplane it holds whole Notifications (local payload and the copy for other nodes), so a
- * suppressed update never crosses the backplane, and a receiving node does not debounce again. A trailing-edge throttle: the first
- * update of a quiet key goes out at once; updates arriving within the interval after a
- * fan-out are held, each replacing the one before (counted as suppressed), and the newest
- * goes out when the interval has passed. The newest update is never lost.
+ * suppressed update never crosses the backplane, and a receiving node does not debounce again. A trailing-edge
+ * throttle: the first update of a quiet key goes out at once; updates arriving within the interval after a fan-out are
+ * held, each replacing the one before (counted as suppressed), and the newest goes out when the interval has passed.
+ * The newest update is never lost.
  *
  * Thread-safety: publish(), close() and the counters are thread-safe. The sink is called
  * from the publishing thread (immediate fan-outs) or from the debouncer's timer thread

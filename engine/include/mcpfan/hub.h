@@ -123,7 +123,8 @@ class Hub {
    * receive budget's bytes), or at once when it is not posted.
    */
   [[nodiscard]] Delivery deliver_forwarded(PayloadRef payload, std::shared_ptr<void> hold = {});
-  /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out. Idempotent. */
+  /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out.
+   * Idempotent. */
   void close();
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
@@ -143,7 +144,8 @@ class Hub {
   Fanout fan_out(const std::vector<PayloadRef>& payloads, bool refuse, std::size_t* nowhere = nullptr);
   Fanout post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold = {});
   void targets(const PayloadRef& payload, ShardSet& where);
-  /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder; false if refused (Full). */
+  /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder; false if refused (Full).
+   */
   bool send_out(std::vector<Notification>& notes, bool refuse);
   class Reporter;
 

@@ -67,7 +67,9 @@ class LocalInterest {
   void add(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri);
   void remove(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri);
   void reserve(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri) { add(shard, tenant, kind, uri); }
-  void unreserve(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri) { remove(shard, tenant, kind, uri); }
+  void unreserve(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri) {
+    remove(shard, tenant, kind, uri);
+  }
 
   /** Adds to `out` every shard that may hold a match for (tenant, kind, uri). */
   void shards_for(TenantId tenant, Kind kind, std::string_view uri, ShardSet& out) const;

@@ -30,7 +30,8 @@ int main() {
   mcpfan::RpcDecoder decoder;
   mcpfan::RpcRequest req = decoder.decode(
       R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{)"
-      R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},)"
+      R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+      R"("io.modelcontextprotocol/clientCapabilities":{}},)"
       R"("notifications":{"toolsListChanged":true}}})");
   if (!mcpfan::mcp::is_2026_version(req.meta_version)) return fail("version");
   if (req.error || req.method != "subscriptions/listen") return fail("decode");

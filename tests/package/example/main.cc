@@ -50,7 +50,8 @@ int main() {
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair");
-  if (auto attached = server.attach_stdio(sv[0], sv[0]); !attached) return fail("attach_stdio: " + attached.error().message);
+  if (auto attached = server.attach_stdio(sv[0], sv[0]); !attached)
+    return fail("attach_stdio: " + attached.error().message);
 
   const std::string listen =
       R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{"_meta":{)"
@@ -65,8 +66,9 @@ int main() {
 
   // Publish as a backend in the same process would: decode once, hand the payloads to the hub.
   mcpfan::PublishDecoder decoder;
-  auto decoded = decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"file:///example/a.txt"}})",
-                                server.hub().tenants());
+  auto decoded =
+      decoder.decode(R"({"method":"notifications/resources/updated","params":{"uri":"file:///example/a.txt"}})",
+                     server.hub().tenants());
   if (!decoded) return fail("decode: " + decoded.error().message);
   if (!server.hub().publish(decoded.value().payloads)) return fail("publish refused");
   if (!read_line(sv[1], buf, line) || line.find(R"("uri":"file:///example/a.txt")") == std::string::npos ||
@@ -75,6 +77,7 @@ int main() {
   }
   if (auto stopped = server.stop(); !stopped) return fail("stop: " + stopped.error().message);
   ::close(sv[1]);
-  std::printf("embed_example: ok (server on 127.0.0.1:%u, notification: %s)\n", static_cast<unsigned>(port.value()), line.c_str());
+  std::printf("embed_example: ok (server on 127.0.0.1:%u, notification: %s)\n", static_cast<unsigned>(port.value()),
+              line.c_str());
   return 0;
 }

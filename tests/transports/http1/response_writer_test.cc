@@ -15,7 +15,8 @@ TEST(ResponseWriter, AKeptAliveAnswerHasItsLengthFieldsInOrderAndBody) {
 
 TEST(ResponseWriter, AnAnswerThatClosesSaysSoAndOneWithoutTypeHasNone) {
   Response r{202, "", "", {}};
-  EXPECT_EQ(render_response(r, false, false), "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(render_response(r, false, false),
+            "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
 TEST(ResponseWriter, AHeadAnswerHasTheGetsHeadersAndNoContent) {

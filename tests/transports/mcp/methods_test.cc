@@ -18,7 +18,8 @@ TEST(McpMethods, EachEraHasItsMethods) {
   for (const char* m : {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}) {
     EXPECT_TRUE(removed_in_2026(m)) << m;
   }
-  for (const char* m : {"server/discover", "tools/list", "resources/read", "nope"}) EXPECT_FALSE(removed_in_2026(m)) << m;
+  for (const char* m : {"server/discover", "tools/list", "resources/read", "nope"})
+    EXPECT_FALSE(removed_in_2026(m)) << m;
 }
 
 TEST(McpMethods, ListsAreEmptyAndCarryCachingHintsIn2026) {

@@ -14,7 +14,8 @@ namespace {
 constexpr TenantId kTenant = kDefaultTenant;
 
 struct Fixture {
-  explicit Fixture(std::size_t max_idle = 1000, TenantCeilings ceilings = {}) : limits(ceilings, 4), reg(limits, max_idle, 8) {}
+  explicit Fixture(std::size_t max_idle = 1000, TenantCeilings ceilings = {})
+      : limits(ceilings, 4), reg(limits, max_idle, 8) {}
   std::shared_ptr<Session> make(std::uint64_t now) {
     std::optional<Limit> refused;
     StreamUsage usage;

@@ -9,7 +9,9 @@
 namespace mcpfan::detail {
 namespace {
 
-std::int64_t in_use(const Limits& l, TenantId t, Resource r) { return l.usage(t)->in_use[static_cast<std::size_t>(r)].load(); }
+std::int64_t in_use(const Limits& l, TenantId t, Resource r) {
+  return l.usage(t)->in_use[static_cast<std::size_t>(r)].load();
+}
 
 TEST(Usage, AStreamGivesBackItsSubscriptionsOnceAndMovesWithoutDoubleRelease) {
   TenantCeilings c;

@@ -98,8 +98,8 @@ class SendRingTest : public ::testing::Test {
   }
 
   template <class P>
-  bool RunUntil(P pred) {
-    return mcpfan::testing::run_until(&loop_, pred);
+  bool RunUntil(P pred, std::uint64_t bound_ms = 10000) {
+    return mcpfan::testing::run_until(&loop_, pred, bound_ms);
   }
 
   static bool Readable(int fd) {
@@ -199,7 +199,9 @@ TEST_F(SendRingTest, WhatTheSocketDoesNotTakeGoesToLibuvAheadOfLaterWrites) {
 
   std::string got;
   std::thread reader([&] { got = ReadN(c.peer, big.size() + tail.size()); });
-  EXPECT_TRUE(RunUntil([&] { return c.callbacks == 2; })) << "callbacks: " << c.callbacks;
+  // 16 MiB through loopback: a minute's bound, for a TSan build on a loaded machine (one run
+  // moved 5 MiB in the default 10 s; the reader then waited on a loop that had stopped).
+  EXPECT_TRUE(RunUntil([&] { return c.callbacks == 2; }, 60000)) << "callbacks: " << c.callbacks;
   reader.join();
   EXPECT_EQ(c.last_status, 0);
   ASSERT_EQ(got.size(), big.size() + tail.size());

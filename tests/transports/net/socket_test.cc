@@ -29,7 +29,9 @@ using mcpfan::testing::run_until;
 struct Recorder : SocketEvents {
   std::vector<std::string> events;
   bool throw_on_write = false;
-  void on_data(Socket&, const char* data, std::size_t len) override { events.push_back("data:" + std::string(data, len)); }
+  void on_data(Socket&, const char* data, std::size_t len) override {
+    events.push_back("data:" + std::string(data, len));
+  }
   void on_read_end(Socket&, int status) override { events.push_back(status == UV_EOF ? "eof" : "read-error"); }
   void on_written(Socket&, std::uint32_t tag, int status) override {
     events.push_back("written:" + std::to_string(tag) + (status == 0 ? "" : ":error"));

@@ -14,13 +14,16 @@ namespace {
 
 TEST(MergeCapabilities, AddsResourceSubscriptionsAndListChangedKeepingTheRest) {
   auto m = merge_message(
-      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"x":1},)"
+      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},)"
+      R"("tools":{"x":1},)"
       R"("resources":{"listChanged":false,"extra":[1,2]}},"serverInfo":{"name":"up"}}})");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->protocol_version, "2025-11-25");
-  EXPECT_EQ(m->body,
-            R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"x":1,"listChanged":true},)"
-            R"("resources":{"listChanged":true,"extra":[1,2],"subscribe":true}},"serverInfo":{"name":"up"}}})");
+  EXPECT_EQ(
+      m->body,
+      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"x":1,)"
+      R"("listChanged":true},)"
+      R"("resources":{"listChanged":true,"extra":[1,2],"subscribe":true}},"serverInfo":{"name":"up"}}})");
 }
 
 TEST(MergeCapabilities, AddsResourcesWhenTheUpstreamHasNone) {
@@ -46,10 +49,11 @@ TEST(MergeCapabilities, RewritesTheEventThatCarriesTheResultInAnEventStream) {
       "event: message\nid: e2\ndata: {\"id\":1,\"result\":{\"capabilities\":{}}}\n\n";
   MergedAnswer a = merge_capabilities(body, true);
   EXPECT_TRUE(a.merged);
-  EXPECT_EQ(a.body,
-            "id: p1\ndata: \n\n"
-            ": a comment\nevent: message\nid: e2\n"
-            "data: {\"id\":1,\"result\":{\"capabilities\":{\"resources\":{\"subscribe\":true,\"listChanged\":true}}}}\n\n");
+  EXPECT_EQ(
+      a.body,
+      "id: p1\ndata: \n\n"
+      ": a comment\nevent: message\nid: e2\n"
+      "data: {\"id\":1,\"result\":{\"capabilities\":{\"resources\":{\"subscribe\":true,\"listChanged\":true}}}}\n\n");
 }
 
 TEST(MergeCapabilities, KeepsMultiLineDataAndUnterminatedEvents) {
@@ -68,7 +72,8 @@ std::vector<std::string> Split(SseEventSplitter& s, const std::vector<std::strin
 
 TEST(SseEventSplitter, WholeEventsWhateverTheReadsAndLineEndings) {
   SseEventSplitter s(1024);
-  auto events = Split(s, {"event: message\r", "\ndata: {\"a\":1}\r\n\r", "\n: keepalive\n\nid: 7\rdata: x\r\r", "data: y\n"});
+  auto events =
+      Split(s, {"event: message\r", "\ndata: {\"a\":1}\r\n\r", "\n: keepalive\n\nid: 7\rdata: x\r\r", "data: y\n"});
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0], "event: message\ndata: {\"a\":1}\n\n");
   EXPECT_EQ(events[1], "id: 7\ndata: x\n\n");  // the comment-only block is dropped

@@ -96,7 +96,9 @@ class FakeUpstream {
     for (auto& t : conns_) t.join();
     ::close(fd_);
   }
-  UpstreamTarget target() const { return UpstreamTarget{"127.0.0.1", port_, "/mcp", "127.0.0.1:" + std::to_string(port_)}; }
+  UpstreamTarget target() const {
+    return UpstreamTarget{"127.0.0.1", port_, "/mcp", "127.0.0.1:" + std::to_string(port_)};
+  }
   int accepted() const { return accepted_.load(); }
   std::atomic<bool> release{false};  // scripts that hold a connection wait for this
 
@@ -168,17 +170,21 @@ class Loop {
 };
 
 ForwardedRequest request(const UpstreamTarget& t, std::string_view body = "{}") {
-  return {"POST " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\nContent-Type: application/json\r\nContent-Length: " +
-              std::to_string(body.size()) + "\r\n\r\n" + std::string(body),
+  return {"POST " + t.path + " HTTP/1.1\r\nHost: " + t.authority +
+              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+              std::string(body),
           /*head=*/false, /*idempotent=*/false};
 }
 
 ForwardedRequest get_request(const UpstreamTarget& t, std::string_view method = "GET") {
-  return {std::string(method) + " " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\n\r\n", /*head=*/method == "HEAD",
+  return {std::string(method) + " " + t.path + " HTTP/1.1\r\nHost: " + t.authority + "\r\n\r\n",
+          /*head=*/method == "HEAD",
           /*idempotent=*/true};
 }
 
-const char kJson[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+const char kJson[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: "
+    "11\r\n\r\n{\"ok\":true}";
 
 TEST(Upstream, ParsesUrls) {
   auto t = parse_upstream_url("http://127.0.0.1:3000/mcp");
@@ -198,9 +204,10 @@ TEST(Upstream, ParsesUrls) {
   EXPECT_EQ(name.value().authority, "localhost:3000");
   auto tls = parse_upstream_url("https://mcp.example.com/mcp");
   ASSERT_FALSE(tls);
-  EXPECT_NE(tls.error().message.find("https:// upstreams are not supported yet"), std::string::npos) << tls.error().message;
-  for (const char* bad : {"https://127.0.0.1/", "http://exa mple.com/mcp", "http://-x/", "http://a!b/", "http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://:80/",
-                          "http://[::1/", "ftp://x"}) {
+  EXPECT_NE(tls.error().message.find("https:// upstreams are not supported yet"), std::string::npos)
+      << tls.error().message;
+  for (const char* bad : {"https://127.0.0.1/", "http://exa mple.com/mcp", "http://-x/", "http://a!b/",
+                          "http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://:80/", "http://[::1/", "ftp://x"}) {
     auto r = parse_upstream_url(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
@@ -320,7 +327,8 @@ bool wait_reset(uv_loop_t* loop) {
       if (h->type != UV_TCP || uv_fileno(h, &fd) != 0) return;
       tcp_info ti{};
       socklen_t len = sizeof ti;
-      if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state != TCP_CLOSE) *static_cast<bool*>(arg) = false;
+      if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state != TCP_CLOSE)
+        *static_cast<bool*>(arg) = false;
     }, &all_closed);
     if (all_closed) return true;
     std::this_thread::sleep_for(1ms);
@@ -339,7 +347,8 @@ void pool_one(Loop& loop, UpstreamPool& pool, const UpstreamTarget& t) {
 
 // One request pooled its connection, the upstream closed it (FIN, or RST with `reset`), and
 // `next` is sent on it before the loop has noticed: what became of it.
-void after_stale(Loop& loop, UpstreamPool& pool, ClosingUpstream& up, bool reset, ForwardedRequest next, Recorder& out) {
+void after_stale(Loop& loop, UpstreamPool& pool, ClosingUpstream& up, bool reset, ForwardedRequest next,
+                 Recorder& out) {
   pool_one(loop, pool, up.target());
   ASSERT_TRUE(up.close_first());
   if (reset) {
@@ -423,7 +432,8 @@ TEST(Upstream, AHeadAnswerEndsAtItsHead) {
   FakeUpstream up([](int fd, const std::atomic<bool>&) {
     std::string pending;
     if (!read_request(fd, pending)) return;
-    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n");  // no body: a HEAD
+    write_all(fd,
+              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n");  // no body: a HEAD
     while (read_request(fd, pending)) write_all(fd, kJson);
   });
   Loop loop;
@@ -529,7 +539,9 @@ TEST(Upstream, CancelAndCloseEndCallsCleanly) {
   FakeUpstream up([](int fd, const std::atomic<bool>& release) {
     std::string pending;
     if (!read_request(fd, pending)) return;
-    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n11\r\nevent: a\ndata: 1\n\r\n");
+    write_all(fd,
+              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n11\r\nevent: "
+              "a\ndata: 1\n\r\n");
     hold(release);
   });
   Loop loop;

@@ -41,7 +41,8 @@ using mcpfan::testing::send_all;
 
 std::string meta_2026() {
   return R"("_meta":{"io.modelcontextprotocol/protocolVersion":")" + std::string(mcpfan::mcp::kRev2026) +
-         R"(","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}})";
+         R"(","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},)"
+         R"("io.modelcontextprotocol/clientCapabilities":{}})";
 }
 
 std::string listen_body(const std::string& uri) {
@@ -117,7 +118,8 @@ Answer host(const ClientCredentials& c) {
 }
 
 struct HostServer {
-  explicit HostServer(mcpfan::ClientAuthenticator auth = host, const std::function<void(mcpfan::ServerConfig&)>& more = {}) {
+  explicit HostServer(mcpfan::ClientAuthenticator auth = host,
+                      const std::function<void(mcpfan::ServerConfig&)>& more = {}) {
     // transport/server.h: a host ignores SIGPIPE (a stdio client closed before stop() writes its final result).
     std::signal(SIGPIPE, SIG_IGN);
     mcpfan::ServerConfig config;
@@ -170,11 +172,13 @@ TEST(HostAuth, ADenialIs401WithTheHostsMessageAndCounted) {
   std::string denied = refused_listen(s.port, "file:///a", "Bearer who-knows");
   EXPECT_NE(denied.find("HTTP/1.1 401"), std::string::npos) << denied;
   EXPECT_NE(denied.find("unknown credentials (host says no)"), std::string::npos) << denied;
-  EXPECT_NE(denied.find("WWW-Authenticate: Bearer realm=\"mcpfan\", error=\"invalid_token\""), std::string::npos) << denied;
+  EXPECT_NE(denied.find("WWW-Authenticate: Bearer realm=\"mcpfan\", error=\"invalid_token\""), std::string::npos)
+      << denied;
   // No Authorization header at all: the host is asked with "" and decides.
   std::string missing = refused_listen(s.port, "file:///a", "");
   EXPECT_NE(missing.find("HTTP/1.1 401"), std::string::npos) << missing;
-  EXPECT_NE(missing.find("WWW-Authenticate: Bearer realm=\"mcpfan\"\r\n"), std::string::npos) << missing;  // no error code
+  EXPECT_NE(missing.find("WWW-Authenticate: Bearer realm=\"mcpfan\"\r\n"), std::string::npos)
+      << missing;  // no error code
   EXPECT_EQ(metric(get_metrics(s.port), auth_failures("rejected")), 2);
 }
 

@@ -106,7 +106,8 @@ TEST(ListenSocket, RefusesAnAddressAnotherGroupServesUnlessShared) {
   std::vector<int> fds;
   auto refused = bind_listener(addr, 2, /*share=*/false, "--publish-listen", fds);
   ASSERT_FALSE(refused.ok()) << "joined another process's SO_REUSEPORT group";
-  EXPECT_EQ(refused.error().message, "--publish-listen 127.0.0.1:" + std::to_string(port) + ": address in use " + kHint);
+  EXPECT_EQ(refused.error().message,
+            "--publish-listen 127.0.0.1:" + std::to_string(port) + ": address in use " + kHint);
   EXPECT_TRUE(fds.empty());
   // On purpose: joins, as every mcpfan did before.
   auto shared = bind_listener(addr, 2, /*share=*/true, "--publish-listen", fds);
@@ -185,7 +186,8 @@ TEST(ListenSocket, ServerStartRefusesAPortInUseUnlessReusePort) {
     mcpfan::Server server(config);
     auto started = server.start();
     ASSERT_FALSE(started.ok()) << "started on a publish port another process serves";
-    EXPECT_EQ(started.error().message, "--publish-listen 127.0.0.1:" + std::to_string(port) + ": address in use " + kHint);
+    EXPECT_EQ(started.error().message,
+              "--publish-listen 127.0.0.1:" + std::to_string(port) + ": address in use " + kHint);
   }
   {
     mcpfan::ServerConfig config;
@@ -215,8 +217,9 @@ TEST(ListenSocket, ServerStartRefusesOnePortForBothListeners) {
   mcpfan::Server server(config);
   auto started = server.start();
   ASSERT_FALSE(started.ok());
-  EXPECT_NE(started.error().message.find("--publish-listen 127.0.0.1:" + std::to_string(port) + ": the address of --listen"),
-            std::string::npos)
+  EXPECT_NE(
+      started.error().message.find("--publish-listen 127.0.0.1:" + std::to_string(port) + ": the address of --listen"),
+      std::string::npos)
       << started.error().message;
 }
 

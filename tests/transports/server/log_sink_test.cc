@@ -56,8 +56,11 @@ void publish_too_large(std::uint16_t port) {
   int fd = mcpfan::testing::connect_loopback(port);
   ASSERT_GE(fd, 0);
   const std::string body(2000, 'x');
-  ASSERT_TRUE(mcpfan::testing::send_all(fd, "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      mcpfan::testing::send_all(fd,
+                                "POST /v1/publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body));
   std::string got;
   EXPECT_TRUE(mcpfan::testing::read_until(fd, got, "\r\n\r\n"));
   EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got;
@@ -182,7 +185,8 @@ TEST(LogSink, ASinkThatThrowsDoesNotStopTheServer) {
 
 LogRecord record(std::string message, std::vector<mcpfan::LogField> fields = {}) {
   LogRecord r;
-  r.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'764'294'720'123));  // 2025-11-28T01:52:00.123Z
+  r.time =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'764'294'720'123));  // 2025-11-28T01:52:00.123Z
   r.level = LogLevel::Warn;
   r.kind = "test_kind";
   r.message = std::move(message);

@@ -35,13 +35,16 @@ int open_listen(std::uint16_t port, const std::string& prefix, std::string& got)
   int fd = mcpfan::testing::connect_loopback(port);
   if (fd < 0) return -1;
   const std::string rev(mcpfan::mcp::kRev2026);
-  std::string body = R"({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{)"
-                     R"("io.modelcontextprotocol/protocolVersion":")" + rev +
-                     R"(","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":[")" +
-                     prefix + R"("]}}})";
-  std::string req = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: " + rev +
-                    "\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string body =
+      R"({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{)"
+      R"("io.modelcontextprotocol/protocolVersion":")" +
+      rev + R"(","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":[")" +
+      prefix + R"("]}}})";
+  std::string req =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: " +
+      rev + "\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+      body;
   if (!send_all(fd, req) || !read_until(fd, got, "notifications/subscriptions/acknowledged")) {
     ::close(fd);
     return -1;
@@ -148,7 +151,8 @@ TEST_F(MetricsSink, CountersMoveWhenAPublishReachesAListen) {
   std::string stream;
   int listen = open_listen(port.value(), "file:///project/", stream);
   ASSERT_GE(listen, 0);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(server.hub().publish(mcpfan::mcp::resource_updated("file:///project/" + std::to_string(i))));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(server.hub().publish(mcpfan::mcp::resource_updated("file:///project/" + std::to_string(i))));
   ASSERT_TRUE(read_until(listen, stream, "file:///project/2"));
   RecordingSink after;
   ASSERT_TRUE(server.collect_metrics(after).ok());

@@ -47,7 +47,9 @@ StatsSnapshot fixed_snapshot() {
   return s;
 }
 
-bool has_line(const std::string& text, const std::string& line) { return text.find("\n" + line + "\n") != std::string::npos; }
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
 
 TEST(PrometheusText, FixedSnapshot) {
   StatsSnapshot s = fixed_snapshot();
@@ -80,7 +82,8 @@ TEST(PrometheusText, FixedSnapshot) {
 
 TEST(PrometheusText, ProcessFamiliesWhenGiven) {
   StatsSnapshot s = fixed_snapshot();
-  EXPECT_EQ(mcpfan::detail::render_prometheus(s).find("process_"), std::string::npos) << "none unless read (GET /metrics)";
+  EXPECT_EQ(mcpfan::detail::render_prometheus(s).find("process_"), std::string::npos)
+      << "none unless read (GET /metrics)";
   mcpfan::detail::ProcessStats p;
   p.cpu_seconds = 1.25;
   p.start_time_seconds = 1700000000.5;

@@ -63,7 +63,9 @@ TEST(Swappable, PublisherPolicyBucketsWorkThroughAConstSnapshot) {
   EXPECT_TRUE(snap->rate.take(0, 1, 1).has_value());  // the burst of 2 is spent
 }
 
-std::int64_t in_use(const Limits& l, Resource r) { return l.usage(kDefaultTenant)->in_use[static_cast<std::size_t>(r)].load(); }
+std::int64_t in_use(const Limits& l, Resource r) {
+  return l.usage(kDefaultTenant)->in_use[static_cast<std::size_t>(r)].load();
+}
 
 TEST(LimitsReload, ALoweredCeilingKeepsWhatIsHeldAndRefusesMore) {
   TenantCeilings c;
@@ -91,7 +93,8 @@ TEST(LimitsReload, CeilingsChangeWhileWorkersAcquire) {
   for (int t = 0; t < 2; ++t) {
     workers.emplace_back([&] {
       while (!stop.load()) {
-        if (limits.acquire(kDefaultTenant, Resource::Subscriptions)) limits.release(kDefaultTenant, Resource::Subscriptions);
+        if (limits.acquire(kDefaultTenant, Resource::Subscriptions))
+          limits.release(kDefaultTenant, Resource::Subscriptions);
         (void)limits.refusal_message(Limit::SubscriptionsPerTenant, "t");
       }
     });

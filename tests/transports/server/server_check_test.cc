@@ -66,13 +66,15 @@ TEST(ServerCheck, ClientTokensAloneNamePublisherKeysAsMissing) {
   mcpfan::ServerConfig c = open_config();
   c.auth.jwt_secret_file = d.file("secret", kSecret);
   std::string err = start_error(c);
-  EXPECT_NE(err.find("without authentication (--publish-keys-file): client tokens are configured"), std::string::npos) << err;
+  EXPECT_NE(err.find("without authentication (--publish-keys-file): client tokens are configured"), std::string::npos)
+      << err;
   // Publisher keys alone: the clients' part is missing.
   c.auth.jwt_secret_file.clear();
   c.auth.publish_keys_file = d.file("keys", kKeys);
   err = check_error(c);
-  EXPECT_NE(err.find("without authentication (--jwt-secret-file or --jwt-public-key-file): publisher keys are configured"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("without authentication (--jwt-secret-file or --jwt-public-key-file): publisher keys are configured"),
+      std::string::npos)
       << err;
   // Both: served.
   c.auth.jwt_secret_file = d.file("secret", kSecret);
@@ -92,14 +94,16 @@ TEST(ServerCheck, EachListenerNeedsWhatItServes) {
   mcpfan::ServerConfig c;
   c.listen.publish_host = "0.0.0.0";
   std::string err = check_error(c);
-  EXPECT_NE(err.find("refusing --publish-listen on 0.0.0.0 without authentication (--publish-keys-file)"), std::string::npos)
+  EXPECT_NE(err.find("refusing --publish-listen on 0.0.0.0 without authentication (--publish-keys-file)"),
+            std::string::npos)
       << err;
   // The public listener without publishing needs client authentication only.
   c = open_config();
   c.listen.publish_host = "127.0.0.1";
   err = check_error(c);
-  EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or --jwt-public-key-file)"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or --jwt-public-key-file)"),
+      std::string::npos)
       << err;
   c.auth.jwt_secret_file = d.file("secret", kSecret);
   EXPECT_EQ(check_error(c), "");

@@ -114,7 +114,8 @@ TEST(SettingsCli, HelpListsEveryDeclaredFlagWithItsHelp) {
   mcpfan::for_each_setting(defaults, [&](const SettingInfo& s, const auto&) {
     if (s.flag.empty()) return;
     const std::string line = "\n  " + std::string(s.flag);
-    const bool listed = help.out.find(line + " ") != std::string::npos || help.out.find(line + "\n") != std::string::npos;
+    const bool listed =
+        help.out.find(line + " ") != std::string::npos || help.out.find(line + "\n") != std::string::npos;
     EXPECT_TRUE(listed) << s.flag;
     EXPECT_NE(help.out.find(std::string(s.help)), std::string::npos) << s.flag;
   });

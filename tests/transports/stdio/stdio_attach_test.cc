@@ -1,7 +1,7 @@
-// Server::attach_stdio's typed handles (docs/embedding.md "Attached stdio clients"): each attached client gets a StdioClient,
-// its on_end hears once why it ended (input ended, detached, server stopped, refused), and
-// detach_stdio() ends one client in order (final results written, then its fds closed).
-// Misuse (a handle that names nothing, one from another Server) is a clear error.
+// Server::attach_stdio's typed handles (docs/embedding.md "Attached stdio clients"): each attached client gets a
+// StdioClient, its on_end hears once why it ended (input ended, detached, server stopped, refused), and detach_stdio()
+// ends one client in order (final results written, then its fds closed). Misuse (a handle that names nothing, one from
+// another Server) is a clear error.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -91,7 +91,9 @@ std::string read_until(int fd, const std::string& want, bool* eof = nullptr) {
 }
 
 const char* kListen =
-    R"({"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["mem://a"]}}})";
+    R"({"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen",)"
+    R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["mem://a"]}}})";
 
 mcpfan::ServerConfig two_workers() {
   mcpfan::ServerConfig cfg;

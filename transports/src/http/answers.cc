@@ -44,8 +44,9 @@ void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal) {
     return;
   }
   if (refusal.http_status == 200) return rpc_error(c, id, refusal.rpc_code, refusal.message);
-  std::string body = id.empty() && refusal.http_status != 403 ? json_error_body(refusal.message)
-                                                              : rpc_error_json(id, Error{refusal.rpc_code, refusal.message});
+  std::string body = id.empty() && refusal.http_status != 403
+                         ? json_error_body(refusal.message)
+                         : rpc_error_json(id, Error{refusal.rpc_code, refusal.message});
   std::vector<Field> headers;
   if (refusal.retry_after) headers.push_back({"Retry-After", "1"});
   c.respond(refusal.http_status, "application/json", std::move(body), std::move(headers));

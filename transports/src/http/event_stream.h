@@ -66,7 +66,8 @@ class EventStream final : public StreamSink {
   void start_upstream_leg(proxy::ForwardedRequest request);
 
   // ---- the upstream leg's (http/session_upstream.h) ----
-  /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone. */
+  /** One whole SSE event from the upstream, queued in order with the shard's notifications. False: the stream is gone.
+   */
   [[nodiscard]] bool inject_event(std::string event);
   /** The session whose GET stream this is (null otherwise). */
   [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept { return session_; }

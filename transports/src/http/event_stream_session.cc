@@ -50,7 +50,8 @@ std::string go_live_locked(Session& s, std::uint64_t epoch, const std::optional<
   const std::optional<std::string>& from = cursor ? cursor : since;
   SessionJournal::Resume resume = s.journal.start_live(from ? &*from : nullptr);
   std::string first;
-  if (s.version >= "2025-11-25") first = SessionTap::id_line(s.journal.tag(), resume.prime, s.upstream_event_id) + "data: \n\n";
+  if (s.version >= "2025-11-25")
+    first = SessionTap::id_line(s.journal.tag(), resume.prime, s.upstream_event_id) + "data: \n\n";
   if (resume.reread) append_reread_hints(first, s);
   for (const auto& [seq, p] : resume.events) {
     first += SessionTap::id_line(s.journal.tag(), seq, s.upstream_event_id);
@@ -84,7 +85,8 @@ SessionRegistry::Claim EventStream::begin_session(std::shared_ptr<Session> sessi
     epoch = ++s.epochs;
     tap_ = std::make_unique<SessionTap>(session, epoch);
     start(tap_.get());
-    s.sub = w_.shard().subscribe(stream_, ClientCore::session_filter(s.tenant, s.uris), {});  // 2025 notifications carry no id
+    s.sub = w_.shard().subscribe(stream_, ClientCore::session_filter(s.tenant, s.uris),
+                                 {});  // 2025 notifications carry no id
     old_owner = s.owner;
     old_stream = s.stream;
     s.owner = static_cast<int>(w_.index());

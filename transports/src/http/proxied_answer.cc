@@ -90,7 +90,8 @@ void ProxiedAnswer::on_body(std::string_view bytes) {
       if (call_ && pool_) pool_->cancel(call_);
       call_ = nullptr;
       ctx_.stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
-      std::string why = "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)";
+      std::string why =
+          "the upstream's answer is larger than " + std::to_string(bound) + " bytes (--upstream-max-answer-bytes)";
       log_failure("too_large", why, 502);
       fail_before_head(502, std::move(why));
       return;

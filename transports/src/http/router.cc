@@ -33,10 +33,12 @@ bool wrong_listener(Exchange& c, std::string_view path) {
   bool operator_path = is_operator_path(path);
   if (operator_path == c.on_operator_listener()) return false;
   std::string p(path);
-  c.respond(404, "application/json",
-            json_error_body(operator_path ? p + " is served on the operator listener (--publish-listen), not on this one"
-                                          : p + " is not served on the operator listener (--publish-listen): it serves "
-                                                "/v1/publish, /metrics, /status, /livez, /readyz and /healthz; MCP clients use the public listener"));
+  c.respond(
+      404, "application/json",
+      json_error_body(operator_path ? p + " is served on the operator listener (--publish-listen), not on this one"
+                                    : p + " is not served on the operator listener (--publish-listen): it serves "
+                                          "/v1/publish, /metrics, /status, /livez, /readyz and /healthz; MCP clients "
+                                          "use the public listener"));
   return true;
 }
 
@@ -52,7 +54,8 @@ void route_request(Exchange& c, HttpRequest& req) {
   auto method = static_cast<http_method>(req.method);
   const ServerConfig& cfg = c.context().config();
   if (!host_allowed(cfg, req.host, c.on_operator_listener() ? cfg.listen.publish_host : cfg.listen.host)) {
-    c.respond(403, "application/json", json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
+    c.respond(403, "application/json",
+              json_error_body("Host " + req.host + " is not allowed (DNS-rebinding protection)"));
     return;
   }
   if (!origin_allowed(c.context().config(), req.origin)) {
@@ -79,7 +82,8 @@ void route_request(Exchange& c, HttpRequest& req) {
   } else if (path == "/metrics") {
     if (!only(HTTP_GET, "GET")) return;
     if (!may_read_metrics(c, req)) {
-      c.respond(403, "application/json", json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
+      c.respond(403, "application/json",
+                json_error_body("/metrics is served to loopback peers and to publisher keys for \"*\""));
       return;
     }
     StatsSnapshot s = c.context().stats_snapshot();

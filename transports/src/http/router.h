@@ -1,7 +1,7 @@
 #pragma once
 // The HTTP routes of mcpfan: /mcp (MCP Streamable HTTP, revision 2026-07-28 and its draft),
-// /v1/publish, /livez, /readyz, /healthz (routes_health.cc), /metrics, /status (status/status.h). Loop-affine: called from a
-// connection's parser callback.
+// /v1/publish, /livez, /readyz, /healthz (routes_health.cc), /metrics, /status (status/status.h). Loop-affine: called
+// from a connection's parser callback.
 //
 // With --publish-listen there are two listeners: the operator paths (is_operator_path) are
 // served only on the operator listener, /mcp only on the public one, the health paths
@@ -27,7 +27,8 @@ void route_request(Exchange& conn, HttpRequest& req);
 /** Answers a health path (routes_health.cc). */
 void route_health(Exchange& c, const HttpRequest& req, std::string_view path);
 
-/** The paths for operators and backends, not MCP clients: /v1/publish, /metrics, /status(.json). A new one joins here. */
+/** The paths for operators and backends, not MCP clients: /v1/publish, /metrics, /status(.json). A new one joins here.
+ */
 [[nodiscard]] bool is_operator_path(std::string_view path) noexcept;
 
 }  // namespace mcpfan::detail

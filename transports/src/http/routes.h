@@ -2,8 +2,8 @@
 // The HTTP routes behind route_request (router.h), one file each: routes_2026.cc (POST /mcp:
 // the era dispatch, server/discover, subscriptions/listen), routes_2025.cc (2025-era
 // sessions: initialize, session requests, the GET stream, DELETE), routes_publish.cc
-// (POST /v1/publish), routes_proxy.cc (/mcp with --upstream: served or forwarded), and answers.cc (how an MCP client's refusals and errors are answered
-// over HTTP). Loop-affine: called from a connection's parser callback.
+// (POST /v1/publish), routes_proxy.cc (/mcp with --upstream: served or forwarded), and answers.cc (how an MCP client's
+// refusals and errors are answered over HTTP). Loop-affine: called from a connection's parser callback.
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,11 +36,12 @@ void handle_mcp_delete(Exchange& c, HttpRequest& req);
  * A new 2025-era session of `caller` at `version`, counted against its tenant; `id` empty for a
  * random one (the front proxy adopts its upstream's). The refusal when a limit says no.
  */
-[[nodiscard]] std::variant<std::shared_ptr<Session>, Refusal> open_session(LoopContext& w, const Caller& caller, std::string version,
-                                                                          std::string id);
-/** resources/subscribe or unsubscribe `r.uri` on the caller's session `s`; the refusal when a limit or a URI rule says no. */
-[[nodiscard]] std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
-                                                        const Caller& caller);
+[[nodiscard]] std::variant<std::shared_ptr<Session>, Refusal> open_session(LoopContext& w, const Caller& caller,
+                                                                           std::string version, std::string id);
+/** resources/subscribe or unsubscribe `r.uri` on the caller's session `s`; the refusal when a limit or a URI rule says
+ * no. */
+[[nodiscard]] std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s,
+                                                        const RpcRequest& r, const Caller& caller);
 /** The session the request names, if it exists and belongs to the caller's tenant. */
 [[nodiscard]] std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, const Caller& caller);
 /** Ends a session (DELETE): removed, its GET stream finished on its worker. False if there was none. */

@@ -23,7 +23,8 @@ void session_not_found(Exchange& c, std::string_view id) {
 // a publish sent after the client saw `{}` is matched against the new set.
 // Returns the limit that refused a new URI (the session's own URI count, or the tenant's
 // subscription ceiling); nothing changes then.
-std::optional<Limit> change_session_uri(LoopContext& w, const std::shared_ptr<Session>& s, const std::string& uri, bool add) {
+std::optional<Limit> change_session_uri(LoopContext& w, const std::shared_ptr<Session>& s, const std::string& uri,
+                                        bool add) {
   int owner;
   {
     std::lock_guard lock(s->mu);
@@ -53,7 +54,8 @@ std::optional<Limit> change_session_uri(LoopContext& w, const std::shared_ptr<Se
       if (add) shard.add_uri(sub, s->tenant, uri);
       else shard.remove_uri(sub, s->tenant, uri);
     }
-    if (add && interest) interest->unreserve(shard_index, s->tenant, Kind::ResourceUpdated, uri);  // the key holds it now
+    if (add && interest)
+      interest->unreserve(shard_index, s->tenant, Kind::ResourceUpdated, uri);  // the key holds it now
   });
   return std::nullopt;
 }
@@ -79,12 +81,14 @@ std::variant<std::shared_ptr<Session>, Refusal> open_session(LoopContext& w, con
   // A session holds one stream from here to its end, and its own reference on the tenant:
   // it outlives the connection that made it.
   StreamUsage usage;
-  if (auto refused = StreamUsage::acquire(core.limits(), caller.tenant, 0, usage)) return core.refusal(*refused, caller.tenant);
+  if (auto refused = StreamUsage::acquire(core.limits(), caller.tenant, 0, usage))
+    return core.refusal(*refused, caller.tenant);
   TenantRef ref;
-  if (caller.tenant != kDefaultTenant && core.tenants().retain(caller.tenant)) ref = TenantRef(core.tenants(), caller.tenant);
+  if (caller.tenant != kDefaultTenant && core.tenants().retain(caller.tenant))
+    ref = TenantRef(core.tenants(), caller.tenant);
   std::optional<Limit> refused;
-  auto s = w.sessions().create(caller.tenant, std::move(version), uv_now(w.loop()), std::move(ref), std::move(usage), refused,
-                               std::move(id));
+  auto s = w.sessions().create(caller.tenant, std::move(version), uv_now(w.loop()), std::move(ref), std::move(usage),
+                               refused, std::move(id));
   if (s) return s;
   if (refused) return core.refusal(*refused, caller.tenant);
   Refusal taken;
@@ -105,7 +109,8 @@ void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller) {
   respond_result(c, r, initialize_result(version), {{"Mcp-Session-Id", std::get<0>(opened)->id}});
 }
 
-std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s, const RpcRequest& r, const Caller& caller) {
+std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<Session>& s, const RpcRequest& r,
+                                          const Caller& caller) {
   const McpMethod* m = find_mcp_method(r.method);
   bool add = m && m->role == MethodRole::Subscribe;
   if (add) {
@@ -122,7 +127,8 @@ std::shared_ptr<Session> caller_session(Exchange& c, const HttpRequest& req, con
 void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
   LoopContext& w = c.context();
   if (!req.protocol_version.empty() && !is_2025_version(req.protocol_version)) {
-    rpc_error(c, r.id, rpc_code::kInvalidRequest, "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
+    rpc_error(c, r.id, rpc_code::kInvalidRequest,
+              "unsupported MCP-Protocol-Version " + req.protocol_version + " for a session");
     return;
   }
   auto s = find_session(c, req, caller);
@@ -152,7 +158,8 @@ void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> up
                               "2026-07-28 clients use POST subscriptions/listen"));
     return;
   }
-  if (!req.accept.empty() && req.accept.find("text/event-stream") == std::string::npos && req.accept.find("*/*") == std::string::npos) {
+  if (!req.accept.empty() && req.accept.find("text/event-stream") == std::string::npos &&
+      req.accept.find("*/*") == std::string::npos) {
     c.respond(406, "application/json", json_error_body("Accept must allow text/event-stream"));
     return;
   }
@@ -160,7 +167,8 @@ void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> up
   if (!s) return session_not_found(c, {});
   // With Last-Event-ID the client resumes (docs/protocol.md "Resumable 2025 sessions"): it takes over
   // a stream whose close the server has not noticed yet. Without, a second stream is a 409.
-  switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id, std::move(upstream_cursor))) {
+  switch (c.begin_session_stream(std::move(s), req.last_event_id.empty() ? nullptr : &req.last_event_id,
+                                 std::move(upstream_cursor))) {
     case SessionRegistry::Claim::Ended: return session_not_found(c, {});
     case SessionRegistry::Claim::Busy:
       c.respond(409, "application/json", json_error_body("this session already has an open stream"));

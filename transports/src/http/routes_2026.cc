@@ -36,8 +36,9 @@ bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std
   if (body_v.empty()) {
     if (is_2026_version(head_v)) {
       // A request of that revision without its per-request fields is malformed.
-      rpc_error(c, 400, r.id, rpc_code::kInvalidParams,
-                "missing params._meta " + std::string(kProtocolVersionKey) + " (required on every " + head_v + " request)");
+      rpc_error(
+          c, 400, r.id, rpc_code::kInvalidParams,
+          "missing params._meta " + std::string(kProtocolVersionKey) + " (required on every " + head_v + " request)");
       return false;
     }
     rpc_error(c, r.id, rpc_code::kUnsupportedVersion,

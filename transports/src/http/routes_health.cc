@@ -87,7 +87,9 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
 
 }  // namespace
 
-bool is_health_path(std::string_view path) noexcept { return path == "/livez" || path == "/readyz" || path == "/healthz"; }
+bool is_health_path(std::string_view path) noexcept {
+  return path == "/livez" || path == "/readyz" || path == "/healthz";
+}
 
 void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
   if (static_cast<http_method>(req.method) != HTTP_GET) {
@@ -110,8 +112,8 @@ void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
   // was; for a load balancer's decision, /readyz is the one to ask.
   const bool backplane_down = s.backplane && !s.backplane->health.connected;
   std::string_view status = !r.ready && r.reason != "backplane disconnected" ? r.reason
-                            : backplane_down                                 ? std::string_view("backplane disconnected")
-                                                                             : std::string_view("ok");
+                            : backplane_down ? std::string_view("backplane disconnected")
+                                             : std::string_view("ok");
   c.respond(status == "ok" ? 200 : 503, "application/json", healthz_body(s, cfg, r, status));
 }
 

@@ -51,7 +51,8 @@ void forward_initialize(Exchange& c, HttpRequest& req, const RpcRequest& r, cons
     if (const std::string* sid = proxy::find_header(a.headers, "mcp-session-id")) session_id = *sid;
     bool minted = session_id.empty();  // a stateless upstream: the session is mcpfan's alone
     if (!minted && !adoptable_session_id(session_id)) return;
-    std::string version = is_2025_version(m.protocol_version) ? m.protocol_version : std::string(negotiate_2025(requested));
+    std::string version =
+        is_2025_version(m.protocol_version) ? m.protocol_version : std::string(negotiate_2025(requested));
     auto opened = open_session(c.context(), caller, std::move(version), session_id);
     if (auto* refused = std::get_if<Refusal>(&opened)) {
       // The upstream's session stays unused until it expires there; the client is told why.
@@ -86,8 +87,9 @@ void proxied_post(Exchange& c, HttpRequest& req) {
   // 2026-07-28 requests are routed by their Mcp-Method header where it is present (that is
   // what it is for); mcpfan checks it against the body for the requests it serves itself.
   bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
-  std::string_view method = is_2026_version(req.protocol_version) && !req.mcp_method.empty() ? std::string_view(req.mcp_method)
-                                                                                            : std::string_view(r.method);
+  std::string_view method = is_2026_version(req.protocol_version) && !req.mcp_method.empty()
+                                ? std::string_view(req.mcp_method)
+                                : std::string_view(r.method);
   // What mcpfan serves itself is decided by the method's role (mcp/methods.h); the rest is forwarded.
   const McpMethod* m = find_mcp_method(method);
   auto is = [m](MethodRole role) { return m != nullptr && m->role == role; };
@@ -129,7 +131,8 @@ void proxied_session_get(Exchange& c, HttpRequest& req, const std::shared_ptr<Se
   std::erase_if(req.fields, [](const Field& f) { return ieq(f.name, "last-event-id"); });
   std::vector<Field> extra;
   if (!upstream_id.empty()) extra.push_back({"Last-Event-ID", upstream_id});
-  proxy::ForwardedRequest upstream_get = upstream_request(req, c.context().upstream()->target(), extra);  // req is cleared once streaming
+  proxy::ForwardedRequest upstream_get =
+      upstream_request(req, c.context().upstream()->target(), extra);  // req is cleared once streaming
   c.hold_head();
   // The session's upstream cursor changes only for a caller whose stream is granted: one who
   // gets 401, 404 or 409 leaves it as it was.

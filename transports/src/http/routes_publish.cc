@@ -27,13 +27,16 @@ void handle_publish(Exchange& c, HttpRequest& req) {
     auto grant = policy->keys.lookup_bearer(req.authorization);
     if (!grant) {
       bool sent = !req.authorization.empty();
-      (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing).fetch_add(1, std::memory_order_relaxed);
-      log_auth_failure("publisher", sent ? "unknown_key" : "missing", sent ? "unknown publisher key" : "no publisher key");
+      (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing)
+          .fetch_add(1, std::memory_order_relaxed);
+      log_auth_failure("publisher", sent ? "unknown_key" : "missing",
+                       sent ? "unknown publisher key" : "no publisher key");
       std::string challenge = "Bearer realm=\"mcpfan-publish\"";
       if (sent) challenge += ", error=\"invalid_token\"";
-      c.respond(401, "application/json",
-                json_error_body(sent ? "unknown publisher key" : "publishing needs Authorization: Bearer <publisher key>"),
-                {{"WWW-Authenticate", std::move(challenge)}});
+      c.respond(
+          401, "application/json",
+          json_error_body(sent ? "unknown publisher key" : "publishing needs Authorization: Bearer <publisher key>"),
+          {{"WWW-Authenticate", std::move(challenge)}});
       return;
     }
     bucket = grant->key_index;
@@ -55,7 +58,8 @@ void handle_publish(Exchange& c, HttpRequest& req) {
   const std::size_t accepted = decoded.value().accepted;
   if (policy->rate.enabled() && accepted > 0) {
     auto now_ns = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
     if (auto wait = policy->rate.take(bucket, static_cast<double>(accepted), now_ns)) {
       std::optional<TenantId> tenant = forced ? w.hub().tenants().find(*forced) : std::nullopt;
       w.limits().hit(Limit::PublishRate, tenant.value_or(Limits::kNoTenant));
@@ -87,7 +91,8 @@ void handle_publish(Exchange& c, HttpRequest& req) {
       c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     } else {  // a worker loop's inbox is at --shard-inbox-max (mcpfan/hub.h): refused whole, try again soon
       c.respond(503, "application/json",
-                json_error_body("a worker loop's inbox is full (--shard-inbox-max); nothing was published"), {{"Retry-After", "1"}});
+                json_error_body("a worker loop's inbox is full (--shard-inbox-max); nothing was published"),
+                {{"Retry-After", "1"}});
     }
     return;
   }

@@ -80,7 +80,8 @@ void SessionUpstreamLeg::on_body(std::string_view bytes) {
   if (done_) return;
   if (!fits) {
     stream_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
-    log::line("upstream_get", "an event on the upstream's GET stream is longer than --upstream-max-answer-bytes; the stream ends");
+    log::line("upstream_get",
+              "an event on the upstream's GET stream is longer than --upstream-max-answer-bytes; the stream ends");
     end(true);
   }
 }
@@ -98,8 +99,9 @@ void SessionUpstreamLeg::on_failure(proxy::UpstreamFailure kind, const std::stri
   stream_.context().stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   // Cut short: the client's stream ends so that it reconnects, and both halves resume. An
   // upstream that never answered leaves the stream to mcpfan's notifications.
-  log::line("upstream_get", "a session's upstream GET stream failed (" + std::string(proxy::failure_name(kind)) + ": " + what +
-                                (streaming_ ? "); the client's stream ends so that it reconnects" : "); mcpfan's notifications go on"));
+  log::line("upstream_get",
+            "a session's upstream GET stream failed (" + std::string(proxy::failure_name(kind)) + ": " + what +
+                (streaming_ ? "); the client's stream ends so that it reconnects" : "); mcpfan's notifications go on"));
   end(streaming_);
 }
 

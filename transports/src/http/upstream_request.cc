@@ -9,8 +9,9 @@ namespace mcpfan::detail {
 namespace {
 
 bool hop_by_hop(std::string_view name) {
-  for (std::string_view hop : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding",
-                               "content-length", "host", "expect", "proxy-authorization", "proxy-authenticate"}) {
+  for (std::string_view hop :
+       {"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding",
+        "content-length", "host", "expect", "proxy-authorization", "proxy-authenticate"}) {
     if (ieq(name, hop)) return true;
   }
   return false;
@@ -55,7 +56,8 @@ bool forwardable_field(std::string_view name, std::string_view connection) {
   return !hop_by_hop(name) && !nominated(name, connection);
 }
 
-proxy::ForwardedRequest upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target, const std::vector<Field>& extra) {
+proxy::ForwardedRequest upstream_request(const HttpRequest& req, const proxy::UpstreamTarget& target,
+                                         const std::vector<Field>& extra) {
   proxy::ForwardedRequest out;
   std::string& b = out.bytes;
   b.reserve(256 + req.url.size() + req.body.size() + req.fields.size() * 48);

@@ -16,7 +16,8 @@ void Http1Conn::request_begun() {
 
 void Http1Conn::head_parsed(HttpRequest& req) {
   head_ = req.method == HTTP_HEAD;
-  if (!req.expect.empty()) write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);  // the parser refused any other expectation
+  if (!req.expect.empty())
+    write_raw("HTTP/1.1 100 Continue\r\n\r\n", false);  // the parser refused any other expectation
 }
 
 void Http1Conn::request_complete(HttpRequest& req) {

@@ -83,9 +83,10 @@ RequestParser::Status RequestParser::execute(const char* data, std::size_t len, 
       rejected_ = true;
       // Not framed: a HEAD only when its head was read whole. A rule of ours broken earlier in
       // the head names the problem better than http_parser's error.
-      rejection_ = {deferred_ ? deferred_->status : 400, std::nullopt,
-                    deferred_ ? deferred_->message : std::string("malformed HTTP request: ") + http_errno_description(err),
-                    in_trailers_ && parser_.method == HTTP_HEAD};
+      rejection_ = {
+          deferred_ ? deferred_->status : 400, std::nullopt,
+          deferred_ ? deferred_->message : std::string("malformed HTTP request: ") + http_errno_description(err),
+          in_trailers_ && parser_.method == HTTP_HEAD};
     }
     return Status::Rejected;
   }
@@ -142,15 +143,16 @@ int RequestParser::defer(int status, std::string message) {
 int RequestParser::count_head_bytes(std::size_t len) {
   req_.header_bytes += len;
   if (req_.header_bytes <= limits_.max_header_bytes) return 0;
-  return reject(431, Limit::HeaderBytes, "request headers longer than " + std::to_string(limits_.max_header_bytes) + " bytes");
+  return reject(431, Limit::HeaderBytes,
+                "request headers longer than " + std::to_string(limits_.max_header_bytes) + " bytes");
 }
 
 int RequestParser::commit_field() {
   std::string_view name = field_;
   if (!is_token(name)) {
-    return defer(400,
-                 "header field name \"" + printable(name) +
-                      "\" is not a token (RFC 9110 §5.1): no whitespace before the colon, no separators or control bytes");
+    return defer(
+        400, "header field name \"" + printable(name) +
+                 "\" is not a token (RFC 9110 §5.1): no whitespace before the colon, no separators or control bytes");
   }
   std::string_view v = trim_ows(value_);
   if (!is_clean_field_value(v)) {
@@ -225,8 +227,9 @@ int RequestParser::on_header_value(http_parser* p, const char* at, std::size_t l
     // given. A second value callback in a row after one that ended at a line's end is an
     // obs-fold continuation, which this build of http_parser joins silently.
     if (self->in_value_ && !self->value_at_end_) {
-      return self->defer(400,
-                         "obsolete line folding (a header field value continued on the next line) is not accepted (RFC 9112 §5.2)");
+      return self->defer(
+          400,
+          "obsolete line folding (a header field value continued on the next line) is not accepted (RFC 9112 §5.2)");
     }
     self->in_value_ = true;
     self->value_at_end_ = at + len == self->buf_end_;
@@ -246,18 +249,22 @@ int RequestParser::on_headers_complete(http_parser* p) {
     if (self->deferred_) return self->reject(self->deferred_->status, std::nullopt, self->deferred_->message);
     // A tunnel is not served: after a CONNECT, http_parser would read the tunnelled bytes as
     // the next request, which is not what the client meant by them.
-    if (p->method == HTTP_CONNECT) return self->reject(405, std::nullopt, "CONNECT is not served here (mcpfan is not a tunnel)");
+    if (p->method == HTTP_CONNECT)
+      return self->reject(405, std::nullopt, "CONNECT is not served here (mcpfan is not a tunnel)");
     // request-target (RFC 9112 §3.2) is visible ASCII; this build of http_parser also takes
     // bytes above 0x7F and HTAB, which a strict upstream refuses (found by forward_diff.mjs).
     for (char ch : self->req_.url) {
       auto u = static_cast<unsigned char>(ch);
       if (u <= 0x20 || u >= 0x7f) {
-        return self->reject(400, std::nullopt, "the request target holds a byte that is not visible ASCII (RFC 9112 §3.2; percent-encode it)");
+        return self->reject(
+            400, std::nullopt,
+            "the request target holds a byte that is not visible ASCII (RFC 9112 §3.2; percent-encode it)");
       }
     }
     // http_parser sets content_length to ULLONG_MAX when the field is absent.
     if (p->content_length != ULLONG_MAX && p->content_length > self->limits_.max_body) {
-      return self->reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(self->limits_.max_body) + " bytes");
+      return self->reject(413, Limit::BodyBytes,
+                          "request body larger than " + std::to_string(self->limits_.max_body) + " bytes");
     }
     if (!self->req_.expect.empty() && !ieq(self->req_.expect, "100-continue")) {
       return self->reject(417, std::nullopt, "unsupported Expect header");
@@ -270,7 +277,8 @@ int RequestParser::on_headers_complete(http_parser* p) {
 int RequestParser::on_body(http_parser* p, const char* at, std::size_t len) {
   return step(p, [&](RequestParser* self) -> int {
     if (self->req_.body.size() + len > self->limits_.max_body) {
-      return self->reject(413, Limit::BodyBytes, "request body larger than " + std::to_string(self->limits_.max_body) + " bytes");
+      return self->reject(413, Limit::BodyBytes,
+                          "request body larger than " + std::to_string(self->limits_.max_body) + " bytes");
     }
     self->req_.body.append(at, len);
     return 0;

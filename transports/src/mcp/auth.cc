@@ -77,7 +77,8 @@ Result<PublicKey> parse_public_key(const std::string& pem, const std::string& pa
   auto fail = [&](std::string why) { return config_error("public key file " + path + ": " + why); };
   // A private key here would still verify, but it means the signing key sits on the server.
   auto begin = pem.find("-----BEGIN ");
-  if (begin != std::string::npos && pem.substr(begin, pem.find('\n', begin) - begin).find("PRIVATE") != std::string::npos) {
+  if (begin != std::string::npos &&
+      pem.substr(begin, pem.find('\n', begin) - begin).find("PRIVATE") != std::string::npos) {
     return fail("holds a private key; give the public key (openssl pkey -in KEY -pubout)");
   }
   // OSSL_DECODER reads both "PUBLIC KEY" (SubjectPublicKeyInfo) and "RSA PUBLIC KEY" (PKCS#1).
@@ -100,7 +101,8 @@ Result<PublicKey> parse_public_key(const std::string& pem, const std::string& pa
   } else if (EVP_PKEY_is_a(key.get(), "EC")) {
     char group[64] = {};
     std::size_t glen = 0;
-    if (EVP_PKEY_get_group_name(key.get(), group, sizeof group, &glen) != 1) return fail("EC key without a named curve");
+    if (EVP_PKEY_get_group_name(key.get(), group, sizeof group, &glen) != 1)
+      return fail("EC key without a named curve");
     if (std::string_view(group, glen) != "prime256v1") {
       return fail("EC key on curve " + std::string(group, glen) + "; ES256 needs P-256 (prime256v1)");
     }
@@ -253,7 +255,8 @@ std::optional<AuthError> read_claims(simdjson::dom::object& claims, Claims& out)
   std::string_view t;
   if (tenant.get_string().get(t)) return fail(AuthFailure::BadClaims, "claim tenant must be a string");
   if (t.empty()) return fail(AuthFailure::MissingTenant, "token tenant claim is empty");
-  if (!valid_tenant(t)) return fail(AuthFailure::BadClaims, "claim tenant must be at most 64 characters of [A-Za-z0-9._-]");
+  if (!valid_tenant(t))
+    return fail(AuthFailure::BadClaims, "claim tenant must be at most 64 characters of [A-Za-z0-9._-]");
   id.tenant = std::string(t);
 
   simdjson::dom::element uris;
@@ -261,7 +264,8 @@ std::optional<AuthError> read_claims(simdjson::dom::object& claims, Claims& out)
   simdjson::dom::array list;
   if (uris.get_array().get(list)) return fail(AuthFailure::BadClaims, "claim uris must be an array of URI prefixes");
   if (list.size() > ClientAuth::kMaxUris) {
-    return fail(AuthFailure::BadClaims, "claim uris has more than " + std::to_string(ClientAuth::kMaxUris) + " entries");
+    return fail(AuthFailure::BadClaims,
+                "claim uris has more than " + std::to_string(ClientAuth::kMaxUris) + " entries");
   }
   id.uris_restricted = true;
   for (auto item : list) {

@@ -20,7 +20,8 @@ std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view 
     auto now = static_cast<std::int64_t>(std::time(nullptr));
     bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
     std::shared_ptr<const ClientAuth> auth = auth_.load();  // this request's keys, whatever a reload does meanwhile
-    AuthResult res = bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
+    AuthResult res =
+        bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
     if (auto* e = std::get_if<AuthError>(&res)) {
       counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
       log_auth_failure("client", auth_failure_name(e->kind), e->message);
@@ -55,7 +56,8 @@ std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view cred
   if (auto* denied = std::get_if<ClientDenial>(&answer)) {
     counters_.client[static_cast<std::size_t>(AuthFailure::Rejected)].fetch_add(1, std::memory_order_relaxed);
     std::string message = denied->message.empty() ? "authentication refused" : std::move(denied->message);
-    log_auth_failure("client", auth_failure_name(AuthFailure::Rejected), "the host's authenticator refused: " + message);
+    log_auth_failure("client", auth_failure_name(AuthFailure::Rejected),
+                     "the host's authenticator refused: " + message);
     // Counted as rejected either way; the challenge carries no error code when nothing was sent (RFC 6750 §3).
     AuthFailure challenge = credential.empty() ? AuthFailure::Missing : AuthFailure::Rejected;
     return Refusal{rpc_code::kUnauthorized, std::move(message), 401, challenge, false};
@@ -82,14 +84,16 @@ Refusal ClientCore::credentials_required() {
   counters_.client[static_cast<std::size_t>(AuthFailure::Missing)].fetch_add(1, std::memory_order_relaxed);
   log_auth_failure("client", auth_failure_name(AuthFailure::Missing), "no credentials");
   return Refusal{rpc_code::kUnauthorized,
-                 "authentication required: send \"Bearer <token>\" in params._meta[\"" + std::string(kAuthorizationMetaKey) + "\"]",
+                 "authentication required: send \"Bearer <token>\" in params._meta[\"" +
+                     std::string(kAuthorizationMetaKey) + "\"]",
                  401, AuthFailure::Missing, false};
 }
 
 Refusal ClientCore::wrong_tenant(TenantId bound) {
   counters_.client_wrong_tenant.fetch_add(1, std::memory_order_relaxed);
   log_auth_failure("client", "wrong_tenant", "a request for a connection bound to another tenant");
-  return Refusal{rpc_code::kForbidden, "this connection is bound to tenant \"" + tenants_.name(bound) + "\"", 403, {}, false};
+  return Refusal{
+      rpc_code::kForbidden, "this connection is bound to tenant \"" + tenants_.name(bound) + "\"", 403, {}, false};
 }
 
 Refusal ClientCore::refusal(Limit limit, TenantId tenant) const {
@@ -120,11 +124,13 @@ std::optional<Refusal> ClientCore::check_uris(const Caller& caller, const std::v
   return std::nullopt;
 }
 
-std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller, ListenSpec& spec, std::string_view id) {
+std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller, ListenSpec& spec,
+                                                            std::string_view id) {
   if (auto r = check_uris(caller, spec.resource_uris)) return std::move(*r);
   ListenGrant grant;
   auto subs = static_cast<std::int64_t>(spec.resource_uris.size());
-  if (auto refused = StreamUsage::acquire(limits_, caller.tenant, subs, grant.usage)) return refusal(*refused, caller.tenant);
+  if (auto refused = StreamUsage::acquire(limits_, caller.tenant, subs, grant.usage))
+    return refusal(*refused, caller.tenant);
   grant.plan = plan_listen(std::move(spec), caller.tenant, id);
   return grant;
 }

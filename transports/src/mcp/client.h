@@ -58,7 +58,8 @@ class ClientCore {
       : tenants_(tenants), limits_(limits), auth_(auth), host_(host), counters_(counters),
         max_uris_(max_uris_per_listen), max_listens_(max_listens_per_connection) {}
 
-  /** Whether clients authenticate (tokens or the host's callback); a reload never changes it (Server::reload refuses that). */
+  /** Whether clients authenticate (tokens or the host's callback); a reload never changes it (Server::reload refuses
+   * that). */
   [[nodiscard]] bool auth_enabled() const { return host_auth() || auth_.load()->enabled(); }
   /** Whether the host's own authenticator decides (ServerConfig::auth.authenticate_client). */
   [[nodiscard]] bool host_auth() const noexcept { return static_cast<bool>(host_); }
@@ -95,7 +96,8 @@ class ClientCore {
    * Admits a listen: every URI allowed for the caller, then one stream and its subscriptions
    * within the tenant's ceilings. `spec` is consumed only when admitted.
    */
-  [[nodiscard]] std::variant<ListenGrant, Refusal> admit_listen(const Caller& caller, ListenSpec& spec, std::string_view id);
+  [[nodiscard]] std::variant<ListenGrant, Refusal> admit_listen(const Caller& caller, ListenSpec& spec,
+                                                                std::string_view id);
 
   /** A 2025 session's subscription: its URIs and every list_changed kind (sessions get them all). */
   [[nodiscard]] static Filter session_filter(TenantId tenant, const SessionUris& uris);

@@ -67,7 +67,8 @@ LimitLog limit_log(Limit l) {
 
 std::string per_client_refusal(Limit l, std::size_t ceiling) {
   if (l == Limit::ListensPerConnection) {
-    return "this connection already holds " + std::to_string(ceiling) + " listens (--max-listens-per-connection); cancel one first";
+    return "this connection already holds " + std::to_string(ceiling) +
+           " listens (--max-listens-per-connection); cancel one first";
   }
   return "this session already subscribes to " + std::to_string(ceiling) +
          " resources (--max-uris-per-listen); unsubscribe one first";
@@ -79,7 +80,9 @@ Limits::Limits(TenantCeilings ceilings, std::size_t max_tenants)
 }
 
 void Limits::set_ceilings(const TenantCeilings& c) noexcept {
-  auto set = [&](Resource r, std::int64_t v) { ceilings_[static_cast<std::size_t>(r)].store(v, std::memory_order_relaxed); };
+  auto set = [&](Resource r, std::int64_t v) {
+    ceilings_[static_cast<std::size_t>(r)].store(v, std::memory_order_relaxed);
+  };
   set(Resource::Connections, c.connections);
   set(Resource::Streams, c.streams);
   set(Resource::Subscriptions, c.subscriptions);
@@ -130,12 +133,14 @@ std::string Limits::refusal_message(Limit l, std::string_view tenant_name) const
   switch (l) {
     case Limit::ConnectionsPerTenant: return who + std::to_string(ceiling(Resource::Connections)) + " connections";
     case Limit::StreamsPerTenant: return who + std::to_string(ceiling(Resource::Streams)) + " streams";
-    case Limit::SubscriptionsPerTenant: return who + std::to_string(ceiling(Resource::Subscriptions)) + " subscriptions";
+    case Limit::SubscriptionsPerTenant:
+      return who + std::to_string(ceiling(Resource::Subscriptions)) + " subscriptions";
     case Limit::Tenants: return "the server serves at most " + std::to_string(max_tenants_) + " tenants";
     case Limit::IdleSessions:
       return "the server holds its limit of sessions without an open stream; open the GET stream of one, or DELETE one";
     case Limit::IdleSessionsPerTenant:
-      return who + std::to_string(ceiling(Resource::IdleSessions)) + " sessions without an open stream; open the GET stream of one, or DELETE one";
+      return who + std::to_string(ceiling(Resource::IdleSessions)) +
+             " sessions without an open stream; open the GET stream of one, or DELETE one";
     default: return "limit reached: " + std::string(limit_name(l));
   }
 }
@@ -159,11 +164,13 @@ bool Limits::acquire(TenantId tenant, Resource r, std::int64_t n) noexcept {
 }
 
 void Limits::add(TenantId tenant, Resource r, std::int64_t n) noexcept {
-  if (tenant.index < max_tenants_) usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_add(n, std::memory_order_relaxed);
+  if (tenant.index < max_tenants_)
+    usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_add(n, std::memory_order_relaxed);
 }
 
 void Limits::release(TenantId tenant, Resource r, std::int64_t n) noexcept {
-  if (tenant.index < max_tenants_) usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_sub(n, std::memory_order_relaxed);
+  if (tenant.index < max_tenants_)
+    usage_[tenant.index].in_use[static_cast<std::size_t>(r)].fetch_sub(n, std::memory_order_relaxed);
 }
 
 }  // namespace mcpfan::detail

@@ -41,8 +41,8 @@ std::optional<McpReply> stateless_reply(const McpMethod& m, Era era) {
     case MethodRole::Ping: return McpReply{"{}", std::nullopt};
     case MethodRole::List: return McpReply{empty_list(m.list_key, era), std::nullopt};
     case MethodRole::ReadResource:
-      return McpReply{std::nullopt,
-                      Error{kResourceNotFound, "resource not found: mcpfan holds no resources (it relays their changes)"}};
+      return McpReply{std::nullopt, Error{kResourceNotFound,
+                                          "resource not found: mcpfan holds no resources (it relays their changes)"}};
     case MethodRole::Listen:
     case MethodRole::Initialize:
     case MethodRole::Subscribe:

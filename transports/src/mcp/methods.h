@@ -39,7 +39,8 @@ struct McpMethod {
   [[nodiscard]] constexpr bool in(Era e) const noexcept { return (eras & static_cast<std::uint8_t>(e)) != 0; }
 };
 
-inline constexpr std::uint8_t kBothEras = static_cast<std::uint8_t>(Era::Session2025) | static_cast<std::uint8_t>(Era::Rev2026);
+inline constexpr std::uint8_t kBothEras =
+    static_cast<std::uint8_t>(Era::Session2025) | static_cast<std::uint8_t>(Era::Rev2026);
 inline constexpr std::uint8_t kOnly2025 = static_cast<std::uint8_t>(Era::Session2025);
 inline constexpr std::uint8_t kOnly2026 = static_cast<std::uint8_t>(Era::Rev2026);
 

@@ -7,7 +7,8 @@ namespace mcpfan::detail {
 
 std::string format_cursor(Cursor c) {
   char buf[32];
-  int n = std::snprintf(buf, sizeof buf, "%08x-%llu", static_cast<unsigned>(c.tag), static_cast<unsigned long long>(c.seq));
+  int n =
+      std::snprintf(buf, sizeof buf, "%08x-%llu", static_cast<unsigned>(c.tag), static_cast<unsigned long long>(c.seq));
   return std::string(buf, static_cast<std::size_t>(n));
 }
 

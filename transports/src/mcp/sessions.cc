@@ -68,8 +68,9 @@ SessionRegistry::~SessionRegistry() {
 std::shared_ptr<Session> SessionRegistry::create(TenantId tenant, std::string version, std::uint64_t now_ms,
                                                  TenantRef ref, StreamUsage usage, std::optional<Limit>& refused,
                                                  std::string id) {
-  auto s = std::make_shared<Session>(id.empty() ? random_id() : std::move(id), tenant, std::move(version), limits_, max_uris_,
-                                     std::move(ref), std::move(usage), counters_, random_tag(), replay_bytes_);
+  auto s =
+      std::make_shared<Session>(id.empty() ? random_id() : std::move(id), tenant, std::move(version), limits_,
+                                max_uris_, std::move(ref), std::move(usage), counters_, random_tag(), replay_bytes_);
   std::lock_guard lock(mu_);
   if (idle_ >= max_idle_) {
     limits_.hit(Limit::IdleSessions, tenant);

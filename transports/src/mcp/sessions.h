@@ -11,14 +11,13 @@
 //    operation under it is O(1) (expiry: O(sessions expired)). Session::mu may be held
 //    while the registry's is taken, never the reverse.
 //
-// Resumable streams (session_journal.h; docs/protocol.md "Resumable 2025 sessions"): every notification matched for a session
-// is numbered and journaled under Session::mu. When its GET stream's connection closes, the
-// session stays subscribed on that worker through a parked stream (http/session_park.h) that
-// only journals, until a new GET takes over (on any worker), DELETE or expiry; so `owner`,
-// `stream` and `sub` name either the live GET stream (`live` set) or the parked one.
-// A Session is shared (shared_ptr): the registry, requests in flight, the stream's
-// connection and tasks posted to a shard may each hold it; what it holds of its tenant's
-// ceilings is given back when the last reference goes.
+// Resumable streams (session_journal.h; docs/protocol.md "Resumable 2025 sessions"): every notification matched for a
+// session is numbered and journaled under Session::mu. When its GET stream's connection closes, the session stays
+// subscribed on that worker through a parked stream (http/session_park.h) that only journals, until a new GET takes
+// over (on any worker), DELETE or expiry; so `owner`, `stream` and `sub` name either the live GET stream (`live` set)
+// or the parked one. A Session is shared (shared_ptr): the registry, requests in flight, the stream's connection and
+// tasks posted to a shard may each hold it; what it holds of its tenant's ceilings is given back when the last
+// reference goes.
 #include <atomic>
 #include <cstdint>
 #include <functional>

@@ -27,7 +27,8 @@ StreamUsage& StreamUsage::operator=(StreamUsage&& o) noexcept {
   return *this;
 }
 
-std::optional<Limit> StreamUsage::acquire(Limits& limits, TenantId tenant, std::int64_t subscriptions, StreamUsage& out) {
+std::optional<Limit> StreamUsage::acquire(Limits& limits, TenantId tenant, std::int64_t subscriptions,
+                                          StreamUsage& out) {
   if (!limits.acquire(tenant, Resource::Streams)) return limits.refusal(tenant, Resource::Streams);
   if (subscriptions > 0 && !limits.acquire(tenant, Resource::Subscriptions, subscriptions)) {
     limits.release(tenant, Resource::Streams);

@@ -17,12 +17,14 @@ namespace {
 
 std::uint64_t steady_us() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 std::uint64_t steady_ms() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // nats.c's per-subscription bound, ahead of the delivery thread: past it the server's
@@ -88,10 +90,11 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       b->in_outage_ = true;
     }
     if (b->stopping_.load(std::memory_order_acquire)) return;  // our own close at stop()
-    b->logger().write(LogLevel::Warn, "nats_disconnected",
-                      "NATS disconnected; local delivery goes on, notifications for other nodes wait in the outage queue "
-                      "(--nats-outage-buffer-bytes) while nats.c reconnects",
-                      {{"node", b->node_name_}});
+    b->logger().write(
+        LogLevel::Warn, "nats_disconnected",
+        "NATS disconnected; local delivery goes on, notifications for other nodes wait in the outage queue "
+        "(--nats-outage-buffer-bytes) while nats.c reconnects",
+        {{"node", b->node_name_}});
   };
   auto on_connected = [](natsConnection* nc, void* self) { static_cast<Backplane*>(self)->mark_connected(nc); };
   // nats.c runs connection callbacks on its own thread, in order, after natsConnection_Close()
@@ -112,7 +115,8 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
                         "NATS slow consumer: messages from other nodes dropped (a subscription's pending bound, "
                         "--nats-receive-buffer-bytes, was full)");
     } else {
-      b->logger().write(LogLevel::Warn, "nats_error", std::string("NATS asynchronous error: ") + natsStatus_GetText(err));
+      b->logger().write(LogLevel::Warn, "nats_error",
+                        std::string("NATS asynchronous error: ") + natsStatus_GetText(err));
     }
   };
   const std::string name = c.nats.node_name.empty() ? "mcpfan" : c.nats.node_name;
@@ -162,10 +166,11 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   s = static_cast<natsStatus>(outcome.get());
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED && s != NATS_NO_SERVER) return nats_error("connect", s);
   if (s != NATS_OK) {
-    b->logger().write(LogLevel::Error, "nats_unreachable",
-                      std::string("cannot reach NATS (") + natsStatus_GetText(s) +
-                          "); serving local clients only and retrying; notifications for other nodes wait in the outage queue",
-                      {{"nats", c.nats.urls}, {"node", name}});
+    b->logger().write(
+        LogLevel::Error, "nats_unreachable",
+        std::string("cannot reach NATS (") + natsStatus_GetText(s) +
+            "); serving local clients only and retrying; notifications for other nodes wait in the outage queue",
+        {{"nats", c.nats.urls}, {"node", name}});
   }
   return b;
 }
@@ -174,8 +179,8 @@ void Backplane::mark_connected(natsConnection* nc) {
   connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
   connected_.store(true, std::memory_order_release);
   const bool again = ever_connected_.exchange(true, std::memory_order_acq_rel);
-  logger().write(LogLevel::Info, again ? "nats_reconnected" : "nats_connected", again ? "NATS reconnected" : "NATS connected",
-                 {{"url", connected_url(nc)}, {"node", node_name_}});
+  logger().write(LogLevel::Info, again ? "nats_reconnected" : "nats_connected",
+                 again ? "NATS reconnected" : "NATS connected", {{"url", connected_url(nc)}, {"node", node_name_}});
 }
 
 Backplane::~Backplane() {
@@ -193,7 +198,8 @@ Backplane::~Backplane() {
     // this object): wait, bounded, until every subscription has said it is done.
     if (!closed_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return live_handlers_ == 0; })) {
       logger().write(LogLevel::Warn, "nats_stop",
-                     std::to_string(live_handlers_) + " subscription handlers did not report their end within 5 s; stopping anyway");
+                     std::to_string(live_handlers_) +
+                         " subscription handlers did not report their end within 5 s; stopping anyway");
     }
   }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
@@ -236,7 +242,8 @@ void Backplane::run(std::promise<int> first) {
   // On a fatal error start() reports it and destroys the backplane, whose stop signal ends
   // this loop like any other: stop_ is only ever closed by its own callback.
   if (!fatal) {
-    uv_timer_start(&tick_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->tick(); }, kInterestTickMs, kInterestTickMs);
+    uv_timer_start(
+        &tick_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->tick(); }, kInterestTickMs, kInterestTickMs);
   }
   first.set_value(last_connect_);
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -314,7 +321,8 @@ void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
   for (const InterestTable::Op& op : ops) {
     if (op.subscribe) {
       natsSubscription* sub = nullptr;
-      if (natsConnection_Subscribe(&sub, conn_.load(std::memory_order_acquire), op.subject.c_str(), &Backplane::on_message, this) != NATS_OK) {
+      if (natsConnection_Subscribe(&sub, conn_.load(std::memory_order_acquire), op.subject.c_str(),
+                                   &Backplane::on_message, this) != NATS_OK) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
@@ -375,8 +383,8 @@ void Backplane::receive(std::string_view subject, std::string_view body) {
   // The receive budget: what this node has received and not yet delivered, from here until
   // the last shard it goes to has matched it (the shard releases the hold).
   const Payload& p = *in.payload;
-  const auto bytes = static_cast<std::int64_t>(sizeof(Payload) + p.frame_size(Framing::Sse) + p.plain(Framing::Sse).size() +
-                                               p.uri().size());
+  const auto bytes = static_cast<std::int64_t>(sizeof(Payload) + p.frame_size(Framing::Sse) +
+                                               p.plain(Framing::Sse).size() + p.uri().size());
   struct Hold {
     std::shared_ptr<ByteBudget> budget;  // first: it outlives the reservation
     ByteReservation bytes;
@@ -495,7 +503,8 @@ void Backplane::send(const Notification& n) {
   std::string subject;
   if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.nats.prefix, n.tenant, n.uri);
   else append_list_subject(subject, config_.nats.prefix, n.tenant, n.kind);
-  natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(), static_cast<int>(n.message.size()));
+  natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(),
+                                        static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
 }
 

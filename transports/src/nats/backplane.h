@@ -15,8 +15,8 @@
 //    Hub::deliver_forwarded(); no socket is touched from nats.c's threads. What has been
 //    received and not yet matched by every shard it goes to holds bytes of one receive budget
 //    (--nats-receive-buffer-bytes; the shard inboxes release them); a message that does not
-//    fit, or whose shard inbox is full, is dropped and counted by reason. Debouncing happened where the publish was accepted (Hub::publish(notes)): a
-//    suppressed update never crosses the backplane, and nothing is debounced twice.
+//    fit, or whose shard inbox is full, is dropped and counted by reason. Debouncing happened where the publish was
+//    accepted (Hub::publish(notes)): a suppressed update never crosses the backplane, and nothing is debounced twice.
 //    A message that matches no local subscription is counted as unmatched (hash or fold
 //    over-match, a folded tenant's wildcard, or a subscriber that just left).
 //  - nats.c is configured for a tier, not its defaults: one named connection, unlimited

@@ -1,6 +1,6 @@
 #pragma once
-// The receiving side of the backplane's contract (docs/operations.md "What a node accepts from NATS"; tests/nats/inbound_test.cc,
-// tests/integration/nats_tenant_auth_test.cc): what a node accepts from NATS.
+// The receiving side of the backplane's contract (docs/operations.md "What a node accepts from NATS";
+// tests/nats/inbound_test.cc, tests/integration/nats_tenant_auth_test.cc): what a node accepts from NATS.
 //
 // NATS permissions are per subject, so the subject is what an operator can restrict (docs/operations.md
 // "Per-tenant NATS permissions": a tenant's backend may publish under `<prefix>.v1.<tenant>.>` only). A

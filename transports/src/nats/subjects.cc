@@ -203,7 +203,8 @@ void append_resource_subject(std::string& out, std::string_view prefix, std::str
   append_hash_token(out, folded ? HashDomain::FoldedRest : HashDomain::Segment, tail);
 }
 
-void append_resource_interest(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view uri) {
+void append_resource_interest(std::string& out, std::string_view prefix, std::string_view tenant,
+                              std::string_view uri) {
   if (uri.empty() || uri.back() != '/') {
     append_resource_subject(out, prefix, tenant, uri);
     return;

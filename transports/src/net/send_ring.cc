@@ -66,7 +66,8 @@ int SendRing::reserve(const uv_stream_t* stream) {
   return fd;
 }
 
-void SendRing::queue(int fd, uv_stream_t* stream, QueuedBatch* q, uv_buf_t* bufs, unsigned nbufs, uv_write_cb on_written) {
+void SendRing::queue(int fd, uv_stream_t* stream, QueuedBatch* q, uv_buf_t* bufs, unsigned nbufs,
+                     uv_write_cb on_written) {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_->ring);  // reserve() left room
   q->stream = stream;
   q->on_written = on_written;

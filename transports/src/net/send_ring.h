@@ -36,7 +36,8 @@ struct QueuedBatch;
 struct SendRingStats {
   std::atomic<std::uint64_t> sends{0};        // sendmsg SQEs completed
   std::atomic<std::uint64_t> submits{0};      // io_uring_enter calls that submitted them
-  std::atomic<std::uint64_t> short_sends{0};  // of the sends: the rest went to libuv (the socket was full, or > IOV_MAX pieces)
+  std::atomic<std::uint64_t> short_sends{
+      0};  // of the sends: the rest went to libuv (the socket was full, or > IOV_MAX pieces)
   std::atomic<std::int64_t> rings{0};         // worker loops with a ring now
   std::atomic<std::uint64_t> exceptions{0};   // thrown by completion callbacks (caught, the rest went on)
 };

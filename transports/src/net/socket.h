@@ -44,7 +44,8 @@ struct LoopIo {
 
 class Socket;
 
-/** What a socket tells its connection. Called on the loop; an exception thrown is counted and then on_failure() is called. */
+/** What a socket tells its connection. Called on the loop; an exception thrown is counted and then on_failure() is
+ * called. */
 class SocketEvents {
  public:
   virtual ~SocketEvents() = default;
@@ -52,7 +53,8 @@ class SocketEvents {
   virtual void on_data(Socket& s, const char* data, std::size_t len) = 0;
   /** The peer's EOF (UV_EOF) or a read error. */
   virtual void on_read_end(Socket& s, int status) = 0;
-  /** A write that write() or write_batch() answered Queued is done: 0, or a libuv error (UV_ECANCELED after close()). */
+  /** A write that write() or write_batch() answered Queued is done: 0, or a libuv error (UV_ECANCELED after close()).
+   */
   virtual void on_written(Socket& s, std::uint32_t tag, int status) = 0;
   /** A shutdown() failed in the kernel (not: cancelled by a close). */
   virtual void on_shutdown_failed(Socket& s) = 0;

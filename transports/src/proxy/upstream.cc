@@ -149,7 +149,9 @@ std::string_view failure_name(UpstreamFailure f) noexcept {
 }
 
 Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
-  auto bad = [&](std::string why) { return Error{rpc_code::kInvalidParams, "--upstream " + std::string(url) + ": " + why}; };
+  auto bad = [&](std::string why) {
+    return Error{rpc_code::kInvalidParams, "--upstream " + std::string(url) + ": " + why};
+  };
   constexpr std::string_view kScheme = "http://";
   if (url.substr(0, 8) == "https://") {
     return bad("https:// upstreams are not supported yet (no TLS to the upstream): use http://, e.g. to a sidecar or a "
@@ -183,7 +185,8 @@ Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
     // A name: letters, digits, '-', '_' and dots (RFC 1123 host names; '_' as resolvers take it).
     bool ok = t.host.size() <= 253 && t.host.front() != '.' && t.host.front() != '-';
     for (char ch : t.host) {
-      ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_');
+      ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                  ch == '.' || ch == '_');
     }
     if (!ok) return bad("\"" + t.host + "\" is neither an IP address nor a host name");
   }
@@ -304,7 +307,8 @@ Conn* UpstreamPool::open_conn(UpstreamCall* c) {
 }
 
 void UpstreamPool::connect(UpstreamCall* c) {
-  bool fresh = addrs_ && (!host_is_name_ || (limits_.resolve_ttl_ms > 0 && uv_now(loop_) - resolved_at_ < limits_.resolve_ttl_ms));
+  bool fresh = addrs_ && (!host_is_name_ ||
+                          (limits_.resolve_ttl_ms > 0 && uv_now(loop_) - resolved_at_ < limits_.resolve_ttl_ms));
   if (fresh) return dial(c, addrs_, 0);
   Conn* conn = open_conn(c);  // its timer bounds the look-up and the connect together (connect_ms)
   conn->awaiting_addr = true;
@@ -331,7 +335,8 @@ void UpstreamPool::resolve() {
         auto* l = static_cast<Lookup*>(req->data);
         std::vector<sockaddr_storage> addrs;
         for (addrinfo* ai = res; status == 0 && ai; ai = ai->ai_next) {
-          if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
+          if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(sockaddr_storage))
+            continue;
           sockaddr_storage a{};
           std::memcpy(&a, ai->ai_addr, ai->ai_addrlen);
           addrs.push_back(a);
@@ -379,7 +384,8 @@ void UpstreamPool::resolved(int status, std::vector<sockaddr_storage> addrs) {
   }
 }
 
-void UpstreamPool::dial(UpstreamCall* c, std::shared_ptr<const std::vector<sockaddr_storage>> addrs, std::size_t index) {
+void UpstreamPool::dial(UpstreamCall* c, std::shared_ptr<const std::vector<sockaddr_storage>> addrs,
+                        std::size_t index) {
   Conn* conn = open_conn(c);
   conn->connect_req.data = conn;
   conn->addrs = std::move(addrs);
@@ -387,28 +393,29 @@ void UpstreamPool::dial(UpstreamCall* c, std::shared_ptr<const std::vector<socka
   counters_.connects.fetch_add(1, std::memory_order_relaxed);
   const sockaddr_storage& addr = (*conn->addrs)[index];
   arm(c, limits_.connect_ms, UpstreamFailure::Connect);
-  int rc = uv_tcp_connect(&conn->connect_req, &conn->tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* req, int status) {
-    auto* conn = static_cast<Conn*>(req->data);
-    if (conn->closing) return;  // cancelled by uv_close
-    UpstreamPool* pool = conn->pool;
-    if (status < 0) {
-      UpstreamCall* c = conn->call;
-      if (conn->addr_index + 1 < conn->addrs->size()) {  // the name's next address
-        auto addrs = conn->addrs;
-        std::size_t next = conn->addr_index + 1;
-        pool->unhook(c);
-        return pool->dial(c, std::move(addrs), next);
-      }
-      // Every address failed: the next connection looks the name up again.
-      if (pool->host_is_name_ && pool->addrs_ == conn->addrs) pool->addrs_.reset();
-      pool->fail(c, UpstreamFailure::Connect,
-                 "connect to " + address_text((*conn->addrs)[conn->addr_index]) + ": " + uv_strerror(status));
-      return;
-    }
-    conn->connected = true;
-    uv_tcp_nodelay(&conn->tcp, 1);
-    pool->send_on(conn->call);
-  });
+  int rc = uv_tcp_connect(
+      &conn->connect_req, &conn->tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* req, int status) {
+        auto* conn = static_cast<Conn*>(req->data);
+        if (conn->closing) return;  // cancelled by uv_close
+        UpstreamPool* pool = conn->pool;
+        if (status < 0) {
+          UpstreamCall* c = conn->call;
+          if (conn->addr_index + 1 < conn->addrs->size()) {  // the name's next address
+            auto addrs = conn->addrs;
+            std::size_t next = conn->addr_index + 1;
+            pool->unhook(c);
+            return pool->dial(c, std::move(addrs), next);
+          }
+          // Every address failed: the next connection looks the name up again.
+          if (pool->host_is_name_ && pool->addrs_ == conn->addrs) pool->addrs_.reset();
+          pool->fail(c, UpstreamFailure::Connect,
+                     "connect to " + address_text((*conn->addrs)[conn->addr_index]) + ": " + uv_strerror(status));
+          return;
+        }
+        conn->connected = true;
+        uv_tcp_nodelay(&conn->tcp, 1);
+        pool->send_on(conn->call);
+      });
   if (rc < 0) fail(c, UpstreamFailure::Connect, "connect to " + address_text(addr) + ": " + uv_strerror(rc));
 }
 
@@ -482,7 +489,9 @@ void UpstreamPool::start_reading(Conn* conn) {
   // (A pooled connection is already reading: libuv then leaves it as it is.)
   uv_read_start(
       reinterpret_cast<uv_stream_t*>(&conn->tcp),
-      [](uv_handle_t* h, size_t, uv_buf_t* out) { *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size())); },
+      [](uv_handle_t* h, size_t, uv_buf_t* out) {
+        *out = uv_buf_init(conn_of(h)->buf.data(), static_cast<unsigned>(conn_of(h)->buf.size()));
+      },
       [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
         Conn* conn = conn_of(reinterpret_cast<uv_handle_t*>(s));
         conn->pool->on_read(conn, n, buf);
@@ -525,10 +534,11 @@ void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
     return finish(c, reusable);
   }
   if (HTTP_PARSER_ERRNO(&conn->parser) != HPE_OK) {
-    std::string what = c->head_too_big ? "the answer's head is longer than " + std::to_string(limits_.max_head_bytes) + " bytes"
-                       : c->bad_status ? "the answer's status " + std::to_string(conn->parser.status_code) + " is not an HTTP status"
-                                       : std::string("not an HTTP/1.x answer: ") +
-                                             http_errno_description(HTTP_PARSER_ERRNO(&conn->parser));
+    std::string what =
+        c->head_too_big ? "the answer's head is longer than " + std::to_string(limits_.max_head_bytes) + " bytes"
+        : c->bad_status
+            ? "the answer's status " + std::to_string(conn->parser.status_code) + " is not an HTTP status"
+            : std::string("not an HTTP/1.x answer: ") + http_errno_description(HTTP_PARSER_ERRNO(&conn->parser));
     return fail(c, UpstreamFailure::Protocol, what);
   }
 }
@@ -547,7 +557,9 @@ void UpstreamPool::arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind) 
                                     : std::string("not connected within ")) +
                std::to_string(pool->limits_.connect_ms) + " ms";
         break;
-      case UpstreamFailure::FirstByte: what = "no answer within " + std::to_string(pool->limits_.first_byte_ms) + " ms"; break;
+      case UpstreamFailure::FirstByte:
+        what = "no answer within " + std::to_string(pool->limits_.first_byte_ms) + " ms";
+        break;
       default: what = "the answer went quiet for " + std::to_string(pool->limits_.idle_ms) + " ms"; break;
     }
     pool->fail(conn->call, conn->timer_kind, what);

@@ -54,7 +54,8 @@ struct UpstreamTarget {
   std::string path = "/";  // the MCP endpoint's path on the upstream
   std::string authority;   // host[:port] as written: the Host header
 };
-/** Parses an `http://` URL (the host an IP literal or a name). https:// and others are refused; the error names the problem. */
+/** Parses an `http://` URL (the host an IP literal or a name). https:// and others are refused; the error names the
+ * problem. */
 [[nodiscard]] Result<UpstreamTarget> parse_upstream_url(std::string_view url);
 
 /** One request for the upstream: its bytes and what the pool must know of it. */
@@ -112,7 +113,8 @@ struct UpstreamCounters {
   std::atomic<std::uint64_t> connects{0};     // TCP connections opened
   std::atomic<std::uint64_t> reused{0};       // requests sent on a pooled connection
   std::atomic<std::uint64_t> retried{0};      // sent again after a stale pooled connection
-  std::atomic<std::uint64_t> not_retried{0};  // a stale pooled connection failed a request it may have received: not sent twice
+  std::atomic<std::uint64_t> not_retried{
+      0};  // a stale pooled connection failed a request it may have received: not sent twice
   std::atomic<std::uint64_t> expired{0};      // pooled connections closed after keepalive_ms idle
   std::atomic<std::uint64_t> failures{0};
   std::atomic<std::uint64_t> resolutions{0};       // host name look-ups that answered
@@ -141,7 +143,8 @@ class UpstreamPool {
   };
 
   /** `counters`: where it counts (null: its own); must outlive the pool. */
-  UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits = {}, UpstreamCounters* counters = nullptr);
+  UpstreamPool(uv_loop_t* loop, UpstreamTarget target, UpstreamLimits limits = {},
+               UpstreamCounters* counters = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;

@@ -40,10 +40,11 @@ bool is_wildcard(const sockaddr_storage& a) noexcept {
 
 bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b) noexcept {
   if (a.ss_family == AF_INET6) {
-    return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr,
-                       sizeof(in6_addr)) == 0;
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
   }
-  return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr == reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
+  return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
+         reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
 }
 
 // A socket bound to `addr`, with SO_REUSEADDR (TIME_WAIT connections of an earlier run do not
@@ -71,7 +72,8 @@ Error in_use(std::string_view what, const sockaddr_storage& addr, bool share) {
 }
 
 Error cannot_bind(std::string_view what, const sockaddr_storage& addr, int err) {
-  return Error{rpc_code::kInternalError, std::string(what) + " " + address_text(addr) + ": cannot bind: " + std::strerror(err)};
+  return Error{rpc_code::kInternalError,
+               std::string(what) + " " + address_text(addr) + ": cannot bind: " + std::strerror(err)};
 }
 
 struct FdCloser {
@@ -141,15 +143,19 @@ Result<bool> foreign_listener(const sockaddr_storage& addr, const std::vector<in
   for (;;) {
     ssize_t got = ::recv(nl, buf.data(), buf.size(), 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return Error{rpc_code::kInternalError, std::string("sock_diag: ") + (got < 0 ? std::strerror(errno) : "no answer")};
+    if (got <= 0)
+      return Error{rpc_code::kInternalError,
+                   std::string("sock_diag: ") + (got < 0 ? std::strerror(errno) : "no answer")};
     std::size_t left = static_cast<std::size_t>(got);
     const char* at = buf.data();
     while (left >= kHeader) {
       const auto* h = reinterpret_cast<const nlmsghdr*>(at);
-      if (h->nlmsg_len < kHeader || h->nlmsg_len > left) return Error{rpc_code::kInternalError, "sock_diag: a malformed answer"};
+      if (h->nlmsg_len < kHeader || h->nlmsg_len > left)
+        return Error{rpc_code::kInternalError, "sock_diag: a malformed answer"};
       if (h->nlmsg_type == NLMSG_DONE) return found;
       if (h->nlmsg_type == NLMSG_ERROR) {
-        int err = h->nlmsg_len >= kHeader + sizeof(nlmsgerr) ? -reinterpret_cast<const nlmsgerr*>(at + kHeader)->error : EPROTO;
+        int err = h->nlmsg_len >= kHeader + sizeof(nlmsgerr) ? -reinterpret_cast<const nlmsgerr*>(at + kHeader)->error
+                                                             : EPROTO;
         return Error{rpc_code::kInternalError, std::string("sock_diag: ") + std::strerror(err)};
       }
       if (h->nlmsg_len >= kHeader + sizeof(inet_diag_msg)) {
@@ -207,7 +213,8 @@ Status bind_listener(sockaddr_storage& addr, unsigned n, bool share, std::string
   // 2. Nobody joined between the probe and our listen() (listen_socket.h). Unanswerable
   //    (no sock_diag): skipped, the probe stands alone.
   if (!share) {
-    if (auto foreign = foreign_listener(addr, fds); foreign.ok() && foreign.value()) return fail(in_use(what, addr, share));
+    if (auto foreign = foreign_listener(addr, fds); foreign.ok() && foreign.value())
+      return fail(in_use(what, addr, share));
   }
   return {};
 }
@@ -238,7 +245,8 @@ int bind_unix_listener(const std::string& path, std::string& err) {
     ::unlink(path.c_str());
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
     err = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     return -1;

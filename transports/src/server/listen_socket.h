@@ -59,7 +59,8 @@ namespace mcpfan::detail {
  * "<what> HOST:PORT: address in use (another process serves it; --reuse-port shares it on
  * purpose)", or "<what> HOST:PORT: cannot bind: <reason>" for any other cause.
  */
-[[nodiscard]] Status bind_listener(sockaddr_storage& addr, unsigned n, bool share, std::string_view what, std::vector<int>& fds);
+[[nodiscard]] Status bind_listener(sockaddr_storage& addr, unsigned n, bool share, std::string_view what,
+                                   std::vector<int>& fds);
 
 /**
  * A listening Unix-domain socket at `path` (non-blocking, close-on-exec), or -1 with `err`.

@@ -160,7 +160,8 @@ void log_stream_close(CloseReason reason, std::string_view transport) noexcept {
                 "stream closed as a slow consumer: more unwritten bytes than --max-pending-bytes",
                 {{"transport", std::string(transport)}});
     } else {
-      log::line(LogLevel::Warn, "stream_failed", "stream closed: writing to it failed", {{"transport", std::string(transport)}});
+      log::line(LogLevel::Warn, "stream_failed", "stream closed: writing to it failed",
+                {{"transport", std::string(transport)}});
     }
   } catch (...) {
     log::count_dropped();

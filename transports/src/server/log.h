@@ -85,11 +85,14 @@ class Bind {
 [[nodiscard]] Logger& current() noexcept;
 
 /** Logs to current(). `kind` is a string literal naming the kind of event. */
-inline void line(LogLevel level, std::string_view kind, std::string message, std::vector<LogField> fields = {}) noexcept {
+inline void line(LogLevel level, std::string_view kind, std::string message,
+                 std::vector<LogField> fields = {}) noexcept {
   current().write(level, kind, std::move(message), std::move(fields));
 }
 /** A warning: what the call sites logged before levels existed. */
-inline void line(std::string_view kind, std::string message) noexcept { line(LogLevel::Warn, kind, std::move(message)); }
+inline void line(std::string_view kind, std::string message) noexcept {
+  line(LogLevel::Warn, kind, std::move(message));
+}
 [[nodiscard]] inline bool enabled(LogLevel level) noexcept { return current().enabled(level); }
 
 /** A field from a number. */

@@ -64,13 +64,18 @@ void append_text_value(std::string& out, std::string_view v) {
 std::size_t utf8_length(std::string_view s, std::size_t i) {
   auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = at(i);
-  std::size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  std::size_t len = c < 0x80                 ? 1
+                    : c >= 0xc2 && c <= 0xdf ? 2
+                    : c >= 0xe0 && c <= 0xef ? 3
+                    : c >= 0xf0 && c <= 0xf4 ? 4
+                                             : 0;
   if (len <= 1 || i + len > s.size()) return len == 1 ? 1 : 0;
   for (std::size_t k = 1; k < len; ++k) {
     if ((at(i + k) & 0xc0) != 0x80) return 0;
   }
   unsigned char c1 = at(i + 1);
-  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f)) return 0;
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f))
+    return 0;
   return len;
 }
 

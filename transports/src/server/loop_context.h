@@ -117,7 +117,8 @@ class LoopContext {
   // ---- the connections of the loop (each links itself when made, unlinks when freed) ----
   void link(Conn* c) noexcept;
   void unlink(Conn* c) noexcept;
-  /** An attached stdio client by its handle's number, for Server::detach_stdio (the stdio connection registers itself). */
+  /** An attached stdio client by its handle's number, for Server::detach_stdio (the stdio connection registers itself).
+   */
   void register_stdio(std::uint64_t number, Conn* c) {
     if (number != 0) stdio_clients_[number] = c;
   }

@@ -53,7 +53,8 @@ std::uint64_t count_open_fds() {
 
 }  // namespace
 
-std::optional<ProcessStats> parse_proc_stat(std::string_view stat, double boot_time, long ticks_per_second, long page_size) {
+std::optional<ProcessStats> parse_proc_stat(std::string_view stat, double boot_time, long ticks_per_second,
+                                            long page_size) {
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so fields are counted
   // from the last ')'. After it, field 3 (state) is the first; proc(5) numbers them from 1.
   std::size_t close = stat.rfind(')');

@@ -13,8 +13,8 @@ namespace mcpfan {
 namespace {
 
 std::string ceilings_text(const detail::TenantCeilings& c) {
-  return "connections " + std::to_string(c.connections) + ", streams " + std::to_string(c.streams) + ", subscriptions " +
-         std::to_string(c.subscriptions) + ", idle sessions " + std::to_string(c.idle_sessions);
+  return "connections " + std::to_string(c.connections) + ", streams " + std::to_string(c.streams) +
+         ", subscriptions " + std::to_string(c.subscriptions) + ", idle sessions " + std::to_string(c.idle_sessions);
 }
 
 std::string rate_text(double rate, double burst) {
@@ -78,11 +78,13 @@ Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, b
     // Turning authentication on or off changes who may connect at all (and the listener checks
     // made at start): that takes a restart.
     if (r.auth.enabled() != state.client_auth.load()->enabled()) {
-      return Error{rpc_code::kInvalidParams,
-                   "client tokens (--jwt-secret-file, --jwt-public-key-file) cannot be turned on or off by a reload; restart"};
+      return Error{
+          rpc_code::kInvalidParams,
+          "client tokens (--jwt-secret-file, --jwt-public-key-file) cannot be turned on or off by a reload; restart"};
     }
     if (r.policy->keys.enabled() != state.publishers.policy.load()->keys.enabled()) {
-      return Error{rpc_code::kInvalidParams, "publisher keys (--publish-keys-file) cannot be turned on or off by a reload; restart"};
+      return Error{rpc_code::kInvalidParams,
+                   "publisher keys (--publish-keys-file) cannot be turned on or off by a reload; restart"};
     }
   }
   std::string summary = std::move(r.summary);

@@ -137,8 +137,9 @@ Result<std::uint16_t> Server::start() {
     // the operator paths would answer on the public address.
     if (detail::addresses_overlap(publish_addr, addr)) {
       for (int f : fds) ::close(f);
-      return Error{rpc_code::kInvalidParams, "--publish-listen " + detail::address_text(publish_addr) +
-                                                 ": the address of --listen (the operator paths need a listener of their own)"};
+      return Error{rpc_code::kInvalidParams,
+                   "--publish-listen " + detail::address_text(publish_addr) +
+                       ": the address of --listen (the operator paths need a listener of their own)"};
     }
     if (auto bound = detail::bind_listener(publish_addr, m.config.workers, m.config.listen.reuse_port,
                                            "--publish-listen", publish_fds);
@@ -166,7 +167,8 @@ Result<std::uint16_t> Server::start() {
   for (auto& w : m.workers) peers.push_back(w.get());
   for (auto& w : m.workers) w->set_peers(peers);
   if (unix_fd >= 0) m.workers[0]->set_unix_listener(unix_fd);
-  for (unsigned i = 0; i < m.config.workers; ++i) m.workers[i]->start(fds[i], publish_fds.empty() ? -1 : publish_fds[i]);
+  for (unsigned i = 0; i < m.config.workers; ++i)
+    m.workers[i]->start(fds[i], publish_fds.empty() ? -1 : publish_fds[i]);
   m.started.store(true, std::memory_order_release);
   return port_of(addr);
 }
@@ -176,7 +178,8 @@ Status Server::stop() {
   detail::log::Bind logging(&m.state.logger);  // never the process's stderr: after stop() records are dropped
   for (auto& w : m.workers) {
     if (w->on_own_thread()) {
-      return Error{rpc_code::kInternalError, "Server::stop() called on a worker thread (from a callback); call it from the controlling thread"};
+      return Error{rpc_code::kInternalError,
+                   "Server::stop() called on a worker thread (from a callback); call it from the controlling thread"};
     }
   }
   if (!m.started || m.stopped) return {};
@@ -205,7 +208,8 @@ void Server::drain() noexcept { impl_->draining.store(true, std::memory_order_re
 
 Result<StdioClient> Server::attach_stdio(int in_fd, int out_fd, StdioOptions options) {
   Impl& m = *impl_;
-  if (!m.started.load(std::memory_order_acquire)) return Error{rpc_code::kInternalError, "attach_stdio() before start(): no worker loop runs yet"};
+  if (!m.started.load(std::memory_order_acquire))
+    return Error{rpc_code::kInternalError, "attach_stdio() before start(): no worker loop runs yet"};
   std::uint64_t number = m.next_worker.fetch_add(1, std::memory_order_relaxed) + 1;
   StdioClient client(m.serial, number);
   detail::ControlMsg msg(detail::ControlMsg::Type::Adopt, in_fd, out_fd);
@@ -219,11 +223,14 @@ Result<StdioClient> Server::attach_stdio(int in_fd, int out_fd, StdioOptions opt
 
 Status Server::detach_stdio(StdioClient client) {
   Impl& m = *impl_;
-  if (!client) return Error{rpc_code::kInvalidParams, "detach_stdio(): the handle names no client (default-constructed)"};
+  if (!client)
+    return Error{rpc_code::kInvalidParams, "detach_stdio(): the handle names no client (default-constructed)"};
   if (client.server_ != m.serial) {
-    return Error{rpc_code::kInvalidParams, "detach_stdio(): client " + std::to_string(client.number_) + " was attached to another Server"};
+    return Error{rpc_code::kInvalidParams,
+                 "detach_stdio(): client " + std::to_string(client.number_) + " was attached to another Server"};
   }
-  if (!m.started.load(std::memory_order_acquire)) return Error{rpc_code::kInternalError, "detach_stdio() before start()"};
+  if (!m.started.load(std::memory_order_acquire))
+    return Error{rpc_code::kInternalError, "detach_stdio() before start()"};
   detail::ControlMsg msg(detail::ControlMsg::Type::Detach);
   msg.client = client.number_;
   if (!m.workers[(client.number_ - 1) % m.workers.size()]->post(std::move(msg))) {

@@ -43,7 +43,8 @@ struct ServerState {
   AuthCounters auth_counters;
   Publishers publishers;     // keys loaded and rate sized by Server::start(), replaced by Server::reload()
   ClientCore clients;
-  std::optional<proxy::UpstreamTarget> upstream;  // with --upstream: parsed by start(); each worker pools its own connections
+  std::optional<proxy::UpstreamTarget>
+      upstream;                          // with --upstream: parsed by start(); each worker pools its own connections
   std::unique_ptr<Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
   Acceptors acceptors;  // how workers serve clients: install_transports()
 };

@@ -126,7 +126,9 @@ bool Worker::open_listener(uv_tcp_t& listener, int fd, const char* what) {
   if (rc != 0) ::close(fd);  // not libuv's: uv_close(listener) will not close it
   else rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), SOMAXCONN, &Worker::on_connection);
   // After a successful uv_tcp_open the fd is libuv's: the listener's uv_close closes it, once.
-  if (rc != 0) log::line(LogLevel::Error, "listen", "worker " + std::to_string(ctx_.index_) + " cannot listen" + what + ": " + uv_strerror(rc));
+  if (rc != 0)
+    log::line(LogLevel::Error, "listen",
+              "worker " + std::to_string(ctx_.index_) + " cannot listen" + what + ": " + uv_strerror(rc));
   return rc == 0;
 }
 
@@ -136,8 +138,8 @@ void Worker::run(int listen_fd, int publish_fd) {
     // A send queued outside the check callback (a timer, a close callback) must not wait for
     // the next event: the idle handle keeps the loop from blocking until the check flushes it.
     send_ring_ = SendRing::create(
-        ctx_.config_.io_uring_entries, ctx_.stats_.sends, [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); },
-        &flush_idle_, &why);
+        ctx_.config_.io_uring_entries, ctx_.stats_.sends,
+        [](void* a) { uv_idle_start(static_cast<uv_idle_t*>(a), [](uv_idle_t*) {}); }, &flush_idle_, &why);
     // Said by each loop that has none (the log's rate limit keeps it short): on old kernels
     // a later loop's ring can fail where the first one's did not (locked-memory limit).
     ctx_.io_.ring = send_ring_.get();
@@ -174,7 +176,8 @@ void Worker::run(int listen_fd, int publish_fd) {
       &keepalive_timer_,
       [](uv_timer_t* t) {
         Worker* w = self(t);
-        guarded(w->ctx_.stats_, [&] { w->ctx_.shard_.keepalive(uv_now(&w->ctx_.loop_), w->ctx_.config_.http.keepalive_ms); });
+        guarded(w->ctx_.stats_,
+                [&] { w->ctx_.shard_.keepalive(uv_now(&w->ctx_.loop_), w->ctx_.config_.http.keepalive_ms); });
       },
       period, period);
   if (ctx_.index_ == 0) {
@@ -183,7 +186,8 @@ void Worker::run(int listen_fd, int publish_fd) {
         &session_timer_,
         [](uv_timer_t* t) {
           Worker* w = self(t);
-          guarded(w->ctx_.stats_, [&] { (void)w->ctx_.sessions_.expire(uv_now(&w->ctx_.loop_), w->ctx_.config_.mcp.session_idle_ms); });
+          guarded(w->ctx_.stats_,
+                  [&] { (void)w->ctx_.sessions_.expire(uv_now(&w->ctx_.loop_), w->ctx_.config_.mcp.session_idle_ms); });
         },
         every, every);
   }
@@ -193,7 +197,8 @@ void Worker::run(int listen_fd, int publish_fd) {
   std::uint64_t shortest = std::min({http.request_timeout_ms, http.idle_timeout_ms, http.write_timeout_ms});
   std::uint64_t sweep_every = std::clamp<std::uint64_t>(shortest / 4, 20, 1000);
   uv_timer_start(
-      &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->ctx_.stats_, [&] { self(t)->sweep(); }); }, sweep_every, sweep_every);
+      &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->ctx_.stats_, [&] { self(t)->sweep(); }); }, sweep_every,
+      sweep_every);
   uv_run(&ctx_.loop_, UV_RUN_DEFAULT);
   ctx_.upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
   ctx_.io_.ring = nullptr;
@@ -213,7 +218,8 @@ void Worker::sweep() {
 void Worker::on_connection(uv_stream_t* server, int status) {
   Worker* w = self(server);
   if (status < 0) return;
-  w->acceptors_.tcp(w->ctx_, server, /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
+  w->acceptors_.tcp(w->ctx_, server,
+                    /*operator_listener=*/server == reinterpret_cast<uv_stream_t*>(&w->publish_listener_));
 }
 
 void Worker::accept_unix() {

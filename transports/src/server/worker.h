@@ -33,7 +33,8 @@ struct ControlMsg;
  * the workers start: the worker runs loops and knows no transport (docs/design.md "The rooms of transports/").
  */
 struct Acceptors {
-  /** Accepts the connection waiting on `listener` (--listen's, or --publish-listen's: `operator_listener`) and serves it. */
+  /** Accepts the connection waiting on `listener` (--listen's, or --publish-listen's: `operator_listener`) and serves
+   * it. */
   void (*tcp)(LoopContext& ctx, uv_stream_t* listener, bool operator_listener) = nullptr;
   /**
    * Serves an Adopt's stdio-framed client. False, with `err` set, when it cannot: its fds are

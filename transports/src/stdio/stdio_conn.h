@@ -135,7 +135,8 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   Caller caller_;                // its tenant and, once it sent a token, the token's identity
   TenantRef tenant_ref_;         // keeps caller_.tenant's entry alive until binding_ holds it
   TenantBinding binding_;        // counted against its tenant's connections (from the first request)
-  bool needs_auth_ = false;      // a --unix client with client auth on and no --unix-tenant; any client with the host's authenticator
+  bool needs_auth_ =
+      false;  // a --unix client with client auth on and no --unix-tenant; any client with the host's authenticator
   ClientTransport transport_ = ClientTransport::Stdio;  // what the host's authenticator is told
   // The 2025-era session an initialize creates: one stream, the list_changed subscription,
   // and the resources/subscribe URIs, counted against the tenant (`uris` set: it exists).

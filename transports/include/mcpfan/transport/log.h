@@ -48,7 +48,7 @@ struct LogField {
 struct LogRecord {
   std::chrono::system_clock::time_point time;  // when the event was logged (not when the sink runs)
   LogLevel level = LogLevel::Info;
-  std::string_view kind;       // what happened, snake_case ("nats_disconnected", "limit_hit", ...): the rate limit's key
+  std::string_view kind;  // what happened, snake_case ("nats_disconnected", "limit_hit", ...): the rate limit's key
   std::string message;         // one sentence for a person; may hold any bytes (formatting escapes them)
   std::vector<LogField> fields;
   std::uint64_t suppressed = 0;  // records of this kind the rate limit dropped since the last one delivered
