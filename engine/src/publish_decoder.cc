@@ -166,10 +166,10 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     ++accepted;
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
-      notes.push_back(Notification{
-          PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name), {}});
+      notes.emplace_back(PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name),
+                         ByteReservation{});
     } else {
-      notes.push_back(Notification{PayloadRef{}, p.kind, {}, {}, {}, {}});  // stays here: no copy for other nodes
+      notes.emplace_back().kind = p.kind;  // stays here: no copy for other nodes
     }
     // Looked up, never created: a tenant with no clients has nobody to deliver to.
     std::optional<TenantId> id =

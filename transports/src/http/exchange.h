@@ -50,8 +50,9 @@ class Exchange {
   // ---- answers: exactly one of these per request ----
   /** A complete answer. */
   virtual void respond(Response r) = 0;
-  void respond(int status, std::string content_type, std::string body, std::vector<Field> headers = {}) {
-    respond(Response{status, std::move(content_type), std::move(body), std::move(headers)});
+  /** `content_type`: a literal (Response::content_type). */
+  void respond(int status, const char* content_type, std::string body, std::vector<Field> headers = {}) {
+    respond(Response{status, content_type, std::move(body), std::move(headers)});
   }
   /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
   virtual void hold_stream_usage(StreamUsage usage) noexcept = 0;

@@ -5,6 +5,7 @@
 //
 // Thread affinity: a plain value.
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,7 +15,9 @@ namespace mcpfan::detail {
 
 struct Response {
   int status = 200;
-  std::string content_type;    // empty: no Content-Type (a 202, or a 200 without content)
+  // Empty: no Content-Type (a 202, or a 200 without content). A literal ("application/json"):
+  // a string would allocate for every answer (16 bytes is past the small-string buffer).
+  std::string_view content_type;
   std::string body;
   std::vector<Field> headers;  // more fields, in order: Allow, Retry-After, WWW-Authenticate, Cache-Control, ...
 };
