@@ -50,8 +50,8 @@ class Exchange {
   // ---- answers: exactly one of these per request ----
   /** A complete answer. */
   virtual void respond(Response r) = 0;
-  /** `content_type`: a literal (Response::content_type). */
-  void respond(int status, const char* content_type, std::string body, std::vector<Field> headers = {}) {
+  /** `content_type`: a literal or empty (Response::content_type keeps the view, not a copy). */
+  void respond(int status, std::string_view content_type, std::string body, std::vector<Field> headers = {}) {
     respond(Response{status, content_type, std::move(body), std::move(headers)});
   }
   /** The listen about to begin holds this (one stream and its subscriptions) until it closes. */
