@@ -206,7 +206,7 @@ log="$work/server.log"
 "$root/usr/bin/mcpfan" --config "$root/etc/mcpfan/mcpfan.toml" --listen 127.0.0.1:0 --publish-listen 127.0.0.1:0 \
   --workers 2 2>"$log" &
 server_pid=$!
-for _ in $(seq 100); do grep -q "publish listener on" "$log" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "publish listener on" "$log" && break; sleep 0.1; done
 port=$(sed -n 's/^.*mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
 ops=$(sed -n 's/^.*mcpfan: publish listener on 127.0.0.1:\([0-9]*\)$/\1/p' "$log")
 if [ -z "$port" ] || [ -z "$ops" ]; then fail "no ports in the log: $(cat "$log")"; fi
@@ -218,7 +218,7 @@ curl -sN "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' -H 'Ac
   -d '{"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["file:///pkg/"]}}}' \
   >"$events" &
 listen_pid=$!
-for _ in $(seq 50); do grep -q acknowledged "$events" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q acknowledged "$events" 2>/dev/null && break; sleep 0.1; done
 grep -q acknowledged "$events" || fail "no acknowledgement"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/publish" -H 'Content-Type: application/json' -d '{"method":"notifications/tools/list_changed"}')
 [ "$code" = 404 ] || fail "publish on the public listener: $code, want 404"
@@ -227,7 +227,9 @@ curl -fsS "http://127.0.0.1:$ops/v1/publish" -H 'Content-Type: application/json'
 kill -HUP "$server_pid"
 curl -fsS "http://127.0.0.1:$ops/v1/publish" -H 'Content-Type: application/json' \
   -d '{"method":"notifications/resources/updated","params":{"uri":"file:///pkg/b"}}' >/dev/null || fail "publish after SIGHUP"
-for _ in $(seq 50); do grep -q 'file:///pkg/b' "$events" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q 'file:///pkg/b' "$events" && break; sleep 0.1; done
+# The reload runs on the program's own loop, unordered with the publish: wait for its line.
+for _ in $(seq 300); do grep -q "mcpfan: reloaded: " "$log" && break; sleep 0.1; done
 grep -q '"uri":"file:///pkg/a"' "$events" || fail "the publish did not arrive: $(cat "$events")"
 grep -q '"uri":"file:///pkg/b"' "$events" || fail "the stream did not survive SIGHUP: $(cat "$events")"
 grep -q "mcpfan: reloaded: " "$log" || fail "no reload line: $(cat "$log")"
@@ -264,7 +266,7 @@ if [ "$(id -u)" = 0 ] && [ ! -d /run/systemd/system ] && ! dpkg -s mcpfan >/dev/
   log="$work/installed.log"
   setpriv --reuid mcpfan --regid mcpfan --init-groups -- /usr/bin/mcpfan --config /etc/mcpfan/mcpfan.toml --listen 127.0.0.1:0 --workers 1 2>"$log" &
   server_pid=$!
-  for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q "listening on" "$log" && break; sleep 0.1; done
   port=$(sed -n 's/^.*mcpfan: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
   [ -n "$port" ] || fail "the installed server did not start as user mcpfan: $(cat "$log")"
   [ "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = 200 ] || fail "/healthz of the installed server"
