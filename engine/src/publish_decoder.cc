@@ -166,8 +166,12 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
     ++accepted;
     if (for_backplane) {
       std::string_view name = has_tenant || forced_tenant ? tenant : kDefaultTenantName;
-      notes.emplace_back(PayloadRef{}, p.kind, std::string(name), std::string(p.uri), encode_publish_message(p, name),
-                         ByteReservation{});
+      // Built in place, field by field: clang 14 (the fuzz build) has no parenthesized aggregate init.
+      Notification& n = notes.emplace_back();
+      n.kind = p.kind;
+      n.tenant = std::string(name);
+      n.uri = std::string(p.uri);
+      n.message = encode_publish_message(p, name);
     } else {
       notes.emplace_back().kind = p.kind;  // stays here: no copy for other nodes
     }
