@@ -1,6 +1,5 @@
-#include <cstdio>
-
 #include "http1/connection.h"
+#include "http1/response_writer.h"
 
 // An HTTP/1.1 connection as the carrier of an EventStream (http/event_stream.h): the 200 with
 // chunked transfer coding, each batch of events one chunk, the terminator, then the close.
@@ -31,10 +30,10 @@ void Http1Conn::write_head() {
 }
 
 StreamCarrier::Wrote Http1Conn::write_events(OutBatch&& batch) {
-  char chunk_header[24];
-  int hn = std::snprintf(chunk_header, sizeof chunk_header, "%zx\r\n", batch.bytes);
+  ChunkSizeBuffer buf;
+  std::string_view size = chunk_size_line(batch.bytes, buf);
   batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
-  switch (sock_.write_batch(std::move(batch), std::string_view(chunk_header, static_cast<std::size_t>(hn)), kBatch)) {
+  switch (sock_.write_batch(std::move(batch), size, kBatch)) {
     case net::Socket::Sent::Done: return Wrote::Done;
     case net::Socket::Sent::Queued: return Wrote::Queued;
     case net::Socket::Sent::Failed: break;

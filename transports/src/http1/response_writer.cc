@@ -30,14 +30,31 @@ const char* http_reason_phrase(int status) {
   }
 }
 
+namespace {
+
+void append_status_line(std::string& out, int status) {
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
+  out.append(line, static_cast<std::size_t>(n));
+}
+
+void append_fields(std::string& out, const std::vector<Field>& fields) {
+  for (const Field& f : fields) {
+    out += f.name;
+    out += ": ";
+    out += f.value;
+    out += "\r\n";
+  }
+}
+
+}  // namespace
+
 std::string render_response(const Response& r, bool keep_alive, bool head_request) {
   std::size_t fields = 0;
   for (const Field& f : r.headers) fields += f.name.size() + f.value.size() + 4;
   std::string out;
   out.reserve(160 + r.body.size() + fields);
-  char line[64];
-  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", r.status, http_reason_phrase(r.status));
-  out += line;
+  append_status_line(out, r.status);
   if (!r.content_type.empty()) {
     out += "Content-Type: ";
     out += r.content_type;
@@ -46,12 +63,7 @@ std::string render_response(const Response& r, bool keep_alive, bool head_reques
   out += "Content-Length: ";
   out += std::to_string(r.body.size());
   out += keep_alive ? "\r\n" : "\r\nConnection: close\r\n";
-  for (const Field& f : r.headers) {
-    out += f.name;
-    out += ": ";
-    out += f.value;
-    out += "\r\n";
-  }
+  append_fields(out, r.headers);
   out += "\r\n";
   if (!head_request) out += r.body;
   return out;
@@ -60,15 +72,8 @@ std::string render_response(const Response& r, bool keep_alive, bool head_reques
 std::string render_answer_head(int status, const std::vector<Field>& fields, std::optional<std::size_t> length,
                                bool chunked, bool keep_alive) {
   std::string out;
-  char line[64];
-  std::snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, http_reason_phrase(status));
-  out += line;
-  for (const Field& f : fields) {
-    out += f.name;
-    out += ": ";
-    out += f.value;
-    out += "\r\n";
-  }
+  append_status_line(out, status);
+  append_fields(out, fields);
   if (length) {
     out += "Content-Length: ";
     out += std::to_string(*length);
@@ -80,12 +85,17 @@ std::string render_answer_head(int status, const std::vector<Field>& fields, std
   return out;
 }
 
+std::string_view chunk_size_line(std::size_t size, ChunkSizeBuffer& buf) {
+  int n = std::snprintf(buf.data(), buf.size(), "%zx\r\n", size);
+  return {buf.data(), static_cast<std::size_t>(n)};
+}
+
 std::string render_chunk(std::string_view bytes) {
-  char size[24];
-  int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  ChunkSizeBuffer buf;
+  std::string_view size = chunk_size_line(bytes.size(), buf);
   std::string chunk;
-  chunk.reserve(static_cast<std::size_t>(n) + bytes.size() + 2);
-  chunk.append(size, static_cast<std::size_t>(n));
+  chunk.reserve(size.size() + bytes.size() + 2);
+  chunk += size;
   chunk += bytes;
   chunk += "\r\n";
   return chunk;

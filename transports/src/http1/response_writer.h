@@ -1,6 +1,7 @@
 #pragma once
 // The response half of HTTP/1.1: a Response value (http/response.h) in bytes, for a
 // connection to write. Pure functions; no thread affinity.
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,10 @@ namespace mcpfan::detail {
  */
 [[nodiscard]] std::string render_answer_head(int status, const std::vector<Field>& fields,
                                              std::optional<std::size_t> length, bool chunked, bool keep_alive);
+
+using ChunkSizeBuffer = std::array<char, 24>;
+/** A chunk's size line ("1a\r\n"), written into `buf`: for a chunk whose bytes are written separately. */
+[[nodiscard]] std::string_view chunk_size_line(std::size_t size, ChunkSizeBuffer& buf);
 
 /** One chunk of a chunked body: its size in hex, the bytes, CRLF. */
 [[nodiscard]] std::string render_chunk(std::string_view bytes);
