@@ -142,6 +142,6 @@ if(MCPFAN_WITH_NATS)
   set(_mcpfan_dev_nats "libnats-dev, ")
 endif()
 string(CONCAT CPACK_DEBIAN_DEVEL_PACKAGE_DEPENDS
-    "libuv1-dev, libssl-dev, ${_mcpfan_dev_nats}liburing-dev, libhttp-parser-dev, libsimdjson-dev, "
+    "libuv1-dev, libssl-dev, ${_mcpfan_dev_nats}liburing-dev, libnghttp2-dev, libhttp-parser-dev, libsimdjson-dev, "
     "libconcurrentqueue-dev, pkg-config, cmake (>= 3.25)")
 include(CPack)

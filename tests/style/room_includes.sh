@@ -7,6 +7,7 @@ src=${1:?usage: room_includes.sh SOURCE_DIR}/transports/src
 declare -A may=(
   [net]=""
   [http1]="http mcp net proxy server"
+  [http2]="http mcp net proxy server"
   [http]="mcp proxy server status backplane"
   [mcp]="server"
   [stdio]="mcp net server"

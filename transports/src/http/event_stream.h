@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "http/exchange.h"
 #include "mcp/sessions.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
@@ -112,6 +113,35 @@ class EventStream final : public StreamSink {
   std::shared_ptr<Session> session_;  // the session whose GET stream this is
   std::unique_ptr<SessionTap> tap_;   // its event ids (outlives the shard's stream: freed with this)
   std::unique_ptr<SessionUpstreamLeg> leg_;  // a proxied session stream's upstream GET
+};
+
+/**
+ * An Exchange whose streams are its EventStream's: what a route does to turn the exchange into a
+ * stream is handed over as is. The HTTP/1.1 connection and the HTTP/2 stream are both one.
+ */
+class StreamingExchange : public Exchange {
+ public:
+  void hold_stream_usage(StreamUsage usage) noexcept override { event_stream().hold_usage(std::move(usage)); }
+  void begin_listen(const Filter& filter, std::string id, std::string ack_event) override {
+    event_stream().begin_listen(filter, std::move(id), std::move(ack_event));
+  }
+  [[nodiscard]] SessionRegistry::Claim begin_session_stream(
+      std::shared_ptr<Session> session, const std::string* last_event_id,
+      std::optional<std::string> upstream_cursor = std::nullopt) override {
+    return event_stream().begin_session(std::move(session), last_event_id, std::move(upstream_cursor));
+  }
+  void hold_head() noexcept override { event_stream().hold_head(); }
+  void release_head() override { event_stream().release_head(); }
+  [[nodiscard]] bool streams_session() const noexcept override {
+    return const_cast<StreamingExchange*>(this)->event_stream().streams_session();
+  }
+  void start_upstream_leg(proxy::ForwardedRequest request) override {
+    event_stream().start_upstream_leg(std::move(request));
+  }
+
+ protected:
+  ~StreamingExchange() = default;
+  [[nodiscard]] virtual EventStream& event_stream() noexcept = 0;
 };
 
 }  // namespace mcpfan::detail

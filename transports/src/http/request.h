@@ -7,6 +7,7 @@
 // Thread affinity: a plain value, used on one thread at a time.
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mcpfan::detail {
@@ -27,6 +28,8 @@ struct HttpRequest {
   std::string body;
   std::size_t header_bytes = 0;
   void clear();
+  /** The member a field of this name is kept in (case-insensitive), or null: one of the fields mcpfan reads itself. */
+  [[nodiscard]] std::string* named_field(std::string_view name) noexcept;
 };
 
 }  // namespace mcpfan::detail

@@ -35,9 +35,13 @@ RequestLimits request_limits(const ServerConfig& cfg) {
 
 Http1Conn::Http1Conn(LoopContext& w, bool operator_listener)
     // The field list is kept only where a request may be forwarded (--upstream).
-    : w_(w), sock_(w.io(), *this), parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
-      binding_(w.limits()), operator_listener_(operator_listener), events_(w, *this) {
-  if (int rc = sock_.init_tcp(); rc != 0) throw std::runtime_error(std::string("uv_tcp_init: ") + uv_strerror(rc));
+    : w_(w),
+      sock_(std::make_unique<net::Socket>(w.io(), static_cast<net::SocketEvents&>(*this))),
+      parser_(*this, request_limits(w.config()), w.upstream() != nullptr),
+      binding_(w.limits()),
+      operator_listener_(operator_listener),
+      events_(w, *this) {
+  if (int rc = sock_->init_tcp(); rc != 0) throw std::runtime_error(std::string("uv_tcp_init: ") + uv_strerror(rc));
   w_.link(this);
   w_.stats().connections.fetch_add(1, std::memory_order_relaxed);
 }
@@ -45,9 +49,9 @@ Http1Conn::Http1Conn(LoopContext& w, bool operator_listener)
 Http1Conn::~Http1Conn() = default;
 
 void Http1Conn::start() {
-  uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(sock_.stream()), 1);
+  uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(sock_->stream()), 1);
   const ServerConfig& cfg = w_.config();
-  if (cfg.http.tcp_keepalive_s > 0) sock_.set_keepalive(cfg.http.tcp_keepalive_s, cfg.http.write_timeout_ms);
+  if (cfg.http.tcp_keepalive_s > 0) sock_->set_keepalive(cfg.http.tcp_keepalive_s, cfg.http.write_timeout_ms);
   // The first request must arrive within the request timeout: a connection that sends
   // nothing holds a descriptor as surely as one that sends slowly.
   deadline_ = Deadline::Request;
@@ -56,7 +60,7 @@ void Http1Conn::start() {
 }
 
 void Http1Conn::start_reading() {
-  if (sock_.read_start() != 0) close();
+  if (sock_->read_start() != 0) close();
 }
 
 void Http1Conn::linger() {
@@ -67,7 +71,7 @@ void Http1Conn::linger() {
   linger_until_ms_ = now + kLingerQuietMs;
   linger_end_ms_ = now + kLingerMaxMs;
   // After every answer queued before it (the socket keeps the order).
-  if (!sock_.shutdown()) {
+  if (!sock_->shutdown()) {
     close();
     return;
   }
@@ -86,7 +90,7 @@ void Http1Conn::close() {
   }
   events_.close();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
-  sock_.close();  // on_closed() follows, once the socket's last write is handed over
+  sock_->close();  // on_closed() follows, once the socket's last write is handed over
 }
 
 void Http1Conn::on_closed(net::Socket&) {
@@ -103,7 +107,7 @@ void Http1Conn::on_read_end(net::Socket&, int status) {
     // for good is found by the first write that fails, and the exchange is cancelled then.
     peer_eof_ = true;
     read_paused_ = true;
-    sock_.read_stop();
+    sock_->read_stop();
     return;
   }
   close();
@@ -118,16 +122,53 @@ void Http1Conn::on_data(net::Socket&, const char* data, std::size_t len) {
   }
   if (mode_ == Mode::Proxying) return keep_proxied_input(data, len);
   if (mode_ != Mode::Requests) return;  // bytes after a listen are ignored
+  if (sniffing_ && sniff(data, len)) return;
   parse(data, len);
 }
 
-std::size_t Http1Conn::unwritten() const noexcept { return sock_.queued_bytes(); }
+bool Http1Conn::sniff(const char* data, std::size_t len) {
+  static constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  if (w_.config().http2.off) {
+    sniffing_ = false;
+    return false;
+  }
+  const bool stashed = !stash_.empty();
+  if (stashed) stash_.append(data, len);
+  std::string_view have = stashed ? std::string_view(stash_) : std::string_view(data, len);
+  std::size_t n = std::min(have.size(), kPreface.size());
+  if (have.substr(0, n) != kPreface.substr(0, n)) {  // HTTP/1.1 (or garbage, which the parser answers)
+    sniffing_ = false;
+    if (!stashed) return false;
+    std::string bytes = std::move(stash_);
+    stash_.clear();
+    parse(bytes.data(), bytes.size());
+    return true;
+  }
+  if (have.size() < kPreface.size()) {  // a part of the preface: wait for the rest
+    if (!stashed) stash_.assign(data, len);
+    return true;
+  }
+  std::string first(have);
+  hand_over_h2(first);
+  return true;
+}
+
+void Http1Conn::hand_over_h2(std::string_view first) {
+  sniffing_ = false;
+  w_.unlink(this);
+  w_.stats().connections.fetch_sub(1, std::memory_order_relaxed);
+  // From here the socket and its events are the HTTP/2 connection's; nothing of this one runs again.
+  w_.hand_over_h2(std::move(sock_), operator_listener_, first);
+  delete this;
+}
+
+std::size_t Http1Conn::unwritten() const noexcept { return sock_->queued_bytes(); }
 
 void Http1Conn::pause_reading(const char* rest, std::size_t len) {
   stash_.assign(rest, len);  // at most one read buffer's worth
   if (!read_paused_) {
     read_paused_ = true;
-    sock_.read_stop();
+    sock_->read_stop();
     w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -211,7 +252,7 @@ void Http1Conn::respond(Response r) {
 void Http1Conn::pause_parser() { parser_.pause(); }
 
 void Http1Conn::write_raw(std::string data, bool then_close) {
-  if (sock_.write(std::move(data), then_close ? kLastAnswer : kAnswer) == net::Socket::Sent::Failed) close();
+  if (sock_->write(std::move(data), then_close ? kLastAnswer : kAnswer) == net::Socket::Sent::Failed) close();
 }
 
 void Http1Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
@@ -233,7 +274,7 @@ void Http1Conn::sweep(std::uint64_t now) {
     return;
   }
   const ServerConfig& cfg = w_.config();
-  if (sock_.write_stalled(now, cfg.http.write_timeout_ms)) {
+  if (sock_->write_stalled(now, cfg.http.write_timeout_ms)) {
     // A peer that stopped reading (or vanished): its unwritten bytes would otherwise stay
     // until the pending-bytes bound, which a quiet stream never reaches.
     w_.limits().hit(Limit::WriteTimeout);
@@ -293,7 +334,7 @@ void Http1Conn::keep_proxied_input(const char* data, std::size_t len) {
   stash_.append(data, len);
   if (stash_.size() > kPauseBytes && !read_paused_) {
     read_paused_ = true;
-    sock_.read_stop();
+    sock_->read_stop();
     w_.stats().read_pauses.fetch_add(1, std::memory_order_relaxed);
   }
 }

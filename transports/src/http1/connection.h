@@ -1,5 +1,6 @@
 #pragma once
-// One accepted TCP connection speaking HTTP/1.1: requests (http1/request_parser.h: keep-alive,
+// One accepted TCP connection speaking HTTP/1.1 (until its first bytes say HTTP/2: then it
+// hands its socket to an HTTP/2 connection, http2/connection.h): requests (http1/request_parser.h: keep-alive,
 // pipelining, chunked bodies) become HttpRequest values handed to the routes with the
 // connection as their Exchange (http/exchange.h), answered in order. A `subscriptions/listen` or
 // a 2025 session's GET turns it into the carrier of an EventStream (http/event_stream.h), which
@@ -30,7 +31,7 @@ namespace mcpfan::detail {
 
 class LoopContext;
 class Http1Conn final : public Conn,
-                        public Exchange,
+                        public StreamingExchange,
                         private StreamCarrier,
                         private AnswerCarrier,
                         private RequestParser::Events,
@@ -43,7 +44,7 @@ class Http1Conn final : public Conn,
   Http1Conn& operator=(const Http1Conn&) = delete;
 
   /** Its socket, to uv_accept() into (the only writer of the connection: net/socket.h). */
-  [[nodiscard]] net::Socket& socket() noexcept { return sock_; }
+  [[nodiscard]] net::Socket& socket() noexcept { return *sock_; }
   void start();
   /** Idempotent; frees the connection once libuv has closed the handle. */
   void close();
@@ -58,26 +59,13 @@ class Http1Conn final : public Conn,
 
   // ---- Exchange: what the routes do with the request being answered (http/exchange.h) ----
   using Exchange::respond;
+  [[nodiscard]] EventStream& event_stream() noexcept override { return events_; }
   [[nodiscard]] LoopContext& context() noexcept override { return w_; }
-  [[nodiscard]] bool peer_is_loopback() override { return sock_.peer_is_loopback(); }
+  [[nodiscard]] bool peer_is_loopback() override { return sock_->peer_is_loopback(); }
   [[nodiscard]] bool on_operator_listener() const noexcept override { return operator_listener_; }
   [[nodiscard]] TenantBinding& binding() noexcept override { return binding_; }
   /** Writes a complete response; the connection closes after it unless keep-alive holds. */
   void respond(Response r) override;
-  // A stream is the EventStream's business: these hand it over.
-  void hold_stream_usage(StreamUsage usage) noexcept override { events_.hold_usage(std::move(usage)); }
-  void begin_listen(const Filter& filter, std::string id, std::string ack_event) override {
-    events_.begin_listen(filter, std::move(id), std::move(ack_event));
-  }
-  [[nodiscard]] SessionRegistry::Claim begin_session_stream(
-      std::shared_ptr<Session> session, const std::string* last_event_id,
-      std::optional<std::string> upstream_cursor = std::nullopt) override {
-    return events_.begin_session(std::move(session), last_event_id, std::move(upstream_cursor));
-  }
-  void hold_head() noexcept override { events_.hold_head(); }
-  void release_head() override { events_.release_head(); }
-  [[nodiscard]] bool streams_session() const noexcept override { return events_.streams_session(); }
-  void start_upstream_leg(proxy::ForwardedRequest request) override { events_.start_upstream_leg(std::move(request)); }
   /**
    * The request just parsed is answered by a ProxiedAnswer (http/proxied_answer.h); later
    * pipelined requests wait (their bytes are kept, bounded) until it calls answer_done().
@@ -140,6 +128,13 @@ class Http1Conn final : public Conn,
   void write_raw(std::string data, bool then_close);
   void keep_proxied_input(const char* data, std::size_t len);  // Proxying: bytes of later requests
   void reject(int status, std::string_view message);
+  /**
+   * The connection's first bytes: HTTP/2's preface (h2c with prior knowledge) hands the socket
+   * to an HTTP/2 connection. True: consumed (a part of the preface waits in stash_, or the
+   * socket was handed over and this connection is gone).
+   */
+  [[nodiscard]] bool sniff(const char* data, std::size_t len);
+  void hand_over_h2(std::string_view first);
 
   // RequestParser::Events (connection_requests.cc)
   void request_begun() override;
@@ -147,7 +142,7 @@ class Http1Conn final : public Conn,
   void request_complete(HttpRequest& req) override;
 
   LoopContext& w_;
-  net::Socket sock_;
+  std::unique_ptr<net::Socket> sock_;  // handed to an HTTP/2 connection when the client speaks HTTP/2
   RequestParser parser_;
   Mode mode_ = Mode::Requests;
   bool close_after_ = false;  // respond() found keep-alive off
@@ -157,6 +152,7 @@ class Http1Conn final : public Conn,
   bool read_paused_ = false; // answers backed up: not reading until they drain
   bool in_parse_ = false;    // inside parse(): it goes on with the rest itself
   bool peer_eof_ = false;    // the client half-closed while the upstream answered: close once answered
+  bool sniffing_ = true;     // no byte read yet that says HTTP/1.1 (sniff())
   Deadline deadline_ = Deadline::None;
   std::uint64_t deadline_ms_ = 0;
   std::uint32_t requests_ = 0;

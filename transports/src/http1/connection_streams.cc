@@ -14,7 +14,7 @@ constexpr int kNotSentLowat = 128 * 1024;
 }  // namespace
 
 void Http1Conn::stream_started() {
-  sock_.limit_unsent(kNotSentLowat);
+  sock_->limit_unsent(kNotSentLowat);
   mode_ = Mode::Listen;
   deadline_ = Deadline::None;  // a stream is idle by nature; its writes are what is timed
   pause_parser();
@@ -33,7 +33,7 @@ StreamCarrier::Wrote Http1Conn::write_events(OutBatch&& batch) {
   ChunkSizeBuffer buf;
   std::string_view size = chunk_size_line(batch.bytes, buf);
   batch.bufs.push_back(iovec{const_cast<char*>(kChunkEnd), 2});
-  switch (sock_.write_batch(std::move(batch), size, kBatch)) {
+  switch (sock_->write_batch(std::move(batch), size, kBatch)) {
     case net::Socket::Sent::Done: return Wrote::Done;
     case net::Socket::Sent::Queued: return Wrote::Queued;
     case net::Socket::Sent::Failed: break;

@@ -35,25 +35,6 @@ std::string_view trim_ows(std::string_view v) {
 
 }  // namespace
 
-void HttpRequest::clear() {
-  method = 0;
-  url.clear();
-  content_type.clear();
-  accept.clear();
-  origin.clear();
-  host.clear();
-  protocol_version.clear();
-  mcp_method.clear();
-  expect.clear();
-  session_id.clear();
-  authorization.clear();
-  connection.clear();
-  last_event_id.clear();
-  fields.clear();
-  body.clear();
-  header_bytes = 0;
-}
-
 const http_parser_settings RequestParser::kSettings = [] {
   http_parser_settings s{};
   s.on_message_begin = &RequestParser::on_message_begin;
@@ -158,21 +139,8 @@ int RequestParser::commit_field() {
   if (!is_clean_field_value(v)) {
     return defer(400, "the value of header field " + std::string(name) + " holds a control byte (CR, LF, NUL or DEL)");
   }
-  std::string* dst = nullptr;
-  if (ieq(name, "content-type")) dst = &req_.content_type;
-  else if (ieq(name, "accept")) dst = &req_.accept;
-  else if (ieq(name, "origin")) dst = &req_.origin;
-  else if (ieq(name, "host")) {
-    if (!req_.host.empty()) return defer(400, "more than one Host header field (RFC 9112 §3.2)");
-    dst = &req_.host;
-  }
-  else if (ieq(name, "mcp-protocol-version")) dst = &req_.protocol_version;
-  else if (ieq(name, "mcp-method")) dst = &req_.mcp_method;
-  else if (ieq(name, "expect")) dst = &req_.expect;
-  else if (ieq(name, "mcp-session-id")) dst = &req_.session_id;
-  else if (ieq(name, "last-event-id")) dst = &req_.last_event_id;
-  else if (ieq(name, "authorization")) dst = &req_.authorization;
-  else if (ieq(name, "connection")) dst = &req_.connection;
+  std::string* dst = req_.named_field(name);
+  if (dst == &req_.host && !req_.host.empty()) return defer(400, "more than one Host header field (RFC 9112 §3.2)");
   if (dst) {
     if (!dst->empty()) *dst += ", ";  // a repeated field combines as a list
     *dst += v;

@@ -24,6 +24,14 @@ std::string_view limit_name(Limit l) {
     case Limit::IdleSessions: return "idle_sessions";
     case Limit::IdleSessionsPerTenant: return "idle_sessions_per_tenant";
     case Limit::ListensPerConnection: return "listens_per_connection";
+    case Limit::H2Streams: return "h2_streams";
+    case Limit::H2RapidReset: return "h2_rapid_reset";
+    case Limit::H2Continuation: return "h2_continuation_flood";
+    case Limit::H2SettingsFlood: return "h2_settings_flood";
+    case Limit::H2PingFlood: return "h2_ping_flood";
+    case Limit::H2PriorityFlood: return "h2_priority_flood";
+    case Limit::H2HeaderList: return "h2_header_list";
+    case Limit::H2ZeroWindow: return "h2_zero_window";
     case Limit::kCount: break;
   }
   return "unknown";
@@ -58,6 +66,14 @@ LimitLog limit_log(Limit l) {
     case Limit::IdleSessions: return {"limit_idle_sessions", "--max-idle-sessions"};
     case Limit::IdleSessionsPerTenant: return {"limit_idle_sessions_per_tenant", "--max-idle-sessions-per-tenant"};
     case Limit::ListensPerConnection: return {"limit_listens_per_connection", "--max-listens-per-connection"};
+    case Limit::H2Streams: return {"limit_h2_streams", "--h2-max-streams"};
+    case Limit::H2RapidReset: return {"limit_h2_rapid_reset", "HTTP/2 reset bucket"};
+    case Limit::H2Continuation: return {"limit_h2_continuation_flood", "HTTP/2 CONTINUATION bound"};
+    case Limit::H2SettingsFlood: return {"limit_h2_settings_flood", "HTTP/2 SETTINGS bucket"};
+    case Limit::H2PingFlood: return {"limit_h2_ping_flood", "HTTP/2 PING bucket"};
+    case Limit::H2PriorityFlood: return {"limit_h2_priority_flood", "HTTP/2 PRIORITY bucket"};
+    case Limit::H2HeaderList: return {"limit_h2_header_list", "--max-header-bytes"};
+    case Limit::H2ZeroWindow: return {"limit_h2_zero_window", "--write-timeout-ms"};
     case Limit::kCount: break;
   }
   return {"limit_unknown", ""};

@@ -33,6 +33,15 @@ enum class Limit : std::uint8_t {
   IdleSessions,           // in all
   IdleSessionsPerTenant,
   ListensPerConnection,
+  // HTTP/2 (http2/connection.h): a peer past one of these gets a GOAWAY naming it (a stream alone: RST_STREAM)
+  H2Streams,           // streams past SETTINGS_MAX_CONCURRENT_STREAMS (--h2-max-streams), refused
+  H2RapidReset,        // streams reset by the client faster than the bucket allows (CVE-2023-44487)
+  H2Continuation,      // CONTINUATION frames past nghttp2's bound for one header block
+  H2SettingsFlood,     // SETTINGS frames, or entries in one, past their bound
+  H2PingFlood,         // PING frames (or acks owed) past their bound
+  H2PriorityFlood,     // PRIORITY frames past their bound
+  H2HeaderList,        // a header list past --max-header-bytes once decoded (HPACK bomb), or one HPACK cannot decode
+  H2ZeroWindow,        // a stream whose flow-control window stayed shut past --write-timeout-ms with bytes waiting
   kCount
 };
 /** snake_case: the `limit` label of mcpfan_limit_hits_total. */

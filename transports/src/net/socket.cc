@@ -27,7 +27,7 @@ void Socket::guard(F&& f) noexcept {
     if (io_.callback_exceptions) io_.callback_exceptions->fetch_add(1, std::memory_order_relaxed);
   }
   try {
-    events_.on_failure(*this);
+    events_->on_failure(*this);
   } catch (...) {
     if (io_.callback_exceptions) io_.callback_exceptions->fetch_add(1, std::memory_order_relaxed);
   }
@@ -123,8 +123,8 @@ int Socket::read_start() {
         auto* s = static_cast<Socket*>(st->data);
         if (nread == 0) return;  // EAGAIN: nothing this time
         s->guard([&] {
-          if (nread < 0) s->events_.on_read_end(*s, static_cast<int>(nread));
-          else s->events_.on_data(*s, buf->base, static_cast<std::size_t>(nread));
+          if (nread < 0) s->events_->on_read_end(*s, static_cast<int>(nread));
+          else s->events_->on_data(*s, buf->base, static_cast<std::size_t>(nread));
         });
       });
 }
@@ -169,7 +169,7 @@ void Socket::bytes_written(uv_write_t* req, int status) {
   std::uint32_t tag = w->tag;
   delete w;
   s->write_completed();
-  s->guard([&] { s->events_.on_written(*s, tag, status); });
+  s->guard([&] { s->events_->on_written(*s, tag, status); });
 }
 
 Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::uint32_t tag) {
@@ -208,7 +208,7 @@ void Socket::batch_written(uv_write_t* req, int status) {
   std::uint32_t tag = reinterpret_cast<QueuedBatch*>(req)->tag;
   QueuedBatch::release(req);
   s->write_completed();
-  s->guard([&] { s->events_.on_written(*s, tag, status); });
+  s->guard([&] { s->events_->on_written(*s, tag, status); });
 }
 
 bool Socket::shutdown() {
@@ -226,7 +226,7 @@ bool Socket::issue_shutdown() {
   return uv_shutdown(&shutdown_req_, &handle_.stream, [](uv_shutdown_t* req, int status) {
            auto* s = static_cast<Socket*>(req->data);
            if (status == UV_ECANCELED || s->closing()) return;  // closed meanwhile
-           if (status < 0) s->guard([&] { s->events_.on_shutdown_failed(*s); });
+           if (status < 0) s->guard([&] { s->events_->on_shutdown_failed(*s); });
          }) == 0;
 }
 
@@ -248,7 +248,7 @@ void Socket::issue_close() {
   uv_close(&handle_.handle, [](uv_handle_t* h) {
     auto* s = static_cast<Socket*>(h->data);
     s->state_ = State::Closed;
-    s->guard([&] { s->events_.on_closed(*s); });
+    s->guard([&] { s->events_->on_closed(*s); });
   });
 }
 
@@ -276,12 +276,12 @@ void Socket::handed_over() {
         }
         if (rc != 0) {
           write_completed();
-          guard([&] { events_.on_written(*this, tag, rc); });
+          guard([&] { events_->on_written(*this, tag, rc); });
         }
         break;
       }
       case Deferred::Kind::Shutdown:
-        if (!closing() && !issue_shutdown()) guard([&] { events_.on_shutdown_failed(*this); });
+        if (!closing() && !issue_shutdown()) guard([&] { events_->on_shutdown_failed(*this); });
         break;
       case Deferred::Kind::Close:
         issue_close();

@@ -72,7 +72,7 @@ class Socket {
     Failed,  // the stream is broken: the connection closes
   };
 
-  Socket(LoopIo& io, SocketEvents& events) noexcept : io_(io), events_(events) {}
+  Socket(LoopIo& io, SocketEvents& events) noexcept : io_(io), events_(&events) {}
   ~Socket() = default;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -88,6 +88,12 @@ class Socket {
   [[nodiscard]] bool opened() const noexcept { return state_ != State::Unopened; }
   [[nodiscard]] bool closing() const noexcept { return state_ == State::Closing || state_ == State::Closed; }
   [[nodiscard]] uv_stream_t* stream() noexcept { return &handle_.stream; }
+  /**
+   * Hands the socket's events to another connection (an HTTP/1.1 connection that finds the
+   * HTTP/2 preface gives its socket to the HTTP/2 one). From the next event on, even one of
+   * the read being delivered now.
+   */
+  void set_events(SocketEvents& events) noexcept { events_ = &events; }
 
   // ---- TCP options (no-ops on other streams) ----
   /** Keep-alive probes every `keepalive_s` when idle, and TCP_USER_TIMEOUT for unacknowledged data. */
@@ -145,7 +151,7 @@ class Socket {
   static void batch_written(uv_write_t* req, int status);
 
   LoopIo& io_;
-  SocketEvents& events_;
+  SocketEvents* events_;
   union Handle {
     uv_handle_t handle;
     uv_stream_t stream;

@@ -186,6 +186,10 @@ constexpr CounterRow kRows[] = {
      "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate."},
     {"mcpfan_read_pauses_total", kCounter, counters("read_pauses"), per_worker<&WorkerStats::read_pauses>,
      "Times a client's connection stopped being read until its unread answers drained."},
+    {"mcpfan_h2_connections_open", kGauge, gauges("h2_connections"), per_worker<&WorkerStats::h2_connections>,
+     "Open connections speaking HTTP/2 (of mcpfan_connections_open)."},
+    {"mcpfan_h2_flushes_total", kCounter, counters("h2_flushes"), per_worker<&WorkerStats::h2_flushes>,
+     "Socket writes of HTTP/2 connections: one per connection per loop turn carries every stream's frames."},
     {"mcpfan_io_uring_workers", kGauge, top("io_uring_workers"), per_worker<&WorkerStats::sends, &SendRingStats::rings>,
      "Worker loops sending stream batches through io_uring (0: libuv writes, by --io-uring-entries 0 or a kernel "
      "that refused)."},

@@ -15,6 +15,7 @@ LoopContext::LoopContext(unsigned index, ServerState& state, std::function<Stats
       clients_(state.clients),
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
+      acceptors_(state.acceptors),
       snapshot_(std::move(snapshot)),
       publish_decoder_(PublishLimits{config_.mcp.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.mcp.max_uri_length, config_.mcp.max_uris_per_listen}),
@@ -27,6 +28,10 @@ LoopContext::LoopContext(unsigned index, ServerState& state, std::function<Stats
 }
 
 LoopContext::~LoopContext() = default;
+
+void LoopContext::hand_over_h2(std::unique_ptr<net::Socket> sock, bool operator_listener, std::string_view first) {
+  acceptors_.h2(*this, std::move(sock), operator_listener, first);
+}
 
 void LoopContext::link(Conn* c) noexcept {
   c->next_ = conns_;

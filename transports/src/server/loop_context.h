@@ -34,6 +34,7 @@ class SessionRegistry;
 class Limits;
 struct Publishers;
 struct ServerState;
+struct Acceptors;
 class Backplane;
 
 /** Counters a loop keeps beyond its shard's. Written by the loop, read by /metrics. */
@@ -43,6 +44,8 @@ struct WorkerStats {
   std::atomic<std::uint64_t> http_errors{0};  // 4xx/5xx answers
   std::atomic<std::uint64_t> callback_exceptions{0};  // caught at a libuv callback boundary
   std::atomic<std::uint64_t> read_pauses{0};  // reading stopped until a client's unread answers drain
+  std::atomic<std::int64_t> h2_connections{0};  // of `connections`: those speaking HTTP/2
+  std::atomic<std::uint64_t> h2_flushes{0};     // socket writes of HTTP/2 connections (one per connection per turn)
   std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
   std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
   proxy::UpstreamCounters upstream;                 // this loop's upstream pool (connections, retries)
@@ -114,6 +117,13 @@ class LoopContext {
   /** The backplane, or null (no --nats). Lives while the context does. */
   [[nodiscard]] Backplane* backplane() noexcept { return backplane_; }
 
+  /**
+   * Serves `sock` as HTTP/2 from now on: an HTTP/1.1 connection read the client preface, or TLS
+   * chose h2 by ALPN. `first`: the bytes read so far, not yet consumed. How is the composition
+   * root's (install_transports.cc), so that HTTP/1.1 names no HTTP/2 code.
+   */
+  void hand_over_h2(std::unique_ptr<net::Socket> sock, bool operator_listener, std::string_view first);
+
   // ---- the connections of the loop (each links itself when made, unlinks when freed) ----
   void link(Conn* c) noexcept;
   void unlink(Conn* c) noexcept;
@@ -138,6 +148,7 @@ class LoopContext {
   ClientCore& clients_;
   Publishers& publishers_;
   Backplane* backplane_;
+  const Acceptors& acceptors_;
   std::function<StatsSnapshot()> snapshot_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

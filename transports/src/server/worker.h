@@ -41,6 +41,9 @@ struct Acceptors {
    * closed and its on_end is left in `msg` for the caller to tell.
    */
   bool (*stdio)(LoopContext& ctx, ControlMsg& msg, std::string& err) = nullptr;
+  /** Serves a connection as HTTP/2 from now on (LoopContext::hand_over_h2). */
+  void (*h2)(LoopContext& ctx, std::unique_ptr<net::Socket> sock, bool operator_listener,
+             std::string_view first) = nullptr;
 };
 
 struct ControlMsg {

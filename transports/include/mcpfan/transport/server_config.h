@@ -171,9 +171,32 @@ struct UpstreamConfig {
   bool forward_subscribe = false;           // also send 2025 resources/(un)subscribe to the upstream
 };
 
+/**
+ * TLS on the listeners (docs/security.md "TLS"): TLS 1.2 and 1.3, ALPN h2 and http/1.1.
+ * Empty files: that listener is plaintext (and still takes HTTP/2 with prior knowledge).
+ */
+struct TlsConfig {
+  std::string cert_file;          // PEM chain for --listen
+  std::string key_file;           // its private key
+  std::string publish_cert_file;  // PEM chain for --publish-listen
+  std::string publish_key_file;
+  std::string client_ca_file;     // non-empty: clients may present a certificate signed by these (publishers)
+  std::uint64_t handshake_timeout_ms = 10000;  // a handshake not done by then closes the connection (counted)
+  std::uint64_t ticket_rotate_s = 3600;        // session-ticket key rotation; the previous key still resumes
+};
+
+/** HTTP/2 on the listeners (over TLS by ALPN, or cleartext with prior knowledge). */
+struct Http2Config {
+  bool off = false;                            // HTTP/1.1 only: no ALPN h2, and the h2c preface is a 400
+  std::uint32_t max_concurrent_streams = 1000; // SETTINGS_MAX_CONCURRENT_STREAMS: listens one connection may hold
+  std::uint32_t initial_window = 1u << 20;     // SETTINGS_INITIAL_WINDOW_SIZE for request bodies
+};
+
 struct ServerConfig {
   ListenConfig listen;
   HttpConfig http;
+  Http2Config http2;
+  TlsConfig tls;
   McpConfig mcp;
   TenantsConfig tenants;
   AuthConfig auth;

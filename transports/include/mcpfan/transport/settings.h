@@ -282,6 +282,16 @@ void for_each_setting(Config& c, Visit&& v) {
   v(ranged("--max-listens-per-connection", "mcp.max_listens_per_connection", 1, 1'000'000,
            "subscriptions/listen one stdio client may hold open at once"),
     c.mcp.max_listens_per_connection);
+  // HTTP/2 (docs/operations.md "TLS and HTTP/2").
+  v(plain("--no-h2", "http2.off", "speak HTTP/1.1 only: no ALPN h2 over TLS, no HTTP/2 with prior knowledge"),
+    c.http2.off);
+  v(ranged("--h2-max-streams", "http2.max_concurrent_streams", 1, 1'000'000,
+           "SETTINGS_MAX_CONCURRENT_STREAMS: streams (listens) one HTTP/2 connection may hold open; more are refused"),
+    c.http2.max_concurrent_streams);
+  v(ranged("--h2-initial-window", "http2.initial_window", 65535, 2147483647,
+           "SETTINGS_INITIAL_WINDOW_SIZE: bytes of request body a client may send on a stream before its window is "
+           "opened again"),
+    c.http2.initial_window);
   v(ranged("--max-tenants", "tenants.max_tenants", 1, kMaxTenants, "distinct tenants with clients; more are refused",
            kParsed),
     c.tenants.max_tenants);
