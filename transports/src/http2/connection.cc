@@ -148,9 +148,15 @@ struct H2Callbacks {
     return 0;
   }
 
-  static int invalid_frame(nghttp2_session*, const nghttp2_frame*, int lib_error, void* user) {
+  static int invalid_frame(nghttp2_session*, const nghttp2_frame* f, int lib_error, void* user) {
     Http2Conn& c = conn(user);
-    if (lib_error == NGHTTP2_ERR_REFUSED_STREAM) {
+    // Past the limit the client acknowledged, nghttp2 ends the connection itself (GOAWAY
+    // PROTOCOL_ERROR "request HEADERS: max concurrent streams exceeded"); before the
+    // acknowledgement, it refuses the stream alone.
+    if (lib_error == NGHTTP2_ERR_PROTO && f->hd.type == NGHTTP2_HEADERS &&
+        c.streams_.size() >= c.w_.config().http2.max_concurrent_streams) {
+      c.hit(Limit::H2Streams);
+    } else if (lib_error == NGHTTP2_ERR_REFUSED_STREAM) {
       c.hit(Limit::H2Streams);
       if (++c.refused_streams_ > kMaxRefusedStreams) {
         c.go_away(NGHTTP2_ENHANCE_YOUR_CALM, Limit::H2Streams, "streams past SETTINGS_MAX_CONCURRENT_STREAMS");
