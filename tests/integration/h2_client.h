@@ -55,6 +55,10 @@ class H2Client {
   void Reset(std::int32_t id);
   /** Gives `bytes` of window back to stream `id` and the connection (manual_window). */
   void Consume(std::int32_t id, std::size_t bytes);
+  /** One raw frame: the 9-byte header and `payload`. */
+  static std::string Frame(std::uint8_t type, std::uint8_t flags, std::int32_t stream, std::string_view payload);
+  /** A request head block (HPACK, nothing indexed into the dynamic table): GET `path` over http. */
+  static std::string GetBlock(std::string_view path);
   /** Writes bytes as they are, behind what nghttp2 has queued. */
   bool SendRaw(std::string_view bytes);
 
@@ -74,6 +78,8 @@ class H2Client {
   static int on_close(nghttp2_session*, std::int32_t, std::uint32_t, void*);
   static int on_frame(nghttp2_session*, const nghttp2_frame*, void*);
   bool Flush();
+  /** Reads the frames' headers itself: a GOAWAY is seen even where nghttp2 gave up on the session. */
+  void ScanFrames(std::string_view bytes);
 
   Options opt_;
   Conn conn_;
@@ -86,6 +92,8 @@ class H2Client {
   std::uint32_t goaway_code_ = 0;
   std::string goaway_reason_;
   std::size_t data_frames_ = 0;
+  std::string raw_;  // received bytes not yet scanned (a frame cut by a read)
+  bool session_failed_ = false;
 };
 
 }  // namespace itest

@@ -151,17 +151,8 @@ TEST(Http2, StreamsPastTheLimitEndTheConnectionAndAreCounted) {
   }));
   // nghttp2's client keeps to the limit itself; a raw HEADERS goes past it.
   std::int32_t extra = ids.back() + 2;
-  std::string block = std::string("\x82\x84\x86", 3) +
-                      "\x01\x09"
-                      "127.0.0.1";  // GET / http, :authority
-  std::string frame;
-  frame += static_cast<char>(0);
-  frame += static_cast<char>(0);
-  frame += static_cast<char>(block.size());
-  frame += static_cast<char>(NGHTTP2_HEADERS);
-  frame += static_cast<char>(NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM);
-  for (int shift : {24, 16, 8, 0}) frame += static_cast<char>((extra >> shift) & 0xff);
-  frame += block;
+  std::string frame = H2Client::Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, extra,
+                                      H2Client::GetBlock("/livez"));
   ASSERT_TRUE(c.SendRaw(frame));
   // Past a limit it acknowledged the client broke the protocol: nghttp2 ends the connection
   // (RFC 9113 §5.1.2 allows a stream error; nghttp2 makes it a connection error), naming why.

@@ -28,8 +28,10 @@ constexpr double kPriorityBurst = 1000, kPriorityRate = 200;
 // lists or refused streams, GOAWAY.
 constexpr unsigned kMaxHeaderRefusals = 16;
 constexpr unsigned kMaxRefusedStreams = 100;
-// A connection that said GOAWAY closes once it is written, or after this whatever the peer does.
+// A connection that said GOAWAY reads (and drops) what still comes until the peer's EOF, for at
+// most this long and this much, then closes.
 constexpr std::uint64_t kGoAwayLingerMs = 5000;
+constexpr std::size_t kLingerMaxBytes = 16u << 20;
 
 enum WriteTag : std::uint32_t { kFrames, kLastFrames };
 
@@ -137,13 +139,18 @@ struct H2Callbacks {
           c.go_away(NGHTTP2_ENHANCE_YOUR_CALM, Limit::H2SettingsFlood, "SETTINGS flood");
         }
         break;
-      case NGHTTP2_PRIORITY:
-        if (!c.priorities_.take(now, kPriorityBurst, kPriorityRate)) {
-          c.go_away(NGHTTP2_ENHANCE_YOUR_CALM, Limit::H2PriorityFlood, "PRIORITY flood");
-        }
-        break;
       default:
         break;
+    }
+    return 0;
+  }
+
+  // Every frame's header, before nghttp2 decides what to do with it: PRIORITY frames are
+  // ignored without RFC 7540 priorities (no callback after this one), yet each costs a parse.
+  static int begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+    Http2Conn& c = conn(user);
+    if (hd->type == NGHTTP2_PRIORITY && !c.priorities_.take(uv_now(c.w_.loop()), kPriorityBurst, kPriorityRate)) {
+      c.go_away(NGHTTP2_ENHANCE_YOUR_CALM, Limit::H2PriorityFlood, "PRIORITY flood");
     }
     return 0;
   }
@@ -162,6 +169,17 @@ struct H2Callbacks {
         c.go_away(NGHTTP2_ENHANCE_YOUR_CALM, Limit::H2Streams, "streams past SETTINGS_MAX_CONCURRENT_STREAMS");
       }
     }
+    return 0;
+  }
+
+  static int frame_sent(nghttp2_session*, const nghttp2_frame* f, void* user) {
+    Http2Conn& c = conn(user);
+    // Ours (go_away) are marked already; a shutdown notice (NO_ERROR) ends nothing.
+    if (f->hd.type != NGHTTP2_GOAWAY || c.going_away_ || f->goaway.error_code == NGHTTP2_NO_ERROR) return 0;
+    // nghttp2 ended the connection itself (a broken header block, a flood it caught first).
+    c.going_away_ = true;
+    c.goaway_ms_ = uv_now(c.w_.loop());
+    if (f->goaway.error_code == NGHTTP2_COMPRESSION_ERROR) c.hit(Limit::H2HeaderList);
     return 0;
   }
 
@@ -188,8 +206,10 @@ struct H2Callbacks {
       nghttp2_session_callbacks_set_on_header_callback(t, header);
       nghttp2_session_callbacks_set_on_data_chunk_recv_callback(t, data_chunk);
       nghttp2_session_callbacks_set_on_frame_recv_callback(t, frame_recv);
+      nghttp2_session_callbacks_set_on_begin_frame_callback(t, begin_frame);
       nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(t, invalid_frame);
       nghttp2_session_callbacks_set_on_stream_close_callback(t, stream_close);
+      nghttp2_session_callbacks_set_on_frame_send_callback(t, frame_sent);
       return t;
     }();
     return cbs;
@@ -256,7 +276,14 @@ void Http2Conn::start(std::string_view first) {
 }
 
 void Http2Conn::receive(const char* data, std::size_t len) {
-  if (closing_ || going_away_) return;
+  if (closing_) return;
+  if (going_away_) {
+    // Read and dropped until the peer's EOF: closing with unread input would reset the
+    // connection, and the peer would lose the GOAWAY that says why (a lingering close).
+    discarded_ += len;
+    if (discarded_ > kLingerMaxBytes) close();
+    return;
+  }
   ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(data), len);
   if (rv < 0) return failed(static_cast<int>(rv));
   free_closed();
@@ -295,7 +322,6 @@ void Http2Conn::go_away(std::uint32_t error_code, std::optional<Limit> why, std:
   // The streams begun are answered no more: GOAWAY names the last one processed.
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_), error_code,
                         reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size());
-  sock_->read_stop();
   want_flush();
 }
 
@@ -358,7 +384,12 @@ void Http2Conn::free_closed() {
 }
 
 void Http2Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
-  if (status < 0 || tag == kLastFrames) return close();
+  if (status < 0) return close();
+  if (tag == kLastFrames) {
+    // The GOAWAY is out: the write side ends, and the peer's EOF (or the sweep) closes.
+    if (!sock_->shutdown()) close();
+    return;
+  }
   if (sock_->queued_bytes() <= kFlushPauseBytes && nghttp2_session_want_write(session_)) want_flush();
   for (auto& [id, s] : streams_) {
     (void)id;

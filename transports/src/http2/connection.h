@@ -113,6 +113,7 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   std::size_t body_bytes_ = 0;  // request bodies buffered by its streams, bounded as one
   std::uint64_t idle_since_ms_ = 0;  // no open stream since then (0: some are open)
   std::uint64_t goaway_ms_ = 0;
+  std::size_t discarded_ = 0;  // read after the GOAWAY and dropped
   Bucket resets_, pings_, settings_, priorities_;
   unsigned header_refusals_ = 0;
   unsigned refused_streams_ = 0;
