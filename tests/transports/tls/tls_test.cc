@@ -169,8 +169,11 @@ class TlsTest : public ::testing::Test {
     EXPECT_TRUE(sess && SSL_SESSION_is_resumable(sess));
     return sess;
   }
-  static bool resumes(ServerContext& server, ClientContext& client, SSL_SESSION* sess) {
-    auto p = connect(server, client, "localhost", [&](SSL* s) { SSL_set_session(s, sess); });
+  static bool resumes(ServerContext& server, ClientContext& client, SSL_SESSION* sess, int max_version = 0) {
+    auto p = connect(server, client, "localhost", [&](SSL* s) {
+      SSL_set_session(s, sess);
+      if (max_version) SSL_set_max_proto_version(s, max_version);
+    });
     EXPECT_TRUE(p->pump()) << p->client->error() << " / " << p->server->error();
     EXPECT_EQ(p->client->resumed(), p->server->resumed());
     return p->server->resumed();
@@ -213,7 +216,7 @@ TEST_F(TlsTest, AlpnHttp11AndNone) {
   EXPECT_EQ(p->server->alpn(), "http/1.1");
 
   // Offering only unknown protocols is not a failure: no ALPN, spoken to as HTTP/1.1.
-  static constexpr unsigned char kOther[] = "\x06spdy/3\x03foo";
+  static constexpr unsigned char kOther[] = "\x06spdy/3\x03" "foo";
   p = connect(*server, *h2_client, "localhost", [](SSL* s) { SSL_set_alpn_protos(s, kOther, sizeof kOther - 1); });
   ASSERT_TRUE(p->pump()) << p->client->error() << " / " << p->server->error();
   EXPECT_EQ(p->server->alpn(), "");
@@ -296,7 +299,7 @@ TEST_F(TlsTest, ResumesWithTls13AndTls12Tickets) {
   auto client = client_ctx();
   for (int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
     SSL_SESSION* sess = session_of(*server, *client, version);
-    EXPECT_TRUE(resumes(*server, *client, sess)) << version;
+    EXPECT_TRUE(resumes(*server, *client, sess, version)) << version;
     SSL_SESSION_free(sess);
   }
   EXPECT_EQ(server->counters().resumed.load(), 2u);
@@ -346,7 +349,7 @@ TEST_F(TlsTest, ReloadKeepsTheOldCertificateOnABadKey) {
   std::string err;
   EXPECT_FALSE(server->reload(err));
   EXPECT_NE(err.find(s.key_file), std::string::npos) << err;
-  EXPECT_NE(err.find("does not match"), std::string::npos) << err;
+  EXPECT_NE(err.find("key values mismatch"), std::string::npos) << err;
   EXPECT_EQ(server->counters().reload_failures.load(), 1u);
   auto p = connect(*server, *client, "localhost");
   ASSERT_TRUE(p->pump());
@@ -374,7 +377,7 @@ TEST_F(TlsTest, LoadNamesTheFileAndTheReason) {
   s = server_settings();
   s.key_file = certs_->mismatched_key;
   EXPECT_EQ(ServerContext::load(s, err), nullptr);
-  EXPECT_NE(err.find("does not match"), std::string::npos) << err;
+  EXPECT_NE(err.find(certs_->mismatched_key), std::string::npos) << err;
   EXPECT_NE(err.find("key values mismatch"), std::string::npos) << err;  // OpenSSL's reason
   EXPECT_EQ(ClientContext::load(ClientSettings{dir_->path() + "/absent-ca.pem"}, err), nullptr);
   EXPECT_NE(err.find("absent-ca.pem"), std::string::npos) << err;

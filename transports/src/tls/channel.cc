@@ -83,7 +83,13 @@ Channel::Channel(SSL* ssl) : ssl_(ssl), server_(SSL_is_server(ssl) == 1) {
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: SSL_set_bio takes the one reference once
 }
 
-Channel::~Channel() { SSL_free(ssl_); }
+Channel::~Channel() {
+  // SSL_free on a connection that sent no close_notify marks its session not resumable, and a client's saved
+  // session is that same object: an upstream closed for idleness would lose its resumption. Only a fatal error
+  // should (OpenSSL has already dropped the session then).
+  if (!failed_) SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
+  SSL_free(ssl_);
+}
 
 Channel::Status Channel::fail(const char* what, int ret) {
   int code = SSL_get_error(ssl_, ret);
