@@ -19,7 +19,9 @@ bool openssl_in(TestCerts& certs, const std::string& args) {
   return false;
 }
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 bool new_key(TestCerts& certs, const std::string& name) {
   return openssl_in(certs, "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out " + name);
@@ -29,8 +31,10 @@ bool new_key(TestCerts& certs, const std::string& name) {
 bool ca_signed(TestCerts& certs, const std::string& base, const std::string& cn, const std::string& ext) {
   return new_key(certs, base + ".key") &&
          openssl_in(certs, "req -new -key " + base + ".key -subj /CN=" + cn + " -out " + base + ".csr") &&
-         openssl_in(certs, "x509 -req -in " + base + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 "
-                           "-sha256 -extfile ext.cnf -extensions " + ext + " -out " + base + ".pem");
+         openssl_in(certs, "x509 -req -in " + base +
+                               ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 "
+                               "-sha256 -extfile ext.cnf -extensions " +
+                               ext + " -out " + base + ".pem");
 }
 
 }  // namespace
@@ -60,19 +64,20 @@ TestCerts make_test_certs(const std::string& dir) {
              "policy = any\nunique_subject = no\n"
              "[any]\ncommonName = supplied\n");
   write_text(at("index.txt"), "");
-  bool ok = new_key(c, "ca.key") &&
-            openssl_in(c, "req -new -key ca.key -subj '/CN=mcpfan test CA' -out ca.csr") &&
-            openssl_in(c, "x509 -req -in ca.csr -signkey ca.key -days 3650 -sha256 -extfile ext.cnf "
-                          "-extensions ca_ext -out ca.pem") &&
+  bool ok = new_key(c, "ca.key") && openssl_in(c, "req -new -key ca.key -subj '/CN=mcpfan test CA' -out ca.csr") &&
+            openssl_in(c,
+                       "x509 -req -in ca.csr -signkey ca.key -days 3650 -sha256 -extfile ext.cnf "
+                       "-extensions ca_ext -out ca.pem") &&
             ca_signed(c, "server", "mcpfan-test-server", "server") &&
             ca_signed(c, "server2", "mcpfan-test-server-2", "server") &&
             ca_signed(c, "client", "mcpfan-test-client", "client") && new_key(c, "rogue.key") &&
             openssl_in(c, "req -new -x509 -key rogue.key -subj /CN=mcpfan-rogue-client -days 3650 -out rogue.pem") &&
             new_key(c, "expired.key") &&
             openssl_in(c, "req -new -key expired.key -subj /CN=mcpfan-expired -out expired.csr") &&
-            openssl_in(c, "ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr -out expired.pem "
-                          "-startdate 20200101000000Z -enddate 20200102000000Z -extfile ext.cnf -extensions server "
-                          "-notext") &&
+            openssl_in(c,
+                       "ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr -out expired.pem "
+                       "-startdate 20200101000000Z -enddate 20200102000000Z -extfile ext.cnf -extensions server "
+                       "-notext") &&
             new_key(c, "mismatched.key");
   if (!ok) return c;
   c.ok = true;

@@ -216,8 +216,8 @@ TEST_F(TlsTest, AlpnHttp11AndNone) {
   EXPECT_EQ(p->server->alpn(), "http/1.1");
 
   // Offering only unknown protocols is not a failure: no ALPN, spoken to as HTTP/1.1.
-  static constexpr unsigned char kOther[] = "\x06spdy/3\x03" "foo";
-  p = connect(*server, *h2_client, "localhost", [](SSL* s) { SSL_set_alpn_protos(s, kOther, sizeof kOther - 1); });
+  static constexpr unsigned char kOther[] = {6, 's', 'p', 'd', 'y', '/', '3', 3, 'f', 'o', 'o'};
+  p = connect(*server, *h2_client, "localhost", [](SSL* s) { SSL_set_alpn_protos(s, kOther, sizeof kOther); });
   ASSERT_TRUE(p->pump()) << p->client->error() << " / " << p->server->error();
   EXPECT_EQ(p->server->alpn(), "");
   EXPECT_EQ(p->client->alpn(), "");
@@ -515,7 +515,10 @@ TEST_F(TlsTest, IdleConnectionMemory) {
     std::printf("[ idle TLS server connection, %s ] %lld bytes (OpenSSL allocations + sizeof(Channel) %zu)\n", what,
                 idle, sizeof(Channel));
     RecordProperty(what, std::to_string(idle));
-    EXPECT_LT(idle, 16 * 1024);  // no record buffer kept: those alone are ~34 KiB
+    // Measured with OpenSSL 3.0: ~13.7 KB, of which the SSL struct is 7.6 KB, the two AES-GCM contexts 1.9 KB, the
+    // session 0.9 KB; a client certificate adds ~7.4 KB (the parsed X509 the session keeps). Not kept: the record
+    // buffers (~34 KB together, released by SSL_MODE_RELEASE_BUFFERS) and any copy of the bytes fed or made.
+    EXPECT_LT(idle, (client_cert ? 24 : 16) * 1024);
     server_side.reset();
     EXPECT_EQ(g_live.load(), before);
   };

@@ -37,7 +37,9 @@ int bio_write(BIO* b, const char* buf, int len) {
   return len;
 }
 
-long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+long bio_ctrl(BIO*, int cmd, long, void*) {
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
 
 int bio_create(BIO* b) {
   BIO_set_init(b, 1);
@@ -94,11 +96,11 @@ Channel::~Channel() {
 Channel::Status Channel::fail(const char* what, int ret) {
   int code = SSL_get_error(ssl_, ret);
   std::string reason = drain_errors();
-  if (reason.empty() && !server_ && SSL_get_verify_result(ssl_) != X509_V_OK)
-    reason = "certificate verify failed";
+  if (reason.empty() && !server_ && SSL_get_verify_result(ssl_) != X509_V_OK) reason = "certificate verify failed";
   if (!server_ && SSL_get_verify_result(ssl_) != X509_V_OK)
     reason += std::string(" (") + X509_verify_cert_error_string(SSL_get_verify_result(ssl_)) + ")";
-  if (reason.empty()) reason = code == SSL_ERROR_SYSCALL ? "unexpected end of stream" : "SSL error " + std::to_string(code);
+  if (reason.empty())
+    reason = code == SSL_ERROR_SYSCALL ? "unexpected end of stream" : "SSL error " + std::to_string(code);
   error_ = std::string(what) + ": " + reason;
   if (server_ && !handshake_done_) {
     if (TlsCounters* c = server_counters(ssl_)) c->handshake_failures.fetch_add(1, std::memory_order_relaxed);
@@ -252,7 +254,9 @@ std::string_view Channel::alpn() const {
   return p ? std::string_view(reinterpret_cast<const char*>(p), n) : std::string_view();
 }
 
-bool Channel::resumed() const { return SSL_session_reused(ssl_) == 1; }
+bool Channel::resumed() const {
+  return SSL_session_reused(ssl_) == 1;
+}
 
 std::string Channel::client_cert_subject() const {
   if (!client_cert_verified_) return {};

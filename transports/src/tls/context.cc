@@ -13,7 +13,8 @@
 namespace mcpfan::detail::tls {
 
 struct ServerShared {
-  explicit ServerShared(const ServerSettings& s) : settings(s), tickets(s.ticket_rotate_s, counters.ticket_key_rotations) {}
+  explicit ServerShared(const ServerSettings& s)
+      : settings(s), tickets(s.ticket_rotate_s, counters.ticket_key_rotations) {}
   ServerSettings settings;
   TlsCounters counters;
   TicketKeys tickets;
@@ -82,7 +83,9 @@ int alpn_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen, const un
 
 // A client certificate is requested, not required: one that fails verification does not fail the handshake, and
 // the connection is then simply not authenticated by it (SSL_get_verify_result keeps the failure).
-int accept_any_client_cert(int, X509_STORE_CTX*) { return 1; }
+int accept_any_client_cert(int, X509_STORE_CTX*) {
+  return 1;
+}
 
 // TLS 1.2 ciphers (1.3's defaults are all fine): forward-secret AEADs only, as Mozilla's "intermediate".
 constexpr const char* kCiphers12 =
@@ -162,7 +165,9 @@ TlsCounters* server_counters(const SSL* ssl) {
 ServerContext::ServerContext(std::shared_ptr<ServerShared> shared, SSL_CTX* ctx)
     : shared_(std::move(shared)), ctx_(ctx) {}
 
-ServerContext::~ServerContext() { SSL_CTX_free(ctx_); }
+ServerContext::~ServerContext() {
+  SSL_CTX_free(ctx_);
+}
 
 std::shared_ptr<ServerContext> ServerContext::load(const ServerSettings& settings, std::string& err) {
   auto shared = std::make_shared<ServerShared>(settings);
@@ -200,11 +205,19 @@ SSL* ServerContext::new_ssl() {
   return ssl;
 }
 
-TlsCounters& ServerContext::counters() { return shared_->counters; }
-const ServerSettings& ServerContext::settings() const { return shared_->settings; }
-void ServerContext::rotate_ticket_key_for_test() { shared_->tickets.rotate_now(); }
+TlsCounters& ServerContext::counters() {
+  return shared_->counters;
+}
+const ServerSettings& ServerContext::settings() const {
+  return shared_->settings;
+}
+void ServerContext::rotate_ticket_key_for_test() {
+  shared_->tickets.rotate_now();
+}
 
-ClientContext::~ClientContext() { SSL_CTX_free(ctx_); }
+ClientContext::~ClientContext() {
+  SSL_CTX_free(ctx_);
+}
 
 std::shared_ptr<ClientContext> ClientContext::load(const ClientSettings& settings, std::string& err) {
   ERR_clear_error();
@@ -229,8 +242,8 @@ SSL* ClientContext::new_ssl(const std::string& host) {
     return nullptr;
   }
   SSL_set_connect_state(ssl);
-  std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
-                                                                                 : host;
+  std::string bare =
+      host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
   unsigned char addr[16];
   bool ip = inet_pton(AF_INET, bare.c_str(), addr) == 1 || inet_pton(AF_INET6, bare.c_str(), addr) == 1;
   bool ok;
@@ -243,8 +256,9 @@ SSL* ClientContext::new_ssl(const std::string& host) {
   static constexpr unsigned char kH2[] = "\x02h2\x08http/1.1";
   static constexpr unsigned char kHttp11[] = "\x08http/1.1";
   // SSL_set_alpn_protos returns 0 on success.
-  if (ok) ok = offer_h2_ ? SSL_set_alpn_protos(ssl, kH2, sizeof kH2 - 1) == 0
-                         : SSL_set_alpn_protos(ssl, kHttp11, sizeof kHttp11 - 1) == 0;
+  if (ok)
+    ok = offer_h2_ ? SSL_set_alpn_protos(ssl, kH2, sizeof kH2 - 1) == 0
+                   : SSL_set_alpn_protos(ssl, kHttp11, sizeof kHttp11 - 1) == 0;
   if (!ok) {
     drain_errors();
     SSL_free(ssl);

@@ -68,7 +68,7 @@ class ServerContext {
 };
 
 struct ClientSettings {
-  std::string ca_file;  // empty: the system's roots (SSL_CTX_set_default_verify_paths)
+  std::string ca_file;    // empty: the system's roots (SSL_CTX_set_default_verify_paths)
   bool offer_h2 = false;  // ALPN offers "h2" before "http/1.1"; false: "http/1.1" only
 };
 
