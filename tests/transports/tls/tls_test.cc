@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -366,6 +367,27 @@ TEST_F(TlsTest, ReloadKeepsTheOldCertificateOnABadKey) {
   open->client->encrypt("still here", open->to_server);
   ASSERT_TRUE(open->pump());
   EXPECT_EQ(open->server_got, "still here");
+}
+
+// Workers make SSLs while a reload swaps the SSL_CTX: every handshake completes on one certificate or the other.
+TEST_F(TlsTest, HandshakesOnSeveralThreadsDuringReloads) {
+  auto server = server_ctx(server_settings());
+  auto client = client_ctx();
+  std::atomic<int> ok{0};
+  auto worker = [&] {
+    for (int i = 0; i < 20; ++i) {
+      auto p = connect(*server, *client, "localhost");
+      if (p->pump()) ok.fetch_add(1);
+    }
+  };
+  std::thread a(worker), b(worker);
+  std::string err;
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(server->reload(err)) << err;
+  a.join();
+  b.join();
+  EXPECT_EQ(ok.load(), 40);
+  EXPECT_EQ(server->counters().handshakes.load(), 40u);
+  EXPECT_EQ(server->counters().reloads.load(), 20u);
 }
 
 TEST_F(TlsTest, LoadNamesTheFileAndTheReason) {

@@ -4,88 +4,44 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
-#include <memory>
 
 namespace mcpfan::detail::tls {
 
 namespace {
 
-// The BIO over Channel::Io: reads what feed() was given, appends writes to the caller's string. "Empty" is a
-// retry, never EOF: the end of the stream is the socket's business, not this room's.
-int bio_read(BIO* b, char* buf, int len) {
-  auto* io = static_cast<Channel::Io*>(BIO_get_data(b));
-  BIO_clear_retry_flags(b);
-  if (io->in_len == 0) {
-    BIO_set_retry_read(b);
-    return -1;
-  }
-  std::size_t n = std::min<std::size_t>(io->in_len, static_cast<std::size_t>(len));
-  std::copy_n(io->in, n, buf);
-  io->in += n;
-  io->in_len -= n;
-  return static_cast<int>(n);
-}
-
-int bio_write(BIO* b, const char* buf, int len) {
-  auto* io = static_cast<Channel::Io*>(BIO_get_data(b));
-  BIO_clear_retry_flags(b);
-  if (!io->out) {  // not inside a call of the Channel's: cannot happen, but never lose bytes silently
-    BIO_set_retry_write(b);
-    return -1;
-  }
-  io->out->append(buf, static_cast<std::size_t>(len));
-  return len;
-}
-
-long bio_ctrl(BIO*, int cmd, long, void*) {
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-int bio_create(BIO* b) {
-  BIO_set_init(b, 1);
-  return 1;
-}
-
-BIO_METHOD* bio_method() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "mcpfan tls channel");
-    BIO_meth_set_write(m, bio_write);
-    BIO_meth_set_read(m, bio_read);
-    BIO_meth_set_ctrl(m, bio_ctrl);
-    BIO_meth_set_create(m, bio_create);
-    return m;
-  }();
-  return method;
-}
-
 // encrypt() and close_notify() may run inside feed() (on_plain answering at once, or the handshake flushing what
 // waited for it): they write through the BIO, and feed's unread input must still be there after them.
 class OutputScope {
  public:
-  OutputScope(Channel::Io& io, std::string& out) : io_(io), saved_(io) { io_.out = &out; }
+  OutputScope(CallerIo& io, std::string& out) : io_(io), saved_(io) { io_.out = &out; }
   ~OutputScope() { io_ = saved_; }
   OutputScope(const OutputScope&) = delete;
   OutputScope& operator=(const OutputScope&) = delete;
 
  private:
-  Channel::Io& io_;
-  Channel::Io saved_;
+  CallerIo& io_;
+  CallerIo saved_;
 };
 
 }  // namespace
 
-Channel::Channel(SSL* ssl) : ssl_(ssl), server_(SSL_is_server(ssl) == 1) {
-  BIO* bio = BIO_new(bio_method());
+Channel::Channel(SSL* ssl) : ssl_(ssl), server_(ssl && SSL_is_server(ssl) == 1) {
+  if (!ssl_) {  // new_ssl() out of memory: a channel that fails every call rather than a crash
+    failed_ = true;
+    error_ = "no SSL object";
+    return;
+  }
+  BIO* bio = new_caller_bio(&io_);
   if (!bio) {
     failed_ = true;
     error_ = "BIO_new: " + drain_errors();
     return;
   }
-  BIO_set_data(bio, &io_);
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: SSL_set_bio takes the one reference once
 }
 
 Channel::~Channel() {
+  if (!ssl_) return;
   // SSL_free on a connection that sent no close_notify marks its session not resumable, and a client's saved
   // session is that same object: an upstream closed for idleness would lose its resumption. Only a fatal error
   // should (OpenSSL has already dropped the session then).
@@ -250,12 +206,12 @@ void Channel::close_notify(std::string& to_send) {
 std::string_view Channel::alpn() const {
   const unsigned char* p = nullptr;
   unsigned int n = 0;
-  SSL_get0_alpn_selected(ssl_, &p, &n);
+  if (ssl_) SSL_get0_alpn_selected(ssl_, &p, &n);
   return p ? std::string_view(reinterpret_cast<const char*>(p), n) : std::string_view();
 }
 
 bool Channel::resumed() const {
-  return SSL_session_reused(ssl_) == 1;
+  return ssl_ && SSL_session_reused(ssl_) == 1;
 }
 
 std::string Channel::client_cert_subject() const {

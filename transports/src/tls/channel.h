@@ -3,13 +3,13 @@
 // ciphertext in, plaintext out; plaintext in, ciphertext out. It never blocks and never does
 // I/O: its owner (a net::Socket) reads and writes, and hands the bytes through here.
 //
-// The SSL's BIOs are not OpenSSL's memory BIOs but one BIO of ours that reads straight from
-// the bytes given to feed() and appends straight to the caller's `to_send`. A memory BIO
-// keeps the largest buffer it ever held (a whole read of the loop's read buffer, a whole
-// encrypted batch) for the life of the connection; this one holds nothing between calls, so
-// an idle connection costs only the SSL, its session and the one BIO (SSL_MODE_RELEASE_BUFFERS
-// frees the record buffers). OpenSSL keeps a partial record itself, so input is always
-// consumed whole.
+// The SSL's BIOs are not OpenSSL's memory BIOs but one BIO of ours (tls/caller_bio.h) that
+// reads straight from the bytes given to feed() and appends straight to the caller's
+// `to_send`. A memory BIO keeps the largest buffer it ever held (a whole read of the loop's
+// read buffer, a whole encrypted batch) for the life of the connection: ~167 KB for an idle
+// server connection after 64 KiB each way, against ~13.7 KB here (the SSL, its session, the
+// BIO; SSL_MODE_RELEASE_BUFFERS frees the record buffers). OpenSSL keeps a partial record
+// itself, so input is always consumed whole.
 //
 // Thread affinity: loop-affine (its connection's loop). Lifetime: owned by its connection;
 // owns its SSL, which keeps its SSL_CTX (and that the context's shared state) alive.
@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "tls/caller_bio.h"
 #include "tls/context.h"
 
 namespace mcpfan::detail::tls {
@@ -71,13 +72,6 @@ class Channel {
 
   static constexpr std::size_t kMaxBufferedPlain = 256 * 1024;
 
-  // What the BIO reads from and appends to; set only for the duration of one call.
-  struct Io {
-    const char* in = nullptr;
-    std::size_t in_len = 0;
-    std::string* out = nullptr;
-  };
-
  private:
   Status handshake(std::string& to_send);
   Status read_plain(const std::function<void(const char*, std::size_t)>& on_plain);
@@ -86,7 +80,7 @@ class Channel {
   void on_handshake_done();
 
   SSL* ssl_;
-  Io io_;
+  CallerIo io_;
   std::string pending_;
   std::string error_;
   bool server_;

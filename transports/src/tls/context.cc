@@ -1,13 +1,13 @@
 #include "tls/context.h"
 
-#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include <cstring>
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
+#include "tls/base_ctx.h"
 #include "tls/ticket_keys.h"
 
 namespace mcpfan::detail::tls {
@@ -33,6 +33,35 @@ std::string drain_errors() {
     }
   }
   return out;
+}
+
+// TLS 1.2 ciphers (1.3's defaults are all fine): forward-secret AEADs only, as Mozilla's "intermediate".
+constexpr const char* kCiphers12 =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+bool set_error(std::string& err, const std::string& what) {
+  std::string reason = drain_errors();
+  err = reason.empty() ? what : what + ": " + reason;
+  return false;
+}
+
+SSL_CTX* new_base_ctx(const SSL_METHOD* method, std::string& err) {
+  SSL_CTX* ctx = SSL_CTX_new(method);
+  if (!ctx) {
+    set_error(err, "SSL_CTX_new");
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // Idle connections drop their read and write buffers (about 34 KiB together otherwise).
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_set_cipher_list(ctx, kCiphers12) != 1) {
+    set_error(err, "cipher list");
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
 }
 
 namespace {
@@ -87,56 +116,27 @@ int accept_any_client_cert(int, X509_STORE_CTX*) {
   return 1;
 }
 
-// TLS 1.2 ciphers (1.3's defaults are all fine): forward-secret AEADs only, as Mozilla's "intermediate".
-constexpr const char* kCiphers12 =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
-    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-
-bool fail(std::string& err, const std::string& what) {
-  std::string reason = drain_errors();
-  err = reason.empty() ? what : what + ": " + reason;
-  return false;
-}
-
-SSL_CTX* common_ctx(const SSL_METHOD* method, std::string& err) {
-  SSL_CTX* ctx = SSL_CTX_new(method);
-  if (!ctx) {
-    fail(err, "SSL_CTX_new");
-    return nullptr;
-  }
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // Idle connections drop their read and write buffers (about 34 KiB each otherwise).
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  if (SSL_CTX_set_cipher_list(ctx, kCiphers12) != 1) {
-    fail(err, "cipher list");
-    SSL_CTX_free(ctx);
-    return nullptr;
-  }
-  return ctx;
-}
-
 SSL_CTX* build_server_ctx(const std::shared_ptr<ServerShared>& shared, std::string& err) {
   ERR_clear_error();
   const ServerSettings& s = shared->settings;
-  SSL_CTX* ctx = common_ctx(TLS_server_method(), err);
+  SSL_CTX* ctx = new_base_ctx(TLS_server_method(), err);
   if (!ctx) return nullptr;
   bool ok = false;
   if (SSL_CTX_use_certificate_chain_file(ctx, s.cert_file.c_str()) != 1) {
-    fail(err, "certificate " + s.cert_file);
+    set_error(err, "certificate " + s.cert_file);
   } else if (SSL_CTX_use_PrivateKey_file(ctx, s.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    fail(err, "private key " + s.key_file);
+    set_error(err, "private key " + s.key_file);
   } else if (SSL_CTX_check_private_key(ctx) != 1) {
-    fail(err, "private key " + s.key_file + " does not match certificate " + s.cert_file);
+    set_error(err, "private key " + s.key_file + " does not match certificate " + s.cert_file);
   } else if (!s.client_ca_file.empty() && SSL_CTX_load_verify_locations(ctx, s.client_ca_file.c_str(), nullptr) != 1) {
-    fail(err, "client CA " + s.client_ca_file);
+    set_error(err, "client CA " + s.client_ca_file);
   } else {
     ok = true;
   }
   if (ok && !s.client_ca_file.empty()) {
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(s.client_ca_file.c_str());
     if (!names) {
-      ok = fail(err, "client CA " + s.client_ca_file);
+      ok = set_error(err, "client CA " + s.client_ca_file);
     } else {
       SSL_CTX_set_client_CA_list(ctx, names);
       SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any_client_cert);
@@ -148,10 +148,13 @@ SSL_CTX* build_server_ctx(const std::shared_ptr<ServerShared>& shared, std::stri
   }
   // Tickets only: no server-side session cache, so nothing grows per client.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_timeout(ctx, static_cast<long>(std::max<std::uint64_t>(s.ticket_rotate_s, 1)));
+  // A ticket lives one rotation period (TicketKeys keeps the previous key that long), and at most the 7 days
+  // RFC 8446 allows.
+  SSL_CTX_set_timeout(ctx, static_cast<long>(std::clamp<std::uint64_t>(s.ticket_rotate_s, 1, 7 * 24 * 3600)));
   SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
   SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, nullptr);
   SSL_CTX_set_ex_data(ctx, shared_index(), new std::shared_ptr<ServerShared>(shared));
+  ERR_clear_error();  // what the PEM readers may leave behind on success
   return ctx;
 }
 
@@ -192,11 +195,17 @@ bool ServerContext::reload(std::string& err) {
 }
 
 SSL* ServerContext::new_ssl() {
-  SSL* ssl;
+  // Every worker's accepts come here: the lock covers only a reference count, SSL_new (several allocations) runs
+  // outside it on a context that a reload can no longer free under it.
+  SSL_CTX* ctx;
   {
     std::lock_guard lock(mu_);
-    ssl = SSL_new(ctx_);
+    ctx = ctx_;
+    SSL_CTX_up_ref(ctx);
   }
+  ERR_clear_error();
+  SSL* ssl = SSL_new(ctx);
+  SSL_CTX_free(ctx);  // the SSL holds its own reference
   if (!ssl) {
     drain_errors();
     return nullptr;
@@ -213,58 +222,6 @@ const ServerSettings& ServerContext::settings() const {
 }
 void ServerContext::rotate_ticket_key_for_test() {
   shared_->tickets.rotate_now();
-}
-
-ClientContext::~ClientContext() {
-  SSL_CTX_free(ctx_);
-}
-
-std::shared_ptr<ClientContext> ClientContext::load(const ClientSettings& settings, std::string& err) {
-  ERR_clear_error();
-  SSL_CTX* ctx = common_ctx(TLS_client_method(), err);
-  if (!ctx) return nullptr;
-  int ok = settings.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
-                                    : SSL_CTX_load_verify_locations(ctx, settings.ca_file.c_str(), nullptr);
-  if (ok != 1) {
-    fail(err, settings.ca_file.empty() ? std::string("system CA roots") : "CA " + settings.ca_file);
-    SSL_CTX_free(ctx);
-    return nullptr;
-  }
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  return std::make_shared<ClientContext>(ctx, settings.offer_h2);
-}
-
-SSL* ClientContext::new_ssl(const std::string& host) {
-  ERR_clear_error();
-  SSL* ssl = SSL_new(ctx_);
-  if (!ssl) {
-    drain_errors();
-    return nullptr;
-  }
-  SSL_set_connect_state(ssl);
-  std::string bare =
-      host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
-  unsigned char addr[16];
-  bool ip = inet_pton(AF_INET, bare.c_str(), addr) == 1 || inet_pton(AF_INET6, bare.c_str(), addr) == 1;
-  bool ok;
-  if (ip) {
-    // RFC 6066: no SNI for an address; the certificate must carry it as an IP SAN.
-    ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), bare.c_str()) == 1;
-  } else {
-    ok = SSL_set_tlsext_host_name(ssl, bare.c_str()) == 1 && SSL_set1_host(ssl, bare.c_str()) == 1;
-  }
-  static constexpr unsigned char kH2[] = "\x02h2\x08http/1.1";
-  static constexpr unsigned char kHttp11[] = "\x08http/1.1";
-  // SSL_set_alpn_protos returns 0 on success.
-  if (ok)
-    ok = offer_h2_ ? SSL_set_alpn_protos(ssl, kH2, sizeof kH2 - 1) == 0
-                   : SSL_set_alpn_protos(ssl, kHttp11, sizeof kHttp11 - 1) == 0;
-  if (!ok) {
-    drain_errors();
-    SSL_free(ssl);
-    return nullptr;
-  }
-  return ssl;
 }
 
 }  // namespace mcpfan::detail::tls

@@ -31,7 +31,7 @@ struct ServerSettings {
 
 /** Relaxed counters, readable from any thread. Only server-side channels count. */
 struct TlsCounters {
-  std::atomic<std::uint64_t> handshakes{0};
+  std::atomic<std::uint64_t> handshakes{0};  // completed, resumed ones included
   std::atomic<std::uint64_t> resumed{0};
   std::atomic<std::uint64_t> handshake_failures{0};
   std::atomic<std::uint64_t> client_certs_verified{0};

@@ -54,9 +54,10 @@ int TicketKeys::crypt(unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_
   std::lock_guard lock(mu_);
   if (std::chrono::steady_clock::now() - rotated_at_ >= period_) rotate_locked();
   if (enc) {
+    // No key or no randomness: 0 sends no ticket (a later full handshake) rather than failing this one.
     static constexpr std::array<unsigned char, 16> kZero{};
-    if (current_.name == kZero) return -1;
-    if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1) return -1;
+    if (current_.name == kZero) return 0;
+    if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1) return 0;
     std::copy(current_.name.begin(), current_.name.end(), key_name);
     if (EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, current_.aes.data(), iv) != 1) return -1;
     return init_mac(mac, current_.hmac) ? 1 : -1;

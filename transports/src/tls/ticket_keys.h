@@ -26,7 +26,10 @@ class TicketKeys {
  public:
   TicketKeys(std::uint64_t period_s, std::atomic<std::uint64_t>& rotations);
 
-  /** SSL_CTX_set_tlsext_ticket_key_evp_cb's contract: 1 use, 2 use and renew, 0 unknown key, -1 error. */
+  /**
+   * SSL_CTX_set_tlsext_ticket_key_evp_cb's contract. Encrypting: 1, or 0 for no ticket. Decrypting: 1 (the current
+   * key), 2 (the previous key: use it and issue a new ticket), 0 (unknown key: a full handshake). -1: an error.
+   */
   int crypt(unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_CTX* cipher, EVP_MAC_CTX* mac, int enc);
   void rotate_now();
 
