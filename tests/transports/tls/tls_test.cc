@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -332,6 +333,22 @@ TEST_F(TlsTest, ResumesAcrossReloadAndOneRotation) {
   EXPECT_FALSE(resumes(*server, *client, sess));
   EXPECT_EQ(server->counters().ticket_key_rotations.load(), 2u);
   SSL_SESSION_free(sess);
+}
+
+// The period is checked lazily, at the next ticket: nothing runs on an idle server.
+TEST_F(TlsTest, TicketKeyRotatesWithThePeriod) {
+  ServerSettings s = server_settings();
+  s.ticket_rotate_s = 1;
+  auto server = server_ctx(s);
+  auto client = client_ctx();
+  auto p = connect(*server, *client, "localhost");
+  ASSERT_TRUE(p->pump());
+  EXPECT_EQ(server->counters().ticket_key_rotations.load(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(server->counters().ticket_key_rotations.load(), 0u);
+  p = connect(*server, *client, "localhost");
+  ASSERT_TRUE(p->pump());
+  EXPECT_EQ(server->counters().ticket_key_rotations.load(), 1u);
 }
 
 TEST_F(TlsTest, ReloadKeepsTheOldCertificateOnABadKey) {

@@ -30,6 +30,7 @@ class Channel {
  public:
   /** Takes ownership of `ssl` (from ServerContext::new_ssl or ClientContext::new_ssl); its role is SSL_is_server's. */
   explicit Channel(SSL* ssl);
+  /** Frees the SSL. Without a fatal error its session stays resumable, close_notify or not (a closed keep-alive). */
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -57,7 +58,7 @@ class Channel {
   void close_notify(std::string& to_send);
 
   bool handshake_done() const { return handshake_done_; }
-  /** The peer sent close_notify: nothing more will come. */
+  /** The peer sent close_notify: nothing more will come (ours is not sent for it: close_notify() is the owner's). */
   bool peer_closed() const { return peer_closed_; }
   /** "h2", "http/1.1" or empty (no ALPN: HTTP/1.1). */
   std::string_view alpn() const;
