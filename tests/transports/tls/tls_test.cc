@@ -463,6 +463,17 @@ TEST_F(TlsTest, ClientCertificatesVerifiedOrNot) {
   EXPECT_TRUE(p->server->client_cert_verified());
   EXPECT_EQ(p->server->client_cert_subject(), "mcpfan-test-client");
 
+  // A resumed connection carries its session's verified certificate (and counts it again).
+  p->server->encrypt("hello", p->to_client);
+  ASSERT_TRUE(p->pump());
+  SSL_SESSION* sess = SSL_get1_session(p->client_ssl);
+  p = connect(*server, *client, "localhost", [&](SSL* ssl) { SSL_set_session(ssl, sess); });
+  ASSERT_TRUE(p->pump()) << p->server->error();
+  SSL_SESSION_free(sess);
+  EXPECT_TRUE(p->server->resumed());
+  EXPECT_TRUE(p->server->client_cert_verified());
+  EXPECT_EQ(p->server->client_cert_subject(), "mcpfan-test-client");
+
   p = connect(*server, *client, "localhost");  // requested, not required
   ASSERT_TRUE(p->pump()) << p->server->error();
   EXPECT_FALSE(p->server->client_cert_verified());
@@ -472,8 +483,8 @@ TEST_F(TlsTest, ClientCertificatesVerifiedOrNot) {
   ASSERT_TRUE(p->pump()) << p->server->error();
   EXPECT_FALSE(p->server->client_cert_verified());
   EXPECT_EQ(p->server->client_cert_subject(), "");
-  EXPECT_EQ(server->counters().client_certs_verified.load(), 1u);
-  EXPECT_EQ(server->counters().handshakes.load(), 3u);
+  EXPECT_EQ(server->counters().client_certs_verified.load(), 2u);
+  EXPECT_EQ(server->counters().handshakes.load(), 4u);
 }
 
 TEST_F(TlsTest, GarbageFailsWithAMessage) {

@@ -148,6 +148,10 @@ SSL_CTX* build_server_ctx(const std::shared_ptr<ServerShared>& shared, std::stri
   }
   // Tickets only: no server-side session cache, so nothing grows per client.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  // OpenSSL refuses to resume (a fatal handshake error) on a server that verifies peers without a session context.
+  // Tickets are already this context's own (its keys), so one fixed name is enough.
+  static constexpr unsigned char kSessionContext[] = "mcpfan tls";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
   // A ticket lives one rotation period (TicketKeys keeps the previous key that long), and at most the 7 days
   // RFC 8446 allows.
   SSL_CTX_set_timeout(ctx, static_cast<long>(std::clamp<std::uint64_t>(s.ticket_rotate_s, 1, 7 * 24 * 3600)));

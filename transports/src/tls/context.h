@@ -34,7 +34,7 @@ struct TlsCounters {
   std::atomic<std::uint64_t> handshakes{0};  // completed, resumed ones included
   std::atomic<std::uint64_t> resumed{0};
   std::atomic<std::uint64_t> handshake_failures{0};
-  std::atomic<std::uint64_t> client_certs_verified{0};
+  std::atomic<std::uint64_t> client_certs_verified{0};  // per handshake, resumed ones included
   std::atomic<std::uint64_t> reloads{0};
   std::atomic<std::uint64_t> reload_failures{0};
   std::atomic<std::uint64_t> ticket_key_rotations{0};
