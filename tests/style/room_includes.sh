@@ -6,6 +6,7 @@ set -euo pipefail
 src=${1:?usage: room_includes.sh SOURCE_DIR}/transports/src
 declare -A may=(
   [net]=""
+  [tls]=""
   [http1]="http mcp net proxy server"
   [http2]="http mcp net proxy server"
   [http]="mcp proxy server status backplane"
