@@ -5,9 +5,9 @@
 set -euo pipefail
 src=${1:?usage: room_includes.sh SOURCE_DIR}/transports/src
 declare -A may=(
-  [net]=""
+  [net]="tls"
   [tls]=""
-  [http1]="http mcp net proxy server"
+  [http1]="http mcp net proxy server tls"
   [http2]="http mcp net proxy server"
   [http]="mcp proxy server status backplane"
   [mcp]="server"
@@ -16,7 +16,7 @@ declare -A may=(
   [backplane]="nats"
   [nats]="backplane server"
   [status]="http mcp server"
-  [server]="mcp net backplane proxy"
+  [server]="mcp net backplane proxy tls"
 )
 bad=0
 for room in "${!may[@]}"; do

@@ -183,7 +183,7 @@ TEST(Settings, ReloadAppliesExactlyTheSettingsDeclaredReloadable) {
     EXPECT_EQ(answer(running), baseline) << "after " << s.path;  // nothing stuck from the last one
   });
   EXPECT_EQ(applied, declared_reloadable);
-  EXPECT_EQ(declared_reloadable.size(), 9u);
+  EXPECT_EQ(declared_reloadable.size(), 13u);
   EXPECT_TRUE(server.stop());
 }
 

@@ -11,6 +11,7 @@
 #include "mcp/messages.h"
 #include "mcp/sessions.h"
 #include "server/loop_context.h"
+#include "tls/channel.h"
 
 namespace mcpfan::detail {
 
@@ -53,9 +54,16 @@ void Http1Conn::start() {
   const ServerConfig& cfg = w_.config();
   if (cfg.http.tcp_keepalive_s > 0) sock_->set_keepalive(cfg.http.tcp_keepalive_s, cfg.http.write_timeout_ms);
   // The first request must arrive within the request timeout: a connection that sends
-  // nothing holds a descriptor as surely as one that sends slowly.
+  // nothing holds a descriptor as surely as one that sends slowly. Over TLS the handshake
+  // comes first, within its own bound.
   deadline_ = Deadline::Request;
   deadline_ms_ = uv_now(w_.loop()) + cfg.http.request_timeout_ms;
+  if (tls::ServerContext* ctx = w_.tls(operator_listener_)) {
+    SSL* ssl = ctx->new_ssl();
+    if (!ssl) return close();
+    sock_->start_tls(std::make_unique<tls::Channel>(ssl));
+    deadline_ms_ = uv_now(w_.loop()) + cfg.tls.handshake_timeout_ms;
+  }
   start_reading();
 }
 
@@ -128,6 +136,15 @@ void Http1Conn::on_data(net::Socket&, const char* data, std::size_t len) {
 
 bool Http1Conn::sniff(const char* data, std::size_t len) {
   static constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  if (const tls::Channel* tls = sock_->tls()) {
+    // Over TLS, ALPN said which: h2 (only offered without --no-h2), or HTTP/1.1 (also without ALPN).
+    if (tls->alpn() == "h2") {
+      hand_over_h2(std::string_view(data, len));
+      return true;
+    }
+    sniffing_ = false;
+    return false;
+  }
   if (w_.config().http2.off) {
     sniffing_ = false;
     return false;
@@ -284,6 +301,9 @@ void Http1Conn::sweep(std::uint64_t now) {
   if (deadline_ == Deadline::None || now < deadline_ms_) return;
   if (deadline_ == Deadline::Idle) {
     w_.limits().hit(Limit::IdleTimeout);
+    close();
+  } else if (sock_->tls_handshaking()) {
+    w_.limits().hit(Limit::TlsHandshakeTimeout);  // a stalled or slow handshake
     close();
   } else {
     w_.limits().hit(Limit::RequestTimeout);

@@ -32,6 +32,7 @@ std::string_view limit_name(Limit l) {
     case Limit::H2PriorityFlood: return "h2_priority_flood";
     case Limit::H2HeaderList: return "h2_header_list";
     case Limit::H2ZeroWindow: return "h2_zero_window";
+    case Limit::TlsHandshakeTimeout: return "tls_handshake_timeout";
     case Limit::kCount: break;
   }
   return "unknown";
@@ -74,6 +75,7 @@ LimitLog limit_log(Limit l) {
     case Limit::H2PriorityFlood: return {"limit_h2_priority_flood", "HTTP/2 PRIORITY bucket"};
     case Limit::H2HeaderList: return {"limit_h2_header_list", "--max-header-bytes"};
     case Limit::H2ZeroWindow: return {"limit_h2_zero_window", "--write-timeout-ms"};
+    case Limit::TlsHandshakeTimeout: return {"limit_tls_handshake_timeout", "--tls-handshake-timeout-ms"};
     case Limit::kCount: break;
   }
   return {"limit_unknown", ""};

@@ -42,6 +42,7 @@ enum class Limit : std::uint8_t {
   H2PriorityFlood,     // PRIORITY frames past their bound
   H2HeaderList,        // a header list past --max-header-bytes once decoded (HPACK bomb), or one HPACK cannot decode
   H2ZeroWindow,        // a stream whose flow-control window stayed shut past --write-timeout-ms with bytes waiting
+  TlsHandshakeTimeout, // a TLS handshake not done within --tls-handshake-timeout-ms
   kCount
 };
 /** snake_case: the `limit` label of mcpfan_limit_hits_total. */

@@ -9,8 +9,18 @@
 
 #include "net/batch_write.h"
 #include "net/send_ring.h"
+#include "tls/channel.h"
 
 namespace mcpfan::detail::net {
+
+namespace {
+// A write of TLS records the connection did not ask for (handshake, alerts, tickets): its
+// completion is no event of the connection's.
+constexpr std::uint32_t kNoTag = 0xffffffffu;
+}  // namespace
+
+Socket::Socket(LoopIo& io, SocketEvents& events) noexcept : io_(io), events_(&events) {}
+Socket::~Socket() = default;
 
 struct Socket::BytesWrite {
   uv_write_t req;  // first member: the callback casts back
@@ -124,9 +134,41 @@ int Socket::read_start() {
         if (nread == 0) return;  // EAGAIN: nothing this time
         s->guard([&] {
           if (nread < 0) s->events_->on_read_end(*s, static_cast<int>(nread));
+          else if (s->tls_) s->read_tls(buf->base, static_cast<std::size_t>(nread));
           else s->events_->on_data(*s, buf->base, static_cast<std::size_t>(nread));
         });
       });
+}
+
+void Socket::start_tls(std::unique_ptr<tls::Channel> channel) { tls_ = std::move(channel); }
+
+bool Socket::tls_handshaking() const noexcept { return tls_ && !tls_->handshake_done(); }
+
+void Socket::read_tls(const char* data, std::size_t len) {
+  // Plaintext goes to the connection as it is decrypted; what it writes meanwhile is encrypted
+  // into the same tls_out_, behind the handshake records made before it, so order holds.
+  tls::Channel::Status st = tls_->feed(data, len, tls_out_, [&](const char* plain, std::size_t n) {
+    if (state_ == State::Open) events_->on_data(*this, plain, n);
+  });
+  if (!tls_out_.empty() && state_ == State::Open) (void)send_records(kNoTag);
+  if (state_ != State::Open) return;
+  if (st == tls::Channel::Status::Failed) return events_->on_read_end(*this, UV_EPROTO);
+  if (tls_->peer_closed()) events_->on_read_end(*this, UV_EOF);
+}
+
+Socket::Sent Socket::send_records(std::uint32_t tag) {
+  std::string records = std::move(tls_out_);
+  tls_out_.clear();
+  auto* w = new BytesWrite{{}, std::move(records), tag};
+  w->req.data = this;
+  if (must_wait()) {
+    deferred_bytes_ += w->data.size();
+    deferred_.push_back({Deferred::Kind::Bytes, w});
+  } else if (issue_bytes(w) != 0) {
+    return Sent::Failed;
+  }
+  write_queued();
+  return Sent::Queued;
 }
 
 void Socket::read_stop() {
@@ -144,6 +186,10 @@ void Socket::write_completed() noexcept {
 
 Socket::Sent Socket::write(std::string bytes, std::uint32_t tag) {
   if (state_ != State::Open) return Sent::Failed;
+  if (tls_) {
+    if (tls_->encrypt(bytes, tls_out_) == tls::Channel::Status::Failed) return Sent::Failed;
+    return send_records(tag);
+  }
   auto* w = new BytesWrite{{}, std::move(bytes), tag};
   w->req.data = this;
   if (must_wait()) {
@@ -169,11 +215,26 @@ void Socket::bytes_written(uv_write_t* req, int status) {
   std::uint32_t tag = w->tag;
   delete w;
   s->write_completed();
+  if (tag == kNoTag) {
+    if (status < 0 && !s->closing()) s->guard([&] { s->events_->on_read_end(*s, status); });
+    return;
+  }
   s->guard([&] { s->events_->on_written(*s, tag, status); });
 }
 
 Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::uint32_t tag) {
   if (state_ != State::Open) return Sent::Failed;
+  if (tls_) {
+    // Encrypted at once into full records (the batch's buffers are let go here), then one write.
+    OutBatch held(std::move(batch));
+    if (!frame.empty()) held.bufs[0] = iovec{const_cast<char*>(frame.data()), frame.size()};
+    std::size_t first = frame.empty() ? 1 : 0;
+    if (tls_->encrypt(held.bufs.data() + first, held.bufs.size() - first, tls_out_) ==
+        tls::Channel::Status::Failed) {
+      return Sent::Failed;
+    }
+    return send_records(tag);
+  }
   if (must_wait()) {
     QueuedBatch* q = prepare_queued_batch(std::move(batch), frame, this);
     q->tag = tag;
@@ -213,6 +274,10 @@ void Socket::batch_written(uv_write_t* req, int status) {
 
 bool Socket::shutdown() {
   if (state_ != State::Open) return false;
+  if (tls_) {  // close_notify first: the peer tells a clean end from a cut one
+    tls_->close_notify(tls_out_);
+    if (!tls_out_.empty() && send_records(kNoTag) == Sent::Failed) return false;
+  }
   if (must_wait()) {
     deferred_.push_back({Deferred::Kind::Shutdown, nullptr});
     return true;
@@ -276,7 +341,7 @@ void Socket::handed_over() {
         }
         if (rc != 0) {
           write_completed();
-          guard([&] { events_->on_written(*this, tag, rc); });
+          if (tag != kNoTag) guard([&] { events_->on_written(*this, tag, rc); });
         }
         break;
       }

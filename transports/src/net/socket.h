@@ -4,7 +4,8 @@
 // transports/"). Its connection reads through it and hands it whole answers or shard batches; the
 // socket picks the road of each (uv_try_write now, the loop's io_uring SendRing, or libuv's
 // write queue) and keeps them in the order they were written, whatever the road. A shutdown
-// or close waits for the writes before it. A TLS socket will do its encryption here.
+// or close waits for the writes before it. A TLS socket (start_tls) decrypts what it reads
+// before its connection sees it and encrypts every write: its connection never knows.
 //
 // Order, the one rule: a batch queued in the SendRing is not in libuv's queue yet, so what is
 // written after it (an answer, the chunked terminator, a shutdown, the close) waits in this
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,10 @@ namespace mcpfan::detail {
 
 class SendRing;
 struct QueuedBatch;
+
+namespace tls {
+class Channel;
+}
 
 namespace net {
 
@@ -72,8 +78,8 @@ class Socket {
     Failed,  // the stream is broken: the connection closes
   };
 
-  Socket(LoopIo& io, SocketEvents& events) noexcept : io_(io), events_(&events) {}
-  ~Socket() = default;
+  Socket(LoopIo& io, SocketEvents& events) noexcept;
+  ~Socket();
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
@@ -101,6 +107,19 @@ class Socket {
   /** Bounds the bytes the kernel holds unsent (TCP_NOTSENT_LOWAT): a slow reader's backlog stays in mcpfan. */
   void limit_unsent(int bytes);
   [[nodiscard]] bool peer_is_loopback();
+
+  // ---- TLS ----
+  /**
+   * Makes this a TLS socket, before read_start(): what is read is decrypted before on_data()
+   * (handshake records are answered here), and every write is encrypted, in order. A TLS
+   * failure is on_read_end(UV_EPROTO) after the alert is written; the peer's close_notify is
+   * on_read_end(UV_EOF). The encrypted records go through libuv's queue (not the ring).
+   */
+  void start_tls(std::unique_ptr<tls::Channel> channel);
+  /** The TLS channel (ALPN, client certificate), or null for a plaintext socket. */
+  [[nodiscard]] const tls::Channel* tls() const noexcept { return tls_.get(); }
+  /** A TLS socket whose handshake is not done yet. */
+  [[nodiscard]] bool tls_handshaking() const noexcept;
 
   // ---- reading ----
   [[nodiscard]] int read_start();
@@ -141,6 +160,9 @@ class Socket {
   void guard(F&& f) noexcept;
   [[nodiscard]] bool must_wait() const noexcept { return in_ring_ > 0 || !deferred_.empty(); }
   int issue_bytes(BytesWrite* w);
+  void read_tls(const char* data, std::size_t len);
+  /** Writes the records the channel made so far (in tls_out_): tagged, or untagged (kNoTag: no on_written). */
+  Sent send_records(std::uint32_t tag);
   int issue_batch(QueuedBatch* q);
   [[nodiscard]] bool issue_shutdown();
   void issue_close();
@@ -169,6 +191,8 @@ class Socket {
   std::uint32_t writes_in_flight_ = 0;   // writes answered Queued, not yet done
   std::uint64_t write_progress_ms_ = 0;  // when a write last completed (or the first was queued)
   uv_shutdown_t shutdown_req_{};
+  std::unique_ptr<tls::Channel> tls_;
+  std::string tls_out_;  // records the channel made and not yet written (one string: they leave in order)
 };
 
 }  // namespace net

@@ -16,6 +16,8 @@ LoopContext::LoopContext(unsigned index, ServerState& state, std::function<Stats
       publishers_(state.publishers),
       backplane_(state.backplane.get()),
       acceptors_(state.acceptors),
+      tls_(state.tls.get()),
+      publish_tls_(state.publish_tls.get()),
       snapshot_(std::move(snapshot)),
       publish_decoder_(PublishLimits{config_.mcp.max_uri_length}),
       rpc_decoder_(RpcLimits{config_.mcp.max_uri_length, config_.mcp.max_uris_per_listen}),

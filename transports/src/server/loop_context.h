@@ -28,6 +28,9 @@
 
 namespace mcpfan::detail {
 
+namespace tls {
+class ServerContext;
+}
 class Conn;
 class ClientCore;
 class SessionRegistry;
@@ -114,6 +117,10 @@ class LoopContext {
   [[nodiscard]] ClientCore& clients() noexcept { return clients_; }
   /** Publisher keys and rates: what /v1/publish checks. */
   [[nodiscard]] Publishers& publishers() noexcept { return publishers_; }
+  /** TLS for a listener (--tls-cert, --publish-tls-cert: `operator_listener`), or null: plaintext. */
+  [[nodiscard]] tls::ServerContext* tls(bool operator_listener) noexcept {
+    return operator_listener ? publish_tls_ : tls_;
+  }
   /** The backplane, or null (no --nats). Lives while the context does. */
   [[nodiscard]] Backplane* backplane() noexcept { return backplane_; }
 
@@ -149,6 +156,8 @@ class LoopContext {
   Publishers& publishers_;
   Backplane* backplane_;
   const Acceptors& acceptors_;
+  tls::ServerContext* tls_;  // ServerState's (set by start() before the workers are made); outlive the context
+  tls::ServerContext* publish_tls_;
   std::function<StatsSnapshot()> snapshot_;
   WorkerStats stats_;
   PublishDecoder publish_decoder_;

@@ -118,6 +118,44 @@ std::optional<std::string> open_listener_error(const ServerConfig& c, const Pref
   return std::nullopt;
 }
 
+namespace {
+
+// The listeners' TLS contexts, loaded (so --check-config reads the files too).
+Result<std::pair<std::shared_ptr<tls::ServerContext>, std::shared_ptr<tls::ServerContext>>> load_tls(
+    const ServerConfig& c) {
+  const TlsConfig& t = c.tls;
+  if (t.cert_file.empty() != t.key_file.empty()) return invalid("--tls-cert and --tls-key go together");
+  if (t.publish_cert_file.empty() != t.publish_key_file.empty()) {
+    return invalid("--publish-tls-cert and --publish-tls-key go together");
+  }
+  if (!t.publish_cert_file.empty() && c.listen.publish_host.empty()) {
+    return invalid("--publish-tls-cert is for --publish-listen, which is not set");
+  }
+  if (!t.client_ca_file.empty() && t.cert_file.empty() && t.publish_cert_file.empty()) {
+    return invalid("--tls-client-ca needs a TLS listener (--tls-cert or --publish-tls-cert)");
+  }
+  auto load = [&](const std::string& cert, const std::string& key, std::string_view flag,
+                  std::shared_ptr<tls::ServerContext>& into) -> std::optional<Error> {
+    if (cert.empty()) return std::nullopt;
+    tls::ServerSettings s;
+    s.cert_file = cert;
+    s.key_file = key;
+    s.client_ca_file = t.client_ca_file;
+    s.offer_h2 = !c.http2.off;
+    s.ticket_rotate_s = t.ticket_rotate_s;
+    std::string err;
+    into = tls::ServerContext::load(s, err);
+    if (!into) return invalid(std::string(flag) + ": " + err);
+    return std::nullopt;
+  };
+  std::pair<std::shared_ptr<tls::ServerContext>, std::shared_ptr<tls::ServerContext>> out;
+  if (auto e = load(t.cert_file, t.key_file, "--tls-cert", out.first)) return *e;
+  if (auto e = load(t.publish_cert_file, t.publish_key_file, "--publish-tls-cert", out.second)) return *e;
+  return out;
+}
+
+}  // namespace
+
 Result<Preflight> preflight(const ServerConfig& c) {
   if (auto checked = check_config(c); !checked) return checked.error();
   Preflight out;
@@ -148,6 +186,10 @@ Result<Preflight> preflight(const ServerConfig& c) {
     out.upstream = std::move(target.value());
   }
   if (auto e = backplane_config_error(c)) return invalid(*e);
+  auto tls = load_tls(c);
+  if (!tls) return tls.error();
+  out.tls = std::move(tls.value().first);
+  out.publish_tls = std::move(tls.value().second);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "mcpfan/result.h"
 #include "mcpfan/transport/server.h"
 #include "proxy/upstream.h"
+#include "tls/context.h"
 
 namespace mcpfan::detail {
 
@@ -24,13 +25,15 @@ struct Preflight {
   sockaddr_storage addr{};          // host:port, not bound yet; with listen_fd the socket's own address
   sockaddr_storage publish_addr{};  // publish_host:publish_port (when publish_host is set)
   std::optional<proxy::UpstreamTarget> upstream;
+  std::shared_ptr<tls::ServerContext> tls;          // --tls-cert: the public listener's TLS
+  std::shared_ptr<tls::ServerContext> publish_tls;  // --publish-tls-cert: the operator listener's
 };
 
 /**
  * The ranges (config_check.h), the listen addresses (and listen_fd: a listening TCP socket),
  * the rule for listeners that are not loopback (open_listener_error()), the Unix socket path,
- * the upstream URL and the NATS settings and files. The first problem, as -32602 naming the
- * flag (and for the listener rule what is missing).
+ * the upstream URL, the TLS certificates and keys (loaded) and the NATS settings and files. The first problem, as
+ * -32602 naming the flag (and for the listener rule what is missing).
  */
 [[nodiscard]] Result<Preflight> preflight(const ServerConfig& config);
 

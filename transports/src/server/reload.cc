@@ -1,5 +1,6 @@
 // What Server::reload() (SIGHUP in the mcpfan program) may change without dropping a stream:
-// the client token keys, the publisher keys with their rate, and the per-tenant ceilings.
+// the client token keys, the publisher keys with their rate, the per-tenant ceilings, and the
+// listeners' TLS certificates and keys.
 // start() installs the first generation through the same code.
 #include <cstdio>
 #include <memory>
@@ -88,7 +89,39 @@ Result<std::string> Server::Impl::install_reloadable(const ServerConfig& next, b
     }
   }
   std::string summary = std::move(r.summary);
+  if (!starting) {
+    // The certificates last: each is read and checked whole before it is swapped in, and open
+    // connections keep the one they began with.
+    auto tls = reload_tls(next);
+    if (!tls) return tls.error();
+    summary += tls.value();
+  }
   detail::install_reloadable(state, std::move(r));
+  return summary;
+}
+
+Result<std::string> Server::Impl::reload_tls(const ServerConfig& next) {
+  struct One {
+    std::shared_ptr<detail::tls::ServerContext>& ctx;
+    const std::string& cert;
+    const std::string& key;
+    const char* flag;
+  };
+  std::string summary;
+  for (One one :
+       {One{state.tls, next.tls.cert_file, next.tls.key_file, "--tls-cert"},
+        One{state.publish_tls, next.tls.publish_cert_file, next.tls.publish_key_file, "--publish-tls-cert"}}) {
+    if (static_cast<bool>(one.ctx) != (!one.cert.empty() || !one.key.empty())) {
+      return Error{rpc_code::kInvalidParams,
+                   std::string("TLS (") + one.flag + ") cannot be turned on or off by a reload; restart"};
+    }
+    if (!one.ctx) continue;
+    std::string err;
+    if (!one.ctx->reload(one.cert, one.key, err)) {
+      return Error{rpc_code::kInvalidParams, std::string(one.flag) + ": " + err + " (the running certificate stays)"};
+    }
+    summary += std::string("; ") + one.flag + " " + one.cert + " reloaded";
+  }
   return summary;
 }
 

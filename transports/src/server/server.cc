@@ -102,6 +102,8 @@ Result<std::uint16_t> Server::start() {
   sockaddr_storage publish_addr = pre.value().publish_addr;
   if (auto loaded = m.install_reloadable(m.config, /*starting=*/true); !loaded) return loaded.error();
   m.state.upstream = std::move(pre.value().upstream);
+  m.state.tls = std::move(pre.value().tls);
+  m.state.publish_tls = std::move(pre.value().publish_tls);
   auto backplane = detail::start_backplane(m.config, *m.hub, m.state.logger);
   if (!backplane) return backplane.error();
   m.state.backplane = std::move(backplane.value());

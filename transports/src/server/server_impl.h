@@ -33,6 +33,8 @@ struct Server::Impl {
 
   /** Loads what reload() may change and installs it (start() and reload(); reload.cc). */
   [[nodiscard]] Result<std::string> install_reloadable(const ServerConfig& next, bool starting);
+  /** Reloads the listeners' certificates and keys (reload.cc): what is in force, or why not (the old stay). */
+  [[nodiscard]] Result<std::string> reload_tls(const ServerConfig& next);
 
   /** The numbers of /metrics, /status.json and collect_metrics() (stats_snapshot.cc). Any thread, after start(). */
   detail::StatsSnapshot snapshot();

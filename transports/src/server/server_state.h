@@ -13,6 +13,7 @@
 #include "mcp/swappable.h"
 #include "backplane/backplane.h"
 #include "proxy/upstream.h"
+#include "tls/context.h"
 #include "server/log.h"
 #include "server/worker.h"
 #include "mcpfan/hub.h"
@@ -46,6 +47,9 @@ struct ServerState {
   std::optional<proxy::UpstreamTarget>
       upstream;                          // with --upstream: parsed by start(); each worker pools its own connections
   std::unique_ptr<Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers
+  // With --tls-cert / --publish-tls-cert: loaded by preflight, reloaded by Server::reload() (SIGHUP).
+  std::shared_ptr<tls::ServerContext> tls;
+  std::shared_ptr<tls::ServerContext> publish_tls;
   Acceptors acceptors;  // how workers serve clients: install_transports()
 };
 

@@ -198,6 +198,19 @@ bool ServerContext::reload(std::string& err) {
   return true;
 }
 
+bool ServerContext::reload(const std::string& cert_file, const std::string& key_file, std::string& err) {
+  // Only reloads (one at a time, the program's thread) and load() read the file names: the
+  // callbacks on the workers read other settings.
+  ServerSettings& s = shared_->settings;
+  std::string old_cert = s.cert_file, old_key = s.key_file;
+  s.cert_file = cert_file;
+  s.key_file = key_file;
+  if (reload(err)) return true;
+  s.cert_file = std::move(old_cert);
+  s.key_file = std::move(old_key);
+  return false;
+}
+
 SSL* ServerContext::new_ssl() {
   // Every worker's accepts come here: the lock covers only a reference count, SSL_new (several allocations) runs
   // outside it on a context that a reload can no longer free under it.

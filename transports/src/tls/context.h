@@ -52,6 +52,8 @@ class ServerContext {
 
   /** Re-reads the same files into a new SSL_CTX and swaps it in; on failure keeps the old one (false, `err`). */
   bool reload(std::string& err);
+  /** The same with other files (a reload whose configuration names new ones); on failure the old names stay. */
+  bool reload(const std::string& cert_file, const std::string& key_file, std::string& err);
   /** A server-mode SSL on the current SSL_CTX (the caller owns it; a Channel takes it). nullptr only without memory. */
   SSL* new_ssl();
   TlsCounters& counters();

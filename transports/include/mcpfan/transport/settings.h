@@ -282,7 +282,7 @@ void for_each_setting(Config& c, Visit&& v) {
   v(ranged("--max-listens-per-connection", "mcp.max_listens_per_connection", 1, 1'000'000,
            "subscriptions/listen one stdio client may hold open at once"),
     c.mcp.max_listens_per_connection);
-  // HTTP/2 (docs/operations.md "TLS and HTTP/2").
+  // HTTP/2 and TLS (docs/operations.md "TLS and HTTP/2").
   v(plain("--no-h2", "http2.off", "speak HTTP/1.1 only: no ALPN h2 over TLS, no HTTP/2 with prior knowledge"),
     c.http2.off);
   v(ranged("--h2-max-streams", "http2.max_concurrent_streams", 1, 1'000'000,
@@ -292,6 +292,23 @@ void for_each_setting(Config& c, Visit&& v) {
            "SETTINGS_INITIAL_WINDOW_SIZE: bytes of request body a client may send on a stream before its window is "
            "opened again"),
     c.http2.initial_window);
+  v(file("--tls-cert", "tls.cert_file", "PEM certificate chain: TLS (ALPN h2, http/1.1) on --listen; with --tls-key",
+         kReload),
+    c.tls.cert_file);
+  v(file("--tls-key", "tls.key_file", "PEM private key of --tls-cert", kReload), c.tls.key_file);
+  v(file("--publish-tls-cert", "tls.publish_cert_file", "PEM certificate chain: TLS on --publish-listen", kReload),
+    c.tls.publish_cert_file);
+  v(file("--publish-tls-key", "tls.publish_key_file", "PEM private key of --publish-tls-cert", kReload),
+    c.tls.publish_key_file);
+  v(file("--tls-client-ca", "tls.client_ca_file",
+         "PEM CA bundle: clients may present a certificate it signed; a verified one authenticates a publisher"),
+    c.tls.client_ca_file);
+  v(ranged("--tls-handshake-timeout-ms", "tls.handshake_timeout_ms", 10, kHour,
+           "a TLS handshake not done within this closes the connection (counted)"),
+    c.tls.handshake_timeout_ms);
+  v(ranged("--tls-ticket-rotate-s", "tls.ticket_rotate_s", 60, 7 * 86400,
+           "session-ticket keys rotate this often; tickets of the previous key still resume"),
+    c.tls.ticket_rotate_s);
   v(ranged("--max-tenants", "tenants.max_tenants", 1, kMaxTenants, "distinct tenants with clients; more are refused",
            kParsed),
     c.tenants.max_tenants);
