@@ -180,7 +180,6 @@ struct TlsConfig {
   std::string key_file;           // its private key
   std::string publish_cert_file;  // PEM chain for --publish-listen
   std::string publish_key_file;
-  std::string client_ca_file;     // non-empty: clients may present a certificate signed by these (publishers)
   std::uint64_t handshake_timeout_ms = 10000;  // a handshake not done by then closes the connection (counted)
   std::uint64_t ticket_rotate_s = 3600;        // session-ticket key rotation; the previous key still resumes
 };

@@ -300,9 +300,6 @@ void for_each_setting(Config& c, Visit&& v) {
     c.tls.publish_cert_file);
   v(file("--publish-tls-key", "tls.publish_key_file", "PEM private key of --publish-tls-cert", kReload),
     c.tls.publish_key_file);
-  v(file("--tls-client-ca", "tls.client_ca_file",
-         "PEM CA bundle: clients may present a certificate it signed; a verified one authenticates a publisher"),
-    c.tls.client_ca_file);
   v(ranged("--tls-handshake-timeout-ms", "tls.handshake_timeout_ms", 10, kHour,
            "a TLS handshake not done within this closes the connection (counted)"),
     c.tls.handshake_timeout_ms);
