@@ -52,6 +52,16 @@ long long per_shard(const CounterInputs& in) {
   return n;
 }
 
+/** A TlsCounters atomic of the listeners' TLS contexts (tls/context.h), summed. */
+template <auto Member>
+long long tls_counter(const CounterInputs& in) {
+  long long n = 0;
+  for (tls::ServerContext* ctx : {in.state.tls.get(), in.state.publish_tls.get()}) {
+    if (ctx) n += load(ctx->counters().*Member);
+  }
+  return n;
+}
+
 /** A counter of the loops' upstream pools (proxy/upstream.h), summed. */
 template <auto Member>
 constexpr CounterSource::Gather pool = per_worker<&WorkerStats::upstream, Member>;
@@ -186,6 +196,19 @@ constexpr CounterRow kRows[] = {
      "Log lines not written: the log queue was full (stderr not drained) or the kind was over its rate."},
     {"mcpfan_read_pauses_total", kCounter, counters("read_pauses"), per_worker<&WorkerStats::read_pauses>,
      "Times a client's connection stopped being read until its unread answers drained."},
+    {"mcpfan_tls_handshakes_total", kCounter, counters("tls_handshakes"), tls_counter<&tls::TlsCounters::handshakes>,
+     "TLS handshakes completed on the listeners (resumed ones included)."},
+    {"mcpfan_tls_resumed_total", kCounter, counters("tls_resumed"), tls_counter<&tls::TlsCounters::resumed>,
+     "TLS handshakes that resumed a session by ticket."},
+    {"mcpfan_tls_handshake_failures_total", kCounter, counters("tls_handshake_failures"),
+     tls_counter<&tls::TlsCounters::handshake_failures>,
+     "TLS handshakes that failed (no shared protocol or cipher, garbage, a bad record). Stalled ones are "
+     "mcpfan_limit_hits_total{limit=\"tls_handshake_timeout\"}."},
+    {"mcpfan_tls_reloads_total", kCounter, counters("tls_reloads"), tls_counter<&tls::TlsCounters::reloads>,
+     "Certificate and key reloads that took effect (SIGHUP)."},
+    {"mcpfan_tls_reload_failures_total", kCounter, counters("tls_reload_failures"),
+     tls_counter<&tls::TlsCounters::reload_failures>,
+     "Certificate and key reloads refused (the running ones stayed)."},
     {"mcpfan_h2_connections_open", kGauge, gauges("h2_connections"), per_worker<&WorkerStats::h2_connections>,
      "Open connections speaking HTTP/2 (of mcpfan_connections_open)."},
     {"mcpfan_h2_flushes_total", kCounter, counters("h2_flushes"), per_worker<&WorkerStats::h2_flushes>,
