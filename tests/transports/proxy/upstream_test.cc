@@ -203,10 +203,12 @@ TEST(Upstream, ParsesUrls) {
   EXPECT_EQ(name.value().host, "localhost");
   EXPECT_EQ(name.value().authority, "localhost:3000");
   auto tls = parse_upstream_url("https://mcp.example.com/mcp");
-  ASSERT_FALSE(tls);
-  EXPECT_NE(tls.error().message.find("https:// upstreams are not supported yet"), std::string::npos)
-      << tls.error().message;
-  for (const char* bad : {"https://127.0.0.1/", "http://exa mple.com/mcp", "http://-x/", "http://a!b/",
+  ASSERT_TRUE(tls) << tls.error().message;
+  EXPECT_TRUE(tls.value().https);
+  EXPECT_EQ(tls.value().port, 443);
+  EXPECT_EQ(tls.value().host, "mcp.example.com");
+  EXPECT_FALSE(parse_upstream_url("http://mcp.example.com/mcp").value().https);
+  for (const char* bad : {"https://", "http://exa mple.com/mcp", "http://-x/", "http://a!b/",
                           "http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://:80/", "http://[::1/", "ftp://x"}) {
     auto r = parse_upstream_url(bad);
     EXPECT_FALSE(r) << bad;

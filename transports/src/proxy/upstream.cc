@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "http/field_syntax.h"
+#include "tls/channel.h"
 
 namespace mcpfan::detail::proxy {
 
@@ -28,6 +29,15 @@ struct Conn {
   std::size_t addr_index = 0;
   UpstreamFailure timer_kind = UpstreamFailure::Connect;
   std::array<char, 64 * 1024> buf{};
+  std::unique_ptr<tls::Channel> tls;  // https: made once connected
+  std::string tls_out;                // records made and not yet written
+};
+
+// TLS records on their way to the upstream (handshake, the request, alerts): several may be
+// in flight, each freed by its callback.
+struct CipherWrite {
+  uv_write_t req;  // first member: the callback casts back
+  std::string data;
 };
 
 struct UpstreamCall {
@@ -152,16 +162,14 @@ Result<UpstreamTarget> parse_upstream_url(std::string_view url) {
   auto bad = [&](std::string why) {
     return Error{rpc_code::kInvalidParams, "--upstream " + std::string(url) + ": " + why};
   };
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, 8) == "https://") {
-    return bad("https:// upstreams are not supported yet (no TLS to the upstream): use http://, e.g. to a sidecar or a "
-               "loopback port of the MCP server");
-  }
-  if (url.substr(0, kScheme.size()) != kScheme) return bad("only http:// upstreams are supported");
-  std::string_view rest = url.substr(kScheme.size());
+  const bool https = url.substr(0, 8) == "https://";
+  if (!https && url.substr(0, 7) != "http://") return bad("only http:// and https:// upstreams are supported");
+  std::string_view rest = url.substr(https ? 8 : 7);
   std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   UpstreamTarget t;
+  t.https = https;
+  t.port = https ? 443 : 80;
   t.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   t.authority = std::string(authority);
   std::string_view host = authority, port;
@@ -414,9 +422,44 @@ void UpstreamPool::dial(UpstreamCall* c, std::shared_ptr<const std::vector<socka
         }
         conn->connected = true;
         uv_tcp_nodelay(&conn->tcp, 1);
+        if (pool->target_.https && !pool->start_tls(conn)) return;
         pool->send_on(conn->call);
       });
   if (rc < 0) fail(c, UpstreamFailure::Connect, "connect to " + address_text(addr) + ": " + uv_strerror(rc));
+}
+
+bool UpstreamPool::start_tls(Conn* conn) {
+  UpstreamCall* c = conn->call;
+  SSL* ssl = target_.tls ? target_.tls->new_ssl(target_.host) : nullptr;
+  if (!ssl) {
+    fail(c, UpstreamFailure::Connect, "TLS with " + target_.host + ": no TLS client");
+    return false;
+  }
+  conn->tls = std::make_unique<tls::Channel>(ssl);
+  if (conn->tls->start(conn->tls_out) == tls::Channel::Status::Failed) {
+    fail(c, UpstreamFailure::Connect, "TLS with " + target_.host + ": " + conn->tls->error());
+    return false;
+  }
+  write_records(conn);
+  return true;
+}
+
+void UpstreamPool::write_records(Conn* conn) {
+  if (conn->tls_out.empty() || conn->closing) return;
+  auto* w = new CipherWrite{{}, std::move(conn->tls_out)};
+  conn->tls_out.clear();
+  w->req.data = conn;
+  uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&conn->tcp), &b, 1, [](uv_write_t* req, int status) {
+    auto* conn = static_cast<Conn*>(req->data);
+    delete reinterpret_cast<CipherWrite*>(req);
+    if (conn->closing || status == 0 || !conn->call) return;
+    conn->pool->fail(conn->call, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(status));
+  });
+  if (rc < 0) {
+    delete w;
+    if (conn->call) fail(conn->call, UpstreamFailure::Closed, std::string("write: ") + uv_strerror(rc));
+  }
 }
 
 void UpstreamPool::send_on(UpstreamCall* c) {
@@ -424,6 +467,26 @@ void UpstreamPool::send_on(UpstreamCall* c) {
   http_parser_init(&conn->parser, HTTP_RESPONSE);
   conn->parser.data = conn;
   auto* stream = reinterpret_cast<uv_stream_t*>(&conn->tcp);
+  if (conn->tls) {
+    // The request as records (before the handshake is done the channel holds it, and sends it
+    // when it completes). On a pooled connection the first write tells, as in the clear,
+    // whether the upstream can have received anything.
+    if (conn->tls->encrypt(c->request, conn->tls_out) == tls::Channel::Status::Failed) {
+      return fail(c, UpstreamFailure::Closed, "TLS with " + target_.host + ": " + conn->tls->error());
+    }
+    if (c->reused && !conn->tls_out.empty()) {
+      uv_buf_t first = uv_buf_init(conn->tls_out.data(), static_cast<unsigned>(conn->tls_out.size()));
+      int n = uv_try_write(stream, &first, 1);
+      if (n < 0 && n != UV_EAGAIN) return stale(c, /*nothing_sent=*/true, std::string("write: ") + uv_strerror(n));
+      if (n > 0) conn->tls_out.erase(0, static_cast<std::size_t>(n));
+    }
+    c->nothing_sent = false;
+    write_records(conn);
+    if (!conn->call) return;  // the write failed at once
+    arm(c, limits_.first_byte_ms, UpstreamFailure::FirstByte);
+    if (!c->paused) start_reading(conn);
+    return;
+  }
   std::size_t off = 0;
   if (c->reused) {
     // On a pooled connection the first write tells whether the upstream can have received
@@ -500,6 +563,7 @@ void UpstreamPool::start_reading(Conn* conn) {
 
 void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
   if (n == 0) return;
+  if (n > 0 && conn->tls) return on_records(conn, buf->base, static_cast<std::size_t>(n));
   UpstreamCall* c = conn->call;
   if (!c) {  // pooled: the upstream closed it, or sent what nobody asked for
     idle_.erase(std::remove(idle_.begin(), idle_.end(), conn), idle_.end());
@@ -522,15 +586,40 @@ void UpstreamPool::on_read(Conn* conn, ssize_t n, const uv_buf_t* buf) {
                 std::string("the upstream closed the connection before the answer was complete") +
                     (n == UV_EOF ? "" : std::string(" (") + uv_strerror(static_cast<int>(n)) + ")"));
   }
+  on_answer_bytes(conn, buf->base, static_cast<std::size_t>(n));
+}
+
+void UpstreamPool::on_records(Conn* conn, const char* data, std::size_t len) {
+  // What the records decrypt to is read as the answer's bytes are in the clear; a finished
+  // answer may pool or close the connection while later records of the same read remain.
+  tls::Channel::Status st = conn->tls->feed(data, len, conn->tls_out, [&](const char* plain, std::size_t n) {
+    if (!conn->closing) on_answer_bytes(conn, plain, n);
+  });
+  write_records(conn);
+  if (conn->closing) return;
+  if (st == tls::Channel::Status::Failed) {
+    if (UpstreamCall* c = conn->call) return fail(c, UpstreamFailure::Protocol, "TLS: " + conn->tls->error());
+    idle_.erase(std::remove(idle_.begin(), idle_.end(), conn), idle_.end());
+    close_conn(conn);
+  }
+}
+
+void UpstreamPool::on_answer_bytes(Conn* conn, const char* data, std::size_t n) {
+  UpstreamCall* c = conn->call;
+  if (!c) {  // pooled: the upstream sent what nobody asked for
+    idle_.erase(std::remove(idle_.begin(), idle_.end(), conn), idle_.end());
+    close_conn(conn);
+    return;
+  }
   c->got_bytes = true;
   arm(c, limits_.idle_ms, UpstreamFailure::Idle);
   c->in_read = true;
-  std::size_t used = http_parser_execute(&conn->parser, &kSettings, buf->base, static_cast<std::size_t>(n));
+  std::size_t used = http_parser_execute(&conn->parser, &kSettings, data, n);
   c->in_read = false;
   if (c->cancelled) return drop(c);
   if (c->complete) {
     // Bytes after a complete answer, or an answer that ends its connection: not reusable.
-    bool reusable = used == static_cast<std::size_t>(n) && http_should_keep_alive(&conn->parser) != 0;
+    bool reusable = used == n && http_should_keep_alive(&conn->parser) != 0;
     return finish(c, reusable);
   }
   if (HTTP_PARSER_ERRNO(&conn->parser) != HPE_OK) {

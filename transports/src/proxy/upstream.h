@@ -44,18 +44,21 @@
 #include <vector>
 
 #include "mcpfan/result.h"
+#include "tls/context.h"
 
 namespace mcpfan::detail::proxy {
 
-/** Where the upstream is: from `http://host:port/path`. */
+/** Where the upstream is: from `http://host:port/path` or `https://host:port/path`. */
 struct UpstreamTarget {
   std::string host;       // an IP address (v4 or v6, without brackets) or a host name
   std::uint16_t port = 80;
   std::string path = "/";  // the MCP endpoint's path on the upstream
   std::string authority;   // host[:port] as written: the Host header
+  bool https = false;      // https://: every connection speaks TLS (SNI and the certificate checked for `host`)
+  // https: the TLS client (its trust roots); set by the caller (preflight) before a pool uses the target.
+  std::shared_ptr<tls::ClientContext> tls{};
 };
-/** Parses an `http://` URL (the host an IP literal or a name). https:// and others are refused; the error names the
- * problem. */
+/** Parses an `http://` or `https://` URL (the host an IP literal or a name); the error names the problem. */
 [[nodiscard]] Result<UpstreamTarget> parse_upstream_url(std::string_view url);
 
 /** One request for the upstream: its bytes and what the pool must know of it. */
@@ -178,6 +181,10 @@ class UpstreamPool {
   void pool_idle(Conn* conn);     // keeps it for keepalive_ms
   void start_reading(Conn* conn);
   void on_read(Conn* conn, ssize_t n, const uv_buf_t* buf);
+  void on_records(Conn* conn, const char* data, std::size_t len);  // https: records in, the answer's bytes out
+  void on_answer_bytes(Conn* conn, const char* data, std::size_t n);
+  [[nodiscard]] bool start_tls(Conn* conn);  // false: the call failed
+  void write_records(Conn* conn);
   void arm(UpstreamCall* c, std::uint64_t ms, UpstreamFailure kind);
   void finish(UpstreamCall* c, bool reusable);  // on_end(); the connection pooled or closed
   void fail(UpstreamCall* c, UpstreamFailure kind, std::string what);  // on_failure(); closed

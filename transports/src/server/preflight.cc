@@ -180,6 +180,16 @@ Result<Preflight> preflight(const ServerConfig& c) {
     auto target = proxy::parse_upstream_url(c.upstream.url);
     if (!target) return target.error();  // it names --upstream and the URL
     out.upstream = std::move(target.value());
+    if (out.upstream->https) {
+      tls::ClientSettings ts;
+      ts.ca_file = c.upstream.ca_file;
+      std::string err;
+      out.upstream->tls = tls::ClientContext::load(ts, err);
+      if (!out.upstream->tls) return invalid("--upstream-ca-file: " + err);
+    }
+  }
+  if (!c.upstream.ca_file.empty() && (!out.upstream || !out.upstream->https)) {
+    return invalid("--upstream-ca-file is for an https:// --upstream");
   }
   if (auto e = backplane_config_error(c)) return invalid(*e);
   auto tls = load_tls(c);

@@ -153,8 +153,9 @@ struct NatsConfig {
 
 /** The front proxy (empty `url`: mcpfan serves only what it serves itself). */
 struct UpstreamConfig {
-  // http://HOST:PORT/path of an MCP server (an IP or a name): every request mcpfan does not serve goes there
+  // http(s)://HOST:PORT/path of an MCP server (an IP or a name): every request mcpfan does not serve goes there
   std::string url;
+  std::string ca_file;  // https: the roots its certificate must chain to (empty: the system's)
   /**
    * A resolved host name is reused for new connections this long; a failed connect forgets it
    * at once. 0: resolve for every new connection.

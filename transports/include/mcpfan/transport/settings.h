@@ -211,10 +211,13 @@ void for_each_setting(Config& c, Visit&& v) {
     c.nats.delivery_threads);
   // The front proxy (docs/protocol.md "Front proxy"): without --upstream, mcpfan serves only its own methods.
   v(plain("--upstream", "upstream.url",
-          "http://HOST:PORT/path of an MCP server to stand in front of (HOST an IP or a name, looked up without "
-          "blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and forwards "
-          "every other request there"),
+          "http://HOST:PORT/path or https://... of an MCP server to stand in front of (HOST an IP or a name, looked "
+          "up without blocking): mcpfan answers subscriptions/listen and 2025-era resources/subscribe itself and "
+          "forwards every other request there"),
     c.upstream.url);
+  v(file("--upstream-ca-file", "upstream.ca_file",
+         "PEM roots an https:// --upstream's certificate must chain to (default: the system's)"),
+    c.upstream.ca_file);
   v(ranged("--upstream-resolve-ttl-ms", "upstream.resolve_ttl_ms", 0, kDay,
            "how long the upstream host name's addresses serve new connections before it is looked up again (a "
            "failed connect looks it up again at once); 0: look up for every new connection", kParsed),
