@@ -3,6 +3,8 @@
 // authentication, and with it: fuzz_auth.h), started once and stopped at exit (so LeakSanitizer
 // sees a clean shutdown); which of them an input goes to; writing one input to a socket with
 // deadlines; and checks on what the server wrote back.
+#include <simdjson.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -87,6 +89,11 @@ struct HttpExpect {
 void check_http_responses(std::string_view bytes, const HttpExpect& expect);
 /** For each request in `input` whose headers parse, in order: whether it is a HEAD request. */
 std::vector<bool> head_requests(std::string_view input);
+
+/** `json` is a JSON object (aborts otherwise, naming `where`); it lives in a shared parser until the next call. */
+simdjson::dom::object check_json_message(std::string_view json, const char* where);
+/** The complete lines of an SSE body: blank, comments, `event: message`, and `data: ` lines of JSON objects. */
+void check_sse_body(std::string_view body);
 
 struct StdioExpect {
   bool needs_token = false;     // a Unix-socket client of the authenticated server
