@@ -141,9 +141,12 @@ class Checker {
       frame(h, payload);
       at += kHeaderLen + h.length;
     }
-    // A connection that ended with a FIN sent whole frames; a reset may cut the last one.
+    // A connection that ended with a FIN sent whole frames; a reset may cut the last one. And it
+    // said GOAWAY (RFC 9113 §6.8: so the peer knows what was processed): after the client's FIN
+    // the server writes what it answered and GOAWAY, then closes.
     check(!clean_eof || at == out_.size(), "the server's bytes end inside a frame (%zu of %zu bytes are whole frames)",
           at, out_.size());
+    check(!clean_eof || goaway_, "the server closed without a GOAWAY");
     check(!clean_eof || !in_block_, "a header block never ended (no END_HEADERS) before the FIN");
   }
 
@@ -192,6 +195,10 @@ class Checker {
         check(h.stream == 0 && p.size() >= 8, "GOAWAY on stream %u of %zu bytes", h.stream, p.size());
         check(be(p, 4, 4) <= NGHTTP2_HTTP_1_1_REQUIRED, "GOAWAY with error code %u (reason: %s)", be(p, 4, 4),
               fz::printable(p.substr(8)).c_str());
+        check(!goaway_ || (be(p, 0, 4) & 0x7fffffffu) <= last_stream_, "a GOAWAY raising its last stream id to %u",
+              be(p, 0, 4) & 0x7fffffffu);
+        goaway_ = true;
+        last_stream_ = be(p, 0, 4) & 0x7fffffffu;
         return;
       case NGHTTP2_WINDOW_UPDATE:
         check(p.size() == 4 && (be(p, 0, 4) & 0x7fffffffu) != 0, "WINDOW_UPDATE of %zu bytes, or of 0", p.size());
@@ -232,6 +239,8 @@ class Checker {
   void headers(const FrameHead& h, std::string_view p) {
     StreamState& s = open_stream(h);
     check(!s.headers, "a second HEADERS on stream %u (the server sends no trailers)", h.stream);
+    check(!goaway_ || h.stream <= last_stream_, "a response on stream %u after a GOAWAY naming %u the last", h.stream,
+          last_stream_);
     s.headers = true;
     block_.assign(unpad(h, p, (h.flags & NGHTTP2_FLAG_PRIORITY) ? 5 : 0));
     block_stream_ = h.stream;
@@ -324,6 +333,8 @@ class Checker {
   std::uint32_t block_stream_ = 0;
   bool block_ends_stream_ = false;
   bool in_block_ = false;
+  bool goaway_ = false;
+  std::uint32_t last_stream_ = 0;  // the last GOAWAY's last stream id
 };
 
 }  // namespace
