@@ -18,9 +18,12 @@
 //   tokens and values without control bytes; no 500;
 // - no HEADERS or DATA on a stream after its END_STREAM or its RST_STREAM, no DATA before HEADERS;
 // - a complete application/json body (the stream's DATA) is a JSON object, and has the length
-//   content-length gave; every complete SSE line of a text/event-stream is event/data/comment,
-//   each data line a JSON object;
-// - a GOAWAY's error code is one RFC 9113 defines (at most 0xd).
+//   content-length gave; it is empty only for a HEAD request, and a HEAD request's answer has no
+//   body (the input's own header blocks are decoded to know which streams are HEAD); every
+//   complete SSE line of a text/event-stream is event/data/comment, each data line a JSON object;
+// - a GOAWAY's (and RST_STREAM's) error code is one RFC 9113 defines (at most 0xd);
+// - a connection that ends with a FIN has sent a GOAWAY (RFC 9113 §6.8), answers no stream above
+//   its last stream id after it, and a later GOAWAY does not raise that id.
 // Leaks: the servers are stopped at exit, so LeakSanitizer's exit check sees what they kept.
 #include <nghttp2/nghttp2.h>
 #include <unistd.h>
@@ -31,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,21 +71,102 @@ FrameHead head_at(std::string_view s, std::size_t at) {
                    id & 0x7fffffffu, (id & 0x80000000u) != 0};
 }
 
-// The largest SETTINGS_MAX_FRAME_SIZE any SETTINGS frame of the input could have set (the input
-// read as frames for as long as it reads as frames: an over-approximation of what nghttp2 took).
-std::uint32_t max_frame_size(std::string_view in) {
-  std::uint32_t max = kDefaultMaxFrame;
+// What the input asked, read as the server's nghttp2 reads it for as long as it reads as frames.
+struct InputView {
+  // The largest SETTINGS_MAX_FRAME_SIZE any SETTINGS frame of the input could have set.
+  std::uint32_t max_frame = kDefaultMaxFrame;
+  // Streams whose first header block decoded (through one HPACK inflater, as the server's), and
+  // which of them are HEAD requests. Once a block fails to decode the server ends the connection
+  // and answers nothing after it: later streams are not judged by these.
+  std::set<std::uint32_t> decoded, head;
+};
+
+// A padded or prioritized frame's payload without its padding and priority fields; nullopt if short.
+std::optional<std::string_view> fragment(std::uint8_t flags, std::string_view p, bool headers) {
+  std::size_t pad = 0;
+  if (flags & NGHTTP2_FLAG_PADDED) {
+    if (p.empty()) return std::nullopt;
+    pad = static_cast<unsigned char>(p[0]);
+    p.remove_prefix(1);
+  }
+  std::size_t priority = headers && (flags & NGHTTP2_FLAG_PRIORITY) ? 5 : 0;
+  if (p.size() < priority + pad) return std::nullopt;
+  return p.substr(priority, p.size() - priority - pad);
+}
+
+InputView read_input(std::string_view in) {
+  InputView v;
+  nghttp2_hd_inflater* inflater = nullptr;
+  nghttp2_hd_inflate_new(&inflater);
+  bool broken = false;  // a header block did not decode (or a frame around one was malformed)
+  std::string block;
+  std::uint32_t block_stream = 0;
+  bool in_block = false;
+  std::set<std::uint32_t> seen;  // streams with a header block (the first one is the request's)
+  auto end_block = [&] {
+    in_block = false;
+    bool first = seen.insert(block_stream).second;
+    const auto* at = reinterpret_cast<const std::uint8_t*>(block.data());
+    std::size_t left = block.size();
+    bool head = false;
+    for (;;) {
+      nghttp2_nv nv;
+      int flags = 0;
+      ssize_t n = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, at, left, 1);
+      if (n < 0) {
+        broken = true;
+        return;
+      }
+      at += n;
+      left -= static_cast<std::size_t>(n);
+      if ((flags & NGHTTP2_HD_INFLATE_EMIT) &&
+          std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen) == ":method") {
+        head = head || std::string_view(reinterpret_cast<const char*>(nv.value), nv.valuelen) == "HEAD";
+      }
+      if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+        nghttp2_hd_inflate_end_headers(inflater);
+        break;
+      }
+      if (!(flags & NGHTTP2_HD_INFLATE_EMIT) && left == 0) break;
+    }
+    if (!first) return;
+    v.decoded.insert(block_stream);
+    if (head) v.head.insert(block_stream);
+  };
   for (std::size_t at = 0; in.size() - at >= kHeaderLen;) {
     FrameHead h = head_at(in, at);
     if (in.size() - at - kHeaderLen < h.length) break;
+    std::string_view p = in.substr(at + kHeaderLen, h.length);
+    at += kHeaderLen + h.length;
     if (h.type == NGHTTP2_SETTINGS && !(h.flags & NGHTTP2_FLAG_ACK)) {
-      for (std::size_t e = at + kHeaderLen; e + 6 <= at + kHeaderLen + h.length; e += 6) {
-        if (be(in, e, 2) == NGHTTP2_SETTINGS_MAX_FRAME_SIZE) max = std::max(max, be(in, e + 2, 4));
+      for (std::size_t e = 0; e + 6 <= p.size(); e += 6) {
+        if (be(p, e, 2) == NGHTTP2_SETTINGS_MAX_FRAME_SIZE) v.max_frame = std::max(v.max_frame, be(p, e + 2, 4));
       }
     }
-    at += kHeaderLen + h.length;
+    if (broken) continue;
+    if (in_block && (h.type != NGHTTP2_CONTINUATION || h.stream != block_stream)) broken = true;
+    if (h.type == NGHTTP2_HEADERS || h.type == NGHTTP2_PUSH_PROMISE) {
+      auto f = fragment(h.flags, p, h.type == NGHTTP2_HEADERS);
+      if (!f || h.type == NGHTTP2_PUSH_PROMISE) {
+        broken = true;
+        continue;
+      }
+      block.assign(*f);
+      block_stream = h.stream;
+      in_block = true;
+    } else if (h.type == NGHTTP2_CONTINUATION) {
+      if (!in_block) {
+        broken = true;
+        continue;
+      }
+      block.append(p);
+    } else {
+      continue;
+    }
+    if (h.flags & NGHTTP2_FLAG_END_HEADERS) end_block();
   }
-  return max;
+  nghttp2_hd_inflate_del(inflater);
+  return v;
 }
 
 const char* type_name(std::uint8_t t) {
@@ -116,7 +202,7 @@ struct StreamState {
 
 class Checker {
  public:
-  Checker(std::string_view input, std::string_view out) : input_(input), out_(out) {
+  Checker(std::string_view input, std::string_view out) : input_(input), out_(out), asked_(read_input(input)) {
     nghttp2_hd_inflate_new(&inflater_);
   }
   ~Checker() { nghttp2_hd_inflate_del(inflater_); }
@@ -124,7 +210,7 @@ class Checker {
   Checker& operator=(const Checker&) = delete;
 
   void run(bool clean_eof) {
-    const std::uint32_t max_len = max_frame_size(input_);
+    const std::uint32_t max_len = asked_.max_frame;
     std::size_t at = 0;
     bool first = true;
     while (out_.size() - at >= kHeaderLen) {
@@ -209,15 +295,10 @@ class Checker {
   }
 
   // A padded frame's payload without its padding (and for HEADERS, without the priority fields).
-  std::string_view unpad(const FrameHead& h, std::string_view p, std::size_t priority) {
-    std::size_t pad = 0;
-    if (h.flags & NGHTTP2_FLAG_PADDED) {
-      check(!p.empty(), "a PADDED frame without its pad length");
-      pad = static_cast<unsigned char>(p[0]);
-      p.remove_prefix(1);
-    }
-    check(p.size() >= priority + pad, "a %s frame shorter than its padding and priority", type_name(h.type));
-    return p.substr(priority, p.size() - priority - pad);
+  std::string_view unpad(const FrameHead& h, std::string_view p) {
+    auto f = fragment(h.flags, p, h.type == NGHTTP2_HEADERS);
+    check(f.has_value(), "a %s frame shorter than its padding and priority", type_name(h.type));
+    return *f;
   }
 
   StreamState& open_stream(const FrameHead& h) {
@@ -232,7 +313,7 @@ class Checker {
   void data(const FrameHead& h, std::string_view p) {
     StreamState& s = open_stream(h);
     check(s.headers, "DATA on stream %u before any HEADERS", h.stream);
-    s.body.append(unpad(h, p, 0));
+    s.body.append(unpad(h, p));
     if (h.flags & NGHTTP2_FLAG_END_STREAM) end_stream(h.stream, s);
   }
 
@@ -242,7 +323,7 @@ class Checker {
     check(!goaway_ || h.stream <= last_stream_, "a response on stream %u after a GOAWAY naming %u the last", h.stream,
           last_stream_);
     s.headers = true;
-    block_.assign(unpad(h, p, (h.flags & NGHTTP2_FLAG_PRIORITY) ? 5 : 0));
+    block_.assign(unpad(h, p));
     block_stream_ = h.stream;
     block_ends_stream_ = (h.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     in_block_ = true;
@@ -308,6 +389,12 @@ class Checker {
       check(s.content_length == std::to_string(s.body.size()), "stream %u: content-length %s, and %zu body bytes", id,
             s.content_length.c_str(), s.body.size());
     }
+    // A HEAD request's answer has a GET's head and no body (RFC 9110 §9.3.2); any other JSON answer has one.
+    const bool known = asked_.decoded.count(id) != 0;
+    const bool head = asked_.head.count(id) != 0;
+    check(!known || !head || s.body.empty(), "stream %u: %zu body bytes answer a HEAD request", id, s.body.size());
+    check(!known || head || !starts(s.content_type, "application/json") || !s.body.empty(),
+          "stream %u: an application/json answer without a body", id);
     if (starts(s.content_type, "application/json") && !s.body.empty()) {
       fz::check_json_message(s.body, "an application/json body");
     } else if (starts(s.content_type, "text/event-stream")) {
@@ -327,6 +414,7 @@ class Checker {
 
  private:
   std::string_view input_, out_;
+  InputView asked_;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::map<std::uint32_t, StreamState> streams_;
   std::string block_;

@@ -633,6 +633,10 @@ H2 = {
     "bad_hpack": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\xff\xff\x7f"),
     "headers_too_large": H2_START + h2_get(1, b"/livez", [(b"x-pad", b"p" * 4200)]),
     "url_too_long": H2_START + h2_get(1, b"/" + b"u" * 1100),
+    "head_headers_too_large": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack(
+        req_fields(b"HEAD", b"/livez", [(b"x-pad", b"p" * 4200)]))),
+    "head_url_too_long_path_first": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack(
+        [(b":path", b"/" + b"u" * 1100), (b":method", b"HEAD"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")])),
     "body_too_large": H2_START + h2_post(1, b"/v1/publish", b"[" + b" " * 17000 + b"]", data_frames=2),
     "data_unopened": H2_START + frame(DATA, 0, 7, b"data on a stream never opened"),
     "unknown_frame_type": H2_START + frame(0x42, 0xff, 1, b"ext") + h2_get(1, b"/livez"),
