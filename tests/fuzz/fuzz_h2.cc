@@ -48,7 +48,6 @@ namespace fz = mcpfan::fuzz;
 
 namespace {
 
-constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::size_t kHeaderLen = 9;
 constexpr std::uint32_t kDefaultMaxFrame = 16384;
 
@@ -435,14 +434,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   auto pieces = fz::split_input(input);
-  std::string first = std::string(kPreface) + std::string(pieces[0]);  // one write: no pause inside the preface
+  std::string first = std::string(fz::kH2Preface) + std::string(pieces[0]);  // one write: no pause inside the preface
   pieces[0] = first;
   int fd = fz::connect_http(false);
   auto rx = fz::exchange(fd, pieces, "HTTP/2");
   ::close(fd);
   std::string joined;
   for (std::size_t i = 1; i < pieces.size(); ++i) joined.append(pieces[i]);
-  joined.insert(0, first.substr(kPreface.size()));
+  joined.insert(0, first.substr(fz::kH2Preface.size()));
   static const bool verbose = std::getenv("MCPFAN_FUZZ_VERBOSE") != nullptr;
   if (verbose) std::fprintf(stderr, "---- the server's frames:%s\n---- end ----\n", describe(rx.bytes).c_str());
   Checker c(joined, rx.bytes);

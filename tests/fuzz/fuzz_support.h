@@ -55,6 +55,13 @@ int connect_unix();
  * finds the marker in the dictionary. A marker at the end delays the FIN instead.
  */
 inline constexpr std::string_view kSplitMarker = "@@SPLIT@@";
+
+/**
+ * The HTTP/2 client preface: a connection whose first bytes are these is served as HTTP/2 (h2c
+ * with prior knowledge, http1/connection.cc `sniff`). fuzz_h2 writes it before each input;
+ * fuzz_http leaves the answers to such an input unchecked (they are frames, fuzz_h2's to judge).
+ */
+inline constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 std::vector<std::string_view> split_input(std::string_view data);
 
 struct Received {
