@@ -11,7 +11,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS]" >&2; exit 2; }
-targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio fuzz_upstream})
+targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio fuzz_upstream fuzz_h2})
 build="$root/build-fuzz"
 artifacts="$build/artifacts"
 
@@ -30,7 +30,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # 4 KiB headers, 4 KiB stdio lines), small enough to keep the exec rate up.
 max_len() {
   case "$1" in
-    fuzz_http) echo 20480 ;;
+    fuzz_http | fuzz_h2) echo 20480 ;;
     fuzz_stdio) echo 12288 ;;
     *) echo 8192 ;;
   esac

@@ -52,7 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto mismatch = mcpfan::testing::strict_mismatch(one);
     FUZZ_CHECK(!mismatch, "%s: %s", mismatch->c_str(), fz::printable(joined).c_str());
   }
-  if (rx.clean_eof) {
+  // Starting with the HTTP/2 preface, the connection is served as HTTP/2: frames come back, not
+  // HTTP/1.1 responses (fuzz_h2 checks those).
+  const bool h2 = joined.substr(0, fz::kH2Preface.size()) == fz::kH2Preface;
+  if (rx.clean_eof && !h2) {
     fz::HttpExpect expect;
     expect.head_requests = fz::head_requests(joined);
     expect.authed = authed;

@@ -136,6 +136,8 @@ simdjson::dom::parser& json_parser() {
   return p;
 }
 
+}  // namespace
+
 // The parsed object lives in json_parser() until its next parse.
 simdjson::dom::object check_json_message(std::string_view json, const char* where) {
   simdjson::dom::element root;
@@ -159,6 +161,8 @@ void check_sse_body(std::string_view body) {
     check_json_message(line.substr(6), "an SSE data line");
   }
 }
+
+namespace {
 
 struct ResponseState {
   std::string field, value, content_type, body;

@@ -3,6 +3,8 @@
 // authentication, and with it: fuzz_auth.h), started once and stopped at exit (so LeakSanitizer
 // sees a clean shutdown); which of them an input goes to; writing one input to a socket with
 // deadlines; and checks on what the server wrote back.
+#include <simdjson.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,6 +55,13 @@ int connect_unix();
  * finds the marker in the dictionary. A marker at the end delays the FIN instead.
  */
 inline constexpr std::string_view kSplitMarker = "@@SPLIT@@";
+
+/**
+ * The HTTP/2 client preface: a connection whose first bytes are these is served as HTTP/2 (h2c
+ * with prior knowledge, http1/connection.cc `sniff`). fuzz_h2 writes it before each input;
+ * fuzz_http leaves the answers to such an input unchecked (they are frames, fuzz_h2's to judge).
+ */
+inline constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 std::vector<std::string_view> split_input(std::string_view data);
 
 struct Received {
@@ -87,6 +96,11 @@ struct HttpExpect {
 void check_http_responses(std::string_view bytes, const HttpExpect& expect);
 /** For each request in `input` whose headers parse, in order: whether it is a HEAD request. */
 std::vector<bool> head_requests(std::string_view input);
+
+/** `json` is a JSON object (aborts otherwise, naming `where`); it lives in a shared parser until the next call. */
+simdjson::dom::object check_json_message(std::string_view json, const char* where);
+/** The complete lines of an SSE body: blank, comments, `event: message`, and `data: ` lines of JSON objects. */
+void check_sse_body(std::string_view body);
 
 struct StdioExpect {
   bool needs_token = false;     // a Unix-socket client of the authenticated server

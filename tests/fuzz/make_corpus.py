@@ -475,6 +475,178 @@ STDIO_TRUSTED = {  # attach_stdio on the authenticated server: tenant "default" 
 STDIO.update({k: AUTH + v for k, v in STDIO_AUTH.items()})
 STDIO.update({k: AUTH_TRUSTED + v for k, v in STDIO_TRUSTED.items()})
 
+# ---- HTTP/2 frames (fuzz_h2: the target writes the client preface, then these bytes) ----
+def frame(type_, flags, stream, payload=b""):
+    """One frame: 24-bit length, type, flags, 31-bit stream id, payload (RFC 9113 §4.1)."""
+    return len(payload).to_bytes(3, "big") + bytes([type_, flags]) + (stream & 0x7fffffff).to_bytes(4, "big") + payload
+
+
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+END_STREAM, ACK, END_HEADERS, PADDED, PRIO = 0x1, 0x1, 0x4, 0x8, 0x20
+
+
+def hpack_int(value, prefix_bits, first=0):
+    """An HPACK integer (RFC 7541 §5.1) whose first byte carries `first` above its prefix."""
+    top = (1 << prefix_bits) - 1
+    if value < top:
+        return bytes([first | value])
+    out = [first | top]
+    value -= top
+    while value >= 128:
+        out.append(value % 128 + 128)
+        value //= 128
+    return bytes(out + [value])
+
+
+def hstr(b):
+    return hpack_int(len(b), 7) + b  # no Huffman
+
+
+STATIC = {b":authority": 1, b":method": 2, b":path": 4, b":scheme": 6, b":status": 8, b"accept": 19,
+          b"content-length": 28, b"content-type": 31, b"user-agent": 58}
+INDEXED = {(b":method", b"GET"): 2, (b":method", b"POST"): 3, (b":path", b"/"): 4, (b":scheme", b"http"): 6}
+
+
+def hpack(fields):
+    """A header block: static-table entries where they match whole, otherwise literals without
+    indexing (§6.2.2), with a static name index where there is one: the dynamic table stays empty."""
+    out = b""
+    for name, value in fields:
+        if (name, value) in INDEXED:
+            out += hpack_int(INDEXED[(name, value)], 7, 0x80)
+        elif name in STATIC:
+            out += hpack_int(STATIC[name], 4) + hstr(value)
+        else:
+            out += b"\x00" + hstr(name) + hstr(value)
+    return out
+
+
+def req_fields(method, path, extra=()):
+    return [(b":method", method), (b":scheme", b"http"), (b":path", path), (b":authority", b"127.0.0.1")] + list(extra)
+
+
+def settings(*entries, flags=0):
+    return frame(SETTINGS, flags, 0, b"".join(k.to_bytes(2, "big") + v.to_bytes(4, "big") for k, v in entries))
+
+
+H2_SETTINGS = settings((0x2, 0), (0x3, 100), (0x4, 65535))  # ENABLE_PUSH 0, MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE
+H2_ACK = settings(flags=ACK)
+H2_START = H2_SETTINGS + H2_ACK
+
+
+def h2_get(stream, path, extra=()):
+    return frame(HEADERS, END_HEADERS | END_STREAM, stream, hpack(req_fields(b"GET", path, extra)))
+
+
+def h2_post(stream, path, body, extra=(), end=True, data_frames=1):
+    head = frame(HEADERS, END_HEADERS, stream, hpack(req_fields(b"POST", path, list(extra) + [
+        (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))])))
+    out, step = b"", max(1, -(-len(body) // data_frames))
+    for i in range(0, len(body), step):
+        last = i + step >= len(body)
+        out += frame(DATA, END_STREAM if (last and end) else 0, stream, body[i:i + step])
+    return head + out
+
+
+H2_MCP = [(b"accept", b"application/json, text/event-stream"), (b"mcp-protocol-version", V26.encode())]
+
+
+def h2_mcp(stream, body, method):
+    return h2_post(stream, b"/mcp", body, H2_MCP + [(b"mcp-method", method)])
+
+
+def rst(stream, code=8):
+    return frame(RST_STREAM, 0, stream, code.to_bytes(4, "big"))
+
+
+def window_update(stream, n):
+    return frame(WINDOW_UPDATE, 0, stream, n.to_bytes(4, "big"))
+
+
+def goaway(last, code, reason=b""):
+    return frame(GOAWAY, 0, 0, last.to_bytes(4, "big") + code.to_bytes(4, "big") + reason)
+
+
+LISTEN_H2 = h2_mcp(1, RPC["listen_all"], b"subscriptions/listen")
+PUB_UPDATED = j({"method": "notifications/resources/updated", "params": {"uri": "file:///project/a.txt"}})
+GET_LIVEZ_BLOCK = hpack(req_fields(b"GET", b"/livez", [(b"user-agent", b"fuzz-h2"), (b"x-pad", b"p" * 40)]))
+H2 = {
+    "settings_ack": H2_START,
+    "settings_only": H2_SETTINGS,
+    "no_settings_get": h2_get(1, b"/livez"),
+    "get_livez": H2_START + h2_get(1, b"/livez"),
+    "get_healthz_readyz_status": H2_START + h2_get(1, b"/healthz") + h2_get(3, b"/readyz") + h2_get(5, b"/status"),
+    "get_metrics": H2_START + h2_get(1, b"/metrics"),
+    "head_livez": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack(req_fields(b"HEAD", b"/livez"))),
+    "not_found": H2_START + h2_get(1, b"/nope?x=1"),
+    "publish": H2_START + h2_post(1, b"/v1/publish", PUB["list_changed"]),
+    "publish_array_in_pieces": H2_START + h2_post(1, b"/v1/publish", PUB["array_all_kinds"], data_frames=4),
+    "publish_bad": H2_START + h2_post(1, b"/v1/publish", PUB["uri_missing"]),
+    "publish_parse_error": H2_START + h2_post(1, b"/v1/publish", PUB["truncated"]),
+    "listen": H2_START + LISTEN_H2,
+    "listen_delay_fin": H2_START + LISTEN_H2 + SPLIT,
+    "listen_then_publish": H2_START + LISTEN_H2 + SPLIT + h2_post(3, b"/v1/publish", PUB_UPDATED) + SPLIT,
+    "listen_then_rst": H2_START + LISTEN_H2 + SPLIT + rst(1) + h2_get(3, b"/livez"),
+    "listen_rst_at_once": H2_START + LISTEN_H2 + rst(1),
+    "listen_two_streams": H2_START + LISTEN_H2 + h2_mcp(3, RPC["listen_int_id"], b"subscriptions/listen") + SPLIT,
+    "discover": H2_START + h2_mcp(1, RPC["discover"], b"server/discover"),
+    "ping_rpc": H2_START + h2_mcp(1, RPC["ping"], b"ping"),
+    "initialize": H2_START + h2_post(1, b"/mcp", RPC["initialize"], [(b"accept", b"application/json, text/event-stream")]),
+    "listen_bad_params": H2_START + h2_mcp(1, RPC["listen_flag_not_bool"], b"subscriptions/listen"),
+    "ping_frames": H2_START + frame(PING, 0, 0, b"12345678") + frame(PING, ACK, 0, b"87654321") + h2_get(1, b"/livez"),
+    "window_update": H2_START + window_update(0, 1 << 20) + LISTEN_H2 + window_update(1, 65535) + SPLIT
+                     + h2_post(3, b"/v1/publish", PUB["list_changed"]),
+    "small_window": settings((0x4, 16)) + H2_ACK + h2_mcp(1, RPC["discover"], b"server/discover") + SPLIT
+                    + window_update(1, 100) + window_update(0, 100) + SPLIT,
+    "continuation": H2_START + frame(HEADERS, END_STREAM, 1, GET_LIVEZ_BLOCK[:7])
+                    + frame(CONTINUATION, 0, 1, GET_LIVEZ_BLOCK[7:20])
+                    + frame(CONTINUATION, END_HEADERS, 1, GET_LIVEZ_BLOCK[20:]),
+    "continuation_split": H2_START + frame(HEADERS, END_STREAM, 1, GET_LIVEZ_BLOCK[:9]) + SPLIT
+                          + frame(CONTINUATION, END_HEADERS, 1, GET_LIVEZ_BLOCK[9:]),
+    "priority": H2_START + frame(PRIORITY, 0, 1, b"\x00\x00\x00\x00\x10") + frame(PRIORITY, 0, 3, b"\x80\x00\x00\x01\xff")
+                + frame(HEADERS, END_HEADERS | END_STREAM | PRIO, 5, b"\x00\x00\x00\x03\x20" + hpack(req_fields(b"GET", b"/livez"))),
+    "padded": H2_START + frame(HEADERS, END_HEADERS | PADDED, 1, b"\x03" + hpack(req_fields(b"POST", b"/v1/publish", [
+        (b"content-type", b"application/json")])) + b"\x00" * 3)
+              + frame(DATA, END_STREAM | PADDED, 1, b"\x05" + PUB["list_changed"] + b"\x00" * 5),
+    "trailers": H2_START + h2_post(1, b"/v1/publish", PUB["list_changed"], end=False)
+                + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack([(b"x-checksum", b"abc")])),
+    "empty_data_end": H2_START + frame(HEADERS, END_HEADERS, 1, hpack(req_fields(b"GET", b"/livez")))
+                      + frame(DATA, END_STREAM, 1),
+    "goaway_from_client": H2_START + h2_get(1, b"/livez") + goaway(0, 0, b"bye"),
+    "rst_unopened": H2_START + rst(7) + h2_get(1, b"/livez"),
+    "split_in_frame_header": H2_START + h2_get(1, b"/livez")[:4] + SPLIT + h2_get(1, b"/livez")[4:],
+    "split_in_body": H2_START + h2_mcp(1, RPC["discover"], b"server/discover")[:-10] + SPLIT
+                     + h2_mcp(1, RPC["discover"], b"server/discover")[-10:],
+    "many_streams": H2_START + b"".join(h2_get(1 + 2 * i, b"/livez") for i in range(20)),
+    "stream_id_reused": H2_START + h2_get(3, b"/livez") + h2_get(1, b"/livez"),
+    "even_stream": H2_START + h2_get(2, b"/livez"),
+    "max_frame_size": settings((0x5, 1 << 20)) + H2_ACK + h2_get(1, b"/metrics"),
+    "header_table_size_0": settings((0x1, 0)) + H2_ACK + h2_get(1, b"/livez") + h2_get(3, b"/metrics"),
+    "dynamic_table": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\x82\x86\x44\x06/livez\x41\x09127.0.0.1")
+                     + frame(HEADERS, END_HEADERS | END_STREAM, 3, b"\x82\x86\xbf\xbe"),
+    "uppercase_header": H2_START + h2_get(1, b"/livez", [(b"X-Upper", b"1")]),
+    "connection_header": H2_START + h2_get(1, b"/livez", [(b"connection", b"close")]),
+    "missing_path": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack([(b":method", b"GET"),
+                                                                               (b":scheme", b"http")])),
+    "connect_method": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack([(b":method", b"CONNECT"),
+                                                                                 (b":authority", b"a:1")])),
+    "bad_hpack": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, b"\xff\xff\x7f"),
+    "headers_too_large": H2_START + h2_get(1, b"/livez", [(b"x-pad", b"p" * 4200)]),
+    "url_too_long": H2_START + h2_get(1, b"/" + b"u" * 1100),
+    "head_headers_too_large": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack(
+        req_fields(b"HEAD", b"/livez", [(b"x-pad", b"p" * 4200)]))),
+    "head_url_too_long_path_first": H2_START + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack(
+        [(b":path", b"/" + b"u" * 1100), (b":method", b"HEAD"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")])),
+    "body_too_large": H2_START + h2_post(1, b"/v1/publish", b"[" + b" " * 17000 + b"]", data_frames=2),
+    "data_unopened": H2_START + frame(DATA, 0, 7, b"data on a stream never opened"),
+    "unknown_frame_type": H2_START + frame(0x42, 0xff, 1, b"ext") + h2_get(1, b"/livez"),
+    "push_promise_from_client": H2_START + frame(PUSH_PROMISE, END_HEADERS, 1, b"\x00\x00\x00\x02" + hpack(
+        req_fields(b"GET", b"/livez"))),
+    "garbage": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+    "http1_after_preface": b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    "empty": b"",
+}
+
 def token_pieces(tok):
     """Dictionary entries (at most 64 bytes each) that rebuild `tok`."""
     head, sig = tok[:tok.rindex(b".")], tok[tok.rindex(b"."):]
@@ -509,6 +681,23 @@ DICTS = {
              b"Origin: http://localhost\r\n", b"Origin: http://evil.example\r\n", b"Authorization: Bearer ",
              b"0\r\n\r\n", b";ext=", b"Content-Length: 0\r\n", b"Content-Length: 99999\r\n"],
     "split": [SPLIT],
+    # frame headers (length 0..; type; flags; stream 0/1/3), HPACK bytes and field names and values
+    "h2": [bytes([t]) for t in range(10)] + [b"\x00\x00\x00\x04\x01\x00\x00\x00\x00", b"\x00\x00\x08\x06\x00\x00\x00\x00\x00",
+           b"\x00\x00\x04\x08\x00\x00\x00\x00\x00", b"\x00\x00\x04\x03\x00\x00\x00\x00\x01",
+           b"\x00\x00\x00\x00\x01\x00\x00\x00\x01", b"\x00\x00\x08\x07\x00\x00\x00\x00\x00",
+           b"\x01\x05\x00\x00\x00\x01", b"\x01\x04\x00\x00\x00\x01", b"\x01\x04\x00\x00\x00\x03",
+           b"\x09\x04\x00\x00\x00\x01", b"\x00\x01\x00\x00\x00\x01", b"\x00\x00\x00\x00\x03",
+           b"\x00\x05\x00\x00\x40\x00", b"\x00\x04\x00\x00\x00\x00", b"\x00\x01\x00\x00\x00\x00",
+           b"\x00\x03\x00\x00\x00\x01", b"\x7f\xff\xff\xff", b"\x00\x00\x00\x08",
+           b"\x82", b"\x83", b"\x84", b"\x86", b"\x87", b"\x88", b"\xbe", b"\xbf", b"\x3f\xe1\x1f", b"\x20",
+           b"\x04\x06/livez", b"\x04\x04/mcp", b"\x04\x0b/v1/publish", b"\x04\x08/metrics", b"\x01\x09127.0.0.1",
+           b"\x1f\x10\x10application/json", b"\x0f\x04\x23application/json, text/event-stream",
+           b":method", b":path", b":scheme", b":authority", b":status", b":protocol", b"GET", b"POST", b"HEAD",
+           b"CONNECT", b"http", b"https", b"content-type", b"content-length", b"accept", b"te", b"trailers",
+           b"connection", b"host", b"mcp-protocol-version", b"mcp-method", b"mcp-session-id", b"authorization",
+           b"origin", b"application/json", b"text/event-stream", b"application/json, text/event-stream",
+           b"2026-07-28", b"subscriptions/listen", b"server/discover", b"/livez", b"/healthz", b"/readyz",
+           b"/status", b"/metrics", b"/mcp", b"/v1/publish", b"127.0.0.1", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"],
     # libFuzzer ignores dictionary entries over 64 bytes: a whole token (about 110) is not one,
     # so its two halves are (header.payload, then .signature), and the seeds carry whole ones.
     "auth": [AUTH, b"Bearer ", PUB_T1, PUB_ANY, b'"t1"', b'"t2"', b'"t3"', b'"default"']
@@ -545,7 +734,9 @@ write_corpus("fuzz_rpc_decoder", RPC)
 write_corpus("fuzz_publish_decoder", PUB)
 write_corpus("fuzz_http", HTTP)
 write_corpus("fuzz_stdio", STDIO)
+write_corpus("fuzz_h2", H2)
 write_dict("fuzz_rpc_decoder", ["json", "rpc"])
 write_dict("fuzz_publish_decoder", ["json", "rpc", "publish"])
 write_dict("fuzz_http", ["json", "rpc", "publish", "http", "split", "auth", "auth_http"])
 write_dict("fuzz_stdio", ["json", "rpc", "split", "auth", "auth_stdio"])
+write_dict("fuzz_h2", ["json", "rpc", "publish", "split", "h2"])

@@ -387,9 +387,15 @@ void Http2Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
   if (status < 0) return close();
   if (tag == kLastFrames) {
     // The GOAWAY is out: the write side ends, and the peer's EOF (or the sweep) closes.
+    last_written_ = true;
+    if (peer_eof_) {
+      if (sock_->queued_bytes() == 0) close();  // else once the writes behind it are out (below)
+      return;
+    }
     if (!sock_->shutdown()) close();
     return;
   }
+  if (peer_eof_ && last_written_ && sock_->queued_bytes() == 0) return close();
   if (sock_->queued_bytes() <= kFlushPauseBytes && nghttp2_session_want_write(session_)) want_flush();
   for (auto& [id, s] : streams_) {
     (void)id;
@@ -397,8 +403,19 @@ void Http2Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
   }
 }
 
-void Http2Conn::on_read_end(net::Socket&, int) {
-  close();
+void Http2Conn::on_read_end(net::Socket&, int status) {
+  if (status != UV_EOF || last_written_) return close();
+  // The peer's FIN ends its requests, not what was answered: this turn's frames (answers, a
+  // GOAWAY already submitted) are still in out_ until the flush. Closing now would drop them;
+  // instead GOAWAY after them, then the close once that is written (on_written).
+  peer_eof_ = true;
+  sock_->read_stop();
+  for (auto& [id, s] : streams_) {
+    (void)id;
+    if (s->streaming()) s->reset(NGHTTP2_CANCEL);  // a FIN cancels a listen, as on HTTP/1.1
+  }
+  if (!going_away_) return go_away(NGHTTP2_NO_ERROR, std::nullopt, "the client closed its side");
+  want_flush();
 }
 
 void Http2Conn::begin_shutdown() {

@@ -123,6 +123,8 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   bool flush_again_ = false;  // asked to flush while flushing
   bool shutting_down_ = false;
   bool going_away_ = false;
+  bool peer_eof_ = false;      // the peer's FIN came: close once the last frames are written
+  bool last_written_ = false;  // the GOAWAY and what preceded it are written
   bool closing_ = false;
 };
 

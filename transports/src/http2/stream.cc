@@ -65,6 +65,8 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
   // Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 §6.5.2): decoded sizes, so an
   // HPACK bomb (a few bytes that decode to a huge list) is measured by what it decodes to.
   header_bytes_ += name.size() + value.size() + 32;
+  // Known even when the head is refused (431, or 414 before :method): that answer has no body either.
+  if (name == ":method" && value == "HEAD") head_request_ = true;
   if (refused_) return true;
   if (header_bytes_ > cfg.max_header_bytes) {
     refused_.emplace(431, "request headers longer than " + std::to_string(cfg.max_header_bytes) + " bytes");
@@ -119,7 +121,6 @@ void H2Stream::on_request_end() {
   routed_ = true;
   LoopContext& ctx = conn_.context();
   ctx.stats().http_requests.fetch_add(1, std::memory_order_relaxed);
-  head_request_ = req_.method == HTTP_HEAD;
   if (refused_) {
     auto [status, message] = std::move(*refused_);
     refused_.reset();

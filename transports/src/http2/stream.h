@@ -54,6 +54,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] std::uint64_t begun_ms() const noexcept { return begun_ms_; }
   /** Bytes of request body buffered (the connection bounds their sum). */
   [[nodiscard]] std::size_t body_bytes() const noexcept { return req_.body.size(); }
+  /** Carries an EventStream (a listen, a 2025 session's GET). */
+  [[nodiscard]] bool streaming() const noexcept { return streaming_; }
 
   // ---- its answer's bytes, for the connection's nghttp2 data source ----
   /** How much of its queue the next DATA frame carries (at most `max`), and whether that ends the stream. */
