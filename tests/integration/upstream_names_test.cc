@@ -105,12 +105,5 @@ TEST(UpstreamNames, TtlZeroLooksTheNameUpForEveryNewConnection) {
   EXPECT_EQ(Metric(srv.port(), "mcpfan_upstream_resolutions_total"), 3);
 }
 
-TEST(UpstreamNames, HttpsIsRefusedAtStartWithAClearMessage) {
-  ServerProcess srv({"--upstream", "https://localhost:3000/mcp"}, Ms(5000));
-  ASSERT_FALSE(srv.ok());
-  EXPECT_TRUE(srv.WaitExit(Ms(5000)));
-  EXPECT_NE(srv.Stderr().find("https:// upstreams are not supported yet"), std::string::npos) << srv.Stderr();
-}
-
 }  // namespace
 }  // namespace itest
