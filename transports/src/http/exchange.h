@@ -44,6 +44,8 @@ class Exchange {
   [[nodiscard]] virtual bool peer_is_loopback() = 0;
   /** Accepted on --publish-listen's listener (router.cc serves the operator paths there). */
   [[nodiscard]] virtual bool on_operator_listener() const noexcept = 0;
+  /** The common name of the client's TLS certificate, verified against --tls-client-ca; empty: none. */
+  [[nodiscard]] virtual std::string client_certificate() const { return {}; }
   /** The binding of the connection to the tenant it is counted against (TenantBinding::bind moves it). */
   [[nodiscard]] virtual TenantBinding& binding() noexcept = 0;
 

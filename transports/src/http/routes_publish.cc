@@ -24,7 +24,10 @@ void handle_publish(Exchange& c, HttpRequest& req) {
   std::optional<std::string> forced;  // the tenant a bound key publishes to
   std::size_t bucket = 0;
   if (policy->keys.enabled()) {
-    auto grant = policy->keys.lookup_bearer(req.authorization);
+    // A verified client certificate named in the keys file, else the bearer key.
+    std::optional<PublisherGrant> grant;
+    if (std::string cn = c.client_certificate(); !cn.empty()) grant = policy->keys.lookup_certificate(cn);
+    if (!grant) grant = policy->keys.lookup_bearer(req.authorization);
     if (!grant) {
       bool sent = !req.authorization.empty();
       (sent ? pub.counters.publisher_unknown_key : pub.counters.publisher_missing)

@@ -5,6 +5,7 @@
 #include "http2/stream.h"
 #include "server/log.h"
 #include "server/loop_context.h"
+#include "tls/channel.h"
 
 namespace mcpfan::detail {
 
@@ -305,6 +306,11 @@ void Http2Conn::failed(int error) {
   }
   // Not a flood: a protocol error (a bad preface, a frame out of place) or a callback that failed.
   go_away(NGHTTP2_PROTOCOL_ERROR, std::nullopt, nghttp2_strerror(error));
+}
+
+std::string Http2Conn::client_certificate() const {
+  const tls::Channel* tls = sock_->tls();
+  return tls && tls->client_cert_verified() ? tls->client_cert_subject() : std::string();
 }
 
 void Http2Conn::hit(Limit l) {

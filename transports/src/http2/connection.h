@@ -54,6 +54,8 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   [[nodiscard]] nghttp2_session* session() noexcept { return session_; }
   [[nodiscard]] bool peer_is_loopback() { return sock_->peer_is_loopback(); }
   [[nodiscard]] bool operator_listener() const noexcept { return operator_listener_; }
+  /** The common name of the client's verified TLS certificate; empty: none. */
+  [[nodiscard]] std::string client_certificate() const;
   [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
   /** Something was queued or submitted: the turn's flush sends it. */
   void want_flush();

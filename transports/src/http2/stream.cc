@@ -59,6 +59,9 @@ bool H2Stream::on_operator_listener() const noexcept {
 TenantBinding& H2Stream::binding() noexcept {
   return conn_.binding();
 }
+std::string H2Stream::client_certificate() const {
+  return conn_.client_certificate();
+}
 
 bool H2Stream::on_header(std::string_view name, std::string_view value) {
   const HttpConfig& cfg = conn_.context().config().http;

@@ -83,6 +83,7 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] LoopContext& context() noexcept override;
   [[nodiscard]] bool peer_is_loopback() override;
   [[nodiscard]] bool on_operator_listener() const noexcept override;
+  [[nodiscard]] std::string client_certificate() const override;
   [[nodiscard]] TenantBinding& binding() noexcept override;
   void respond(Response r) override;
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,

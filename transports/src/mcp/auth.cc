@@ -461,6 +461,21 @@ Result<PublisherKeys> PublisherKeys::load(const std::string& path) {
     if (tenant.empty() || std::any_of(tenant.begin(), tenant.end(), is_space)) {
       return config_error(where() + "expected \"KEY TENANT\" (TENANT \"*\" = any tenant)");
     }
+    if (key.substr(0, kCertPrefix.size()) == kCertPrefix) {  // a client certificate's common name
+      std::string_view name = key.substr(kCertPrefix.size());
+      if (name.empty()) return config_error(where() + "\"cert:\" needs the certificate's common name after it");
+      if (tenant != "*" && !valid_tenant(tenant)) {
+        return config_error(where() + "tenant must be \"*\" or 1-64 characters of [A-Za-z0-9._-]");
+      }
+      for (std::size_t i = 0; i < keys.entries_.size(); ++i) {
+        if (keys.entries_[i].certificate == name) {
+          return config_error(where() + "duplicate certificate name (also on line " + std::to_string(lines[i]) + ")");
+        }
+      }
+      keys.entries_.push_back(Entry{Digest{}, std::string(tenant), std::string(name)});
+      lines.push_back(line_no);
+      continue;
+    }
     if (key.size() < kMinKeyBytes) {
       return config_error(where() + "key is " + std::to_string(key.size()) + " bytes; need at least " +
                           std::to_string(kMinKeyBytes));
@@ -468,7 +483,7 @@ Result<PublisherKeys> PublisherKeys::load(const std::string& path) {
     if (tenant != "*" && !valid_tenant(tenant)) {
       return config_error(where() + "tenant must be \"*\" or 1-64 characters of [A-Za-z0-9._-]");
     }
-    Entry e{Digest{}, std::string(tenant)};
+    Entry e{Digest{}, std::string(tenant), {}};
     if (EVP_Digest(key.data(), key.size(), e.digest.data(), nullptr, EVP_sha256(), nullptr) != 1) {
       return config_error(where() + "cannot hash the key");
     }
@@ -499,12 +514,23 @@ std::optional<PublisherGrant> PublisherKeys::lookup_bearer(std::string_view auth
   // and the scan needs no argument about what a bucket probe leaks.
   std::optional<std::size_t> hit;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
-    if (CRYPTO_memcmp(entries_[i].digest.data(), d.data(), d.size()) == 0) hit = i;
+    if (entries_[i].certificate.empty() && CRYPTO_memcmp(entries_[i].digest.data(), d.data(), d.size()) == 0) hit = i;
   }
   if (!hit) return std::nullopt;
   const Entry& e = entries_[*hit];
   bool any = e.tenant == "*";
   return PublisherGrant{any, any ? std::string() : e.tenant, *hit};
+}
+
+std::optional<PublisherGrant> PublisherKeys::lookup_certificate(std::string_view common_name) const {
+  if (common_name.empty()) return std::nullopt;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.certificate != common_name) continue;
+    bool any = e.tenant == "*";
+    return PublisherGrant{any, any ? std::string() : e.tenant, i};
+  }
+  return std::nullopt;
 }
 
 }  // namespace mcpfan::detail

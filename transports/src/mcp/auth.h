@@ -132,7 +132,8 @@ struct PublisherGrant {
 /**
  * Static publisher keys from a file of lines "KEY TENANT" ("*" = any tenant); blank lines and
  * lines starting with '#' are ignored. Keys are at least 16 bytes, unique, and kept only as
- * SHA-256 digests.
+ * SHA-256 digests. A line "cert:NAME TENANT" grants the same to a publisher whose TLS client
+ * certificate (verified against --tls-client-ca) has the common name NAME.
  */
 class PublisherKeys {
  public:
@@ -149,12 +150,17 @@ class PublisherKeys {
 
   /** The grant for the key in "Bearer <key>", or nullopt (missing, malformed or unknown). */
   [[nodiscard]] std::optional<PublisherGrant> lookup_bearer(std::string_view authorization_header_value) const;
+  /** The grant of a "cert:NAME" line for a verified client certificate's common name, or nullopt. */
+  [[nodiscard]] std::optional<PublisherGrant> lookup_certificate(std::string_view common_name) const;
+
+  static constexpr std::string_view kCertPrefix = "cert:";
 
  private:
   using Digest = std::array<unsigned char, 32>;
   struct Entry {
     Digest digest;
-    std::string tenant;  // "*" = any
+    std::string tenant;       // "*" = any
+    std::string certificate;  // a "cert:NAME" line: NAME (its digest unused); empty for a key
   };
   std::vector<Entry> entries_;
 };

@@ -131,12 +131,16 @@ Result<std::pair<std::shared_ptr<tls::ServerContext>, std::shared_ptr<tls::Serve
   if (!t.publish_cert_file.empty() && c.listen.publish_host.empty()) {
     return invalid("--publish-tls-cert is for --publish-listen, which is not set");
   }
+  if (!t.client_ca_file.empty() && t.cert_file.empty() && t.publish_cert_file.empty()) {
+    return invalid("--tls-client-ca needs a TLS listener (--tls-cert or --publish-tls-cert)");
+  }
   auto load = [&](const std::string& cert, const std::string& key, std::string_view flag,
                   std::shared_ptr<tls::ServerContext>& into) -> std::optional<Error> {
     if (cert.empty()) return std::nullopt;
     tls::ServerSettings s;
     s.cert_file = cert;
     s.key_file = key;
+    s.client_ca_file = t.client_ca_file;
     s.offer_h2 = !c.http2.off;
     s.ticket_rotate_s = t.ticket_rotate_s;
     std::string err;

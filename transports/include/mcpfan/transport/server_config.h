@@ -181,6 +181,9 @@ struct TlsConfig {
   std::string key_file;           // its private key
   std::string publish_cert_file;  // PEM chain for --publish-listen
   std::string publish_key_file;
+  // Non-empty: clients may present a certificate these signed; a verified one's common name
+  // authenticates a publisher named by a "cert:NAME TENANT" line of auth.publish_keys_file.
+  std::string client_ca_file;
   std::uint64_t handshake_timeout_ms = 10000;  // a handshake not done by then closes the connection (counted)
   std::uint64_t ticket_rotate_s = 3600;        // session-ticket key rotation; the previous key still resumes
 };

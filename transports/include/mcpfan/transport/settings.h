@@ -303,6 +303,10 @@ void for_each_setting(Config& c, Visit&& v) {
     c.tls.publish_cert_file);
   v(file("--publish-tls-key", "tls.publish_key_file", "PEM private key of --publish-tls-cert", kReload),
     c.tls.publish_key_file);
+  v(file("--tls-client-ca", "tls.client_ca_file",
+         "PEM CA bundle: TLS clients may present a certificate it signed; a publisher's authenticates it by a "
+         "\"cert:NAME TENANT\" line of --publish-keys-file"),
+    c.tls.client_ca_file);
   v(ranged("--tls-handshake-timeout-ms", "tls.handshake_timeout_ms", 10, kHour,
            "a TLS handshake not done within this closes the connection (counted)"),
     c.tls.handshake_timeout_ms);
