@@ -2500,8 +2500,9 @@ int main(int argc, char** argv) {
   app.add_flag("--h2", o.h2,
                "listen, nchan: HTTP/2 streams multiplexed on ceil(N/K) connections (ALPN h2 with --tls, else h2c "
                "with prior knowledge)");
-  app.add_option("--streams-per-conn", o.streams_per_conn, "--h2: streams per connection (K)")
+  app.add_option("--streams-per-conn", o.streams_per_conn, "--h2: streams per connection (K; the last one given)")
       ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->check(CLI::Range(1, 1000000));
   CLI11_PARSE(app, argc, argv);
   o.sub_path_set = sub_path->count() > 0;
