@@ -137,7 +137,8 @@ if [[ $nchan == 1 ]]; then
     echo "tls_h2.sh: --nchan needs nginx and libnginx-mod-nchan (apt-get install nginx libnginx-mod-nchan)" >&2
     exit 1
   }
-  cases+=(nchan-tls nchan-tls-h2)
+  cases+=(nchan-plain nchan-tls nchan-tls-h2)
+  SERVER[nchan-plain]="nchan"; ARGS[nchan-plain]=""
   SERVER[nchan-tls]="nchan"; ARGS[nchan-tls]="--tls --ca-file $c/ca.pem"
   SERVER[nchan-tls-h2]="nchan"; ARGS[nchan-tls-h2]="--tls --ca-file $c/ca.pem --h2 --streams-per-conn $k"
 fi
@@ -147,13 +148,14 @@ start_for() {  # start_for CASE [WORKERS]
 }
 scheme_of() { [[ "${ARGS[$1]}" == *--tls* ]] && echo https || echo http; }
 run_load() {  # run_load CASE JSONFILE STREAMS [extra args...]: one mcpfan-load run against the running server
-  local cs="$1" json="$2" streams="$3"
+  local cs="$1" json="$2" streams="$3" port="$PORT"
   shift 3
+  [[ "$cs" == nchan-plain ]] && port="$PPORT"  # nginx's plaintext listener
   local kind=(--kind listen --publish-url "http://127.0.0.1:$PPORT/v1/publish")
   [[ "${SERVER[$cs]}" == nchan ]] && kind=(--kind nchan --sub-path /sub/bench
     --publish-url "http://127.0.0.1:$PPORT/pub/bench")
   # shellcheck disable=SC2086
-  "$load" "${kind[@]}" --target "$(scheme_of "$cs")://127.0.0.1:$PORT" ${ARGS[$cs]} --streams "$streams" \
+  "$load" "${kind[@]}" --target "$(scheme_of "$cs")://127.0.0.1:$port" ${ARGS[$cs]} --streams "$streams" \
     --server-pid "$SRV_PID" --timeout-s 120 --json "$json" "$@" >"$work/load.out" 2>&1 || {
     echo "tls_h2.sh: $cs failed:" >&2
     tail -5 "$work/load.out" >&2
@@ -228,8 +230,9 @@ def f(v, d=2):
     return "n/a" if v is None else f"{v:,.{d}f}"
 cpu = {}
 print(f"\n### Burst, {n:,} streams (medians; runs that passed / runs)\n")
-print("| case | runs | server CPU per delivery | same, rounds 2.. | publish -> last delivery | connect all | server RSS per stream |")
-print("|---|---|---|---|---|---|---|")
+print("| case | runs | server CPU per delivery | same, rounds 2.. | publish -> last delivery | connect all |"
+      " connect -> ack p99 | server RSS per stream |")
+print("|---|---|---|---|---|---|---|---|")
 for c in cases:
     rs = rows(f"burst-{c}.jsonl"); good = [r for r in rs if r.get("ok")]
     cpu[c] = med([r["server"]["cpu_us_per_delivery"] for r in good])
@@ -237,7 +240,9 @@ for c in cases:
     last = med([r["burst"]["last_delivery_ms"]["median"] for r in good])
     conn = med([r["connect_s"] for r in good])
     rss = med([r["server"]["rss_kib_per_stream"] for r in good])
-    print(f"| {c} | {len(good)}/{len(rs)} | {f(cpu[c])} us | {f(warm)} us | {f(last, 1)} ms | {f(conn)} s | {f(rss)} KiB |")
+    ack = med([r.get("confirm_ms", {}).get("p99") for r in good])
+    print(f"| {c} | {len(good)}/{len(rs)} | {f(cpu[c])} us | {f(warm)} us | {f(last, 1)} ms | {f(conn)} s |"
+          f" {f(ack, 1)} ms | {f(rss)} KiB |")
 def ratio(a, b, target=None):
     if cpu.get(a) and cpu.get(b):
         v = cpu[a] / cpu[b]
@@ -245,7 +250,8 @@ def ratio(a, b, target=None):
         print(f"- {a} / {b}: {v:.2f}{t}")
 print("\nRatios of the medians of CPU per delivery:\n")
 ratio("tls", "plain", 1.3); ratio("tls-h2", "tls", 1.0); ratio("h2c", "plain"); ratio("tls-h2", "h2c")
-ratio("tls", "nchan-tls", 0.5); ratio("tls-h2", "nchan-tls-h2")
+ratio("tls", "nchan-tls", 0.5); ratio("tls-h2", "nchan-tls-h2"); ratio("nchan-tls", "nchan-plain")
+ratio("plain", "nchan-plain")
 def total(r):  # KiB the server grew by while the streams opened
     return r["server"]["rss_kib_per_stream"] * r["streams"]
 print(f"\n### Memory (KiB of server RSS; medians)\n")

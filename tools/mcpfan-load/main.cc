@@ -234,6 +234,7 @@ struct Stream {
   bool slow = false;      // a slow reader (--slow-readers)
   bool paused = false;    // slow reader: reading stopped until its bucket refills
   uint64_t retry_at = 0;
+  uint64_t open_ns = 0;   // when its connect left the queue (retries included in its confirm time)
   double tokens = 0;      // slow reader: bytes it may read now
   uint64_t last_seq = 0;  // local sequence index of the newest delivery
   uint64_t own_hash = 0;  // UriHash of this stream's own URI (--stream-uris own|both)
@@ -473,6 +474,9 @@ class Loadgen {
   bool hist_on_ = false;
   Histogram hist_;
   Histogram hist_fast_, hist_slow_;  // with slow readers: the two classes apart
+  // Per stream, its connect leaving the queue -> confirmed (listen: the acknowledgement, the
+  // stream's first notification; TCP, TLS and the request included; first connect and storm).
+  Histogram confirm_hist_;
 
   // sustained publisher
   uint64_t sus_base_ = 0, sus_total_ = 0, sus_done_ = 0, sus_start_ = 0;
@@ -791,6 +795,7 @@ void Loadgen::PumpConnects() {
     queue_.pop_front();
     ++inflight_;
     st->attempts = 0;
+    st->open_ns = NowNs();
     StartAttempt(st);
   }
 }
@@ -1163,6 +1168,8 @@ bool Loadgen::OnFramingError(Stream* st, const char* what) {
 }
 
 void Loadgen::Confirm(Stream* st) {
+  if (st->open_ns) confirm_hist_.Record(NowNs() - st->open_ns);
+  st->open_ns = 0;
   st->state = SState::Open;
   st->tokens = 0;
   st->paused = false;
@@ -2208,6 +2215,14 @@ void Loadgen::Report(bool ok) {
   if (connect_s_ >= 0)
     h << "  connect: " << n_ << " streams confirmed in " << Num(connect_s_) << " s (" << retries_
       << " retried handshakes)\n";
+  std::string confirm;
+  if (confirm_hist_.total()) {
+    auto ms = [&](double q) { return Num(double(confirm_hist_.Quantile(q)) / kMs); };
+    h << "  confirm (connect -> acknowledged, per stream): p50 " << ms(0.5) << " ms, p99 " << ms(0.99) << " ms, max "
+      << Num(double(confirm_hist_.max()) / kMs) << " ms\n";
+    confirm = R"(,"confirm_ms":{"p50":)" + ms(0.5) + R"(,"p99":)" + ms(0.99) + R"(,"max":)" +
+              Num(double(confirm_hist_.max()) / kMs) + "}";
+  }
   std::string section;
   if (o_.scenario == Scenario::Burst && !rounds_ms_.empty()) {
     double med = Median(rounds_ms_), mx = *std::max_element(rounds_ms_.begin(), rounds_ms_.end());
@@ -2343,7 +2358,7 @@ void Loadgen::Report(bool ok) {
 
   std::string j = R"({"kind":")" + std::string(kinds[int(o_.kind)]) + R"(","scenario":")" +
                   scenarios[int(o_.scenario)] + R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" +
-                  (connect_s_ >= 0 ? Num(connect_s_) : "null");
+                  (connect_s_ >= 0 ? Num(connect_s_) : "null") + confirm;
   if (!section.empty()) j += "," + section;
   if (!server.empty()) j += "," + server;
   if (!smetrics.empty()) j += "," + smetrics;
