@@ -526,7 +526,7 @@ class Loadgen {
   bool h2_prepare_on_ = false;
   std::vector<H2Conn*> h2_dirty_;
   uint64_t h2_now_ = 0;  // receive time of the read being parsed
-  uint64_t h2_handshakes_ = 0, h2_conn_failures_ = 0;
+  uint64_t h2_conn_failures_ = 0;
 };
 
 // ---------------------------------------------------------------- sink
@@ -628,6 +628,10 @@ bool Loadgen::Setup(std::string* err) {
   }
   if (o_.streams_per_conn < 1) {
     *err = "--streams-per-conn must be at least 1";
+    return false;
+  }
+  if (o_.tls && o_.publish_url.empty() && o_.scenario != Scenario::Receive) {
+    *err = "--tls needs --publish-url: publishes go over plaintext HTTP/1.1 (mcpfan: its --publish-listen)";
     return false;
   }
   if (o_.tls) {
@@ -1359,7 +1363,6 @@ bool Loadgen::H2Start(H2Conn* c) {
     H2Down(c, "nghttp2_session_client_new failed");
     return false;
   }
-  ++h2_handshakes_;
   // No push; a large window, so that a burst to K streams never waits for WINDOW_UPDATEs
   // (nghttp2 sends them as the data is consumed).
   nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20}};
