@@ -32,6 +32,7 @@
 // --rate or at --rate max over P publisher connections with a --window each.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -53,12 +54,13 @@
 #include <string_view>
 #include <vector>
 
+#include "control.h"
 #include "histogram.h"
 #include "http_pool.h"
-#include "control.h"
 #include "proc_stats.h"
 #include "publisher.h"
 #include "tally.h"
+#include "tls_pipe.h"
 #include "wire.h"
 
 namespace mcpload {
@@ -109,6 +111,11 @@ struct Options {
   StreamUris stream_uris = StreamUris::Shared;  // --stream-uris: what each stream subscribes to
   std::string own_uri_base = "file:///bench/s/";  // --own-uri-base: stream i's own URI is this + (index base + i)
   uint64_t index_base = 0;        // --index-base: global index of this process's first stream
+  bool tls = false;               // --tls (or an https:// --target): TLS on the subscriber connections
+  std::string ca_file;            // --ca-file: the CA that signed the server's certificate
+  bool insecure_tls = false;      // --insecure-tls: no verification
+  bool h2 = false;                // --h2: streams as HTTP/2 streams (ALPN h2 with --tls, else h2c)
+  int streams_per_conn = 1000;    // --streams-per-conn K: h2 streams per connection
 };
 
 constexpr uint64_t kSlowTickMs = 20;
@@ -119,12 +126,17 @@ struct Url {
   std::string path;
 };
 
-bool ParseUrl(std::string_view s, Url* u, std::string* err) {
-  if (!s.starts_with("http://")) {
-    *err = "only http:// URLs are supported: " + std::string(s);
+bool ParseUrl(std::string_view s, Url* u, std::string* err, bool* https = nullptr) {
+  if (https && s.starts_with("https://")) {
+    *https = true;
+    s.remove_prefix(8);
+  } else if (s.starts_with("http://")) {
+    s.remove_prefix(7);
+  } else {
+    *err = "only http:// URLs are supported" + std::string(https ? " (and https:// for --target)" : "") + ": " +
+           std::string(s);
     return false;
   }
-  s.remove_prefix(7);
   size_t slash = s.find('/');
   std::string_view hp = s.substr(0, slash);
   u->path = slash == std::string_view::npos ? "" : std::string(s.substr(slash));
@@ -222,6 +234,7 @@ struct Stream {
   bool slow = false;      // a slow reader (--slow-readers)
   bool paused = false;    // slow reader: reading stopped until its bucket refills
   uint64_t retry_at = 0;
+  uint64_t open_ns = 0;   // when its connect left the queue (retries included in its confirm time)
   double tokens = 0;      // slow reader: bytes it may read now
   uint64_t last_seq = 0;  // local sequence index of the newest delivery
   uint64_t own_hash = 0;  // UriHash of this stream's own URI (--stream-uris own|both)
@@ -229,9 +242,30 @@ struct Stream {
   BodyDecoder body;
   LineFramer lines;
   std::string sid;        // session kind: Mcp-Session-Id
+  std::unique_ptr<TlsPipe> tls;  // --tls, HTTP/1.1: this stream's own TLS connection
+  // --h2: this stream is HTTP/2 stream h2_sid (0: none open) on connection idx / K
+  int32_t h2_sid = 0;
+  uint16_t h2_status = 0;
+  bool h2_sse = false;  // content-type text/event-stream
+  std::string h2body;   // the request body nghttp2 still has to send
+  size_t h2off = 0;
 
   uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&h); }
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&h); }
+};
+
+// --h2: one connection carrying up to --streams-per-conn streams (streams idx*K .. idx*K+K-1).
+struct H2Conn {
+  enum class St : uint8_t { Idle, Connecting, Handshaking, Ready, Closing };
+  uv_tcp_t tcp;
+  uv_connect_t creq;
+  Loadgen* lg = nullptr;
+  uint32_t idx = 0;
+  St state = St::Idle;
+  bool dirty = false;  // frames to send: written before the loop next blocks (uv_prepare)
+  std::unique_ptr<TlsPipe> tls;
+  nghttp2_session* sess = nullptr;
+  std::vector<uint32_t> waiting;  // streams to open once the connection is ready
 };
 
 struct StreamSink {
@@ -274,7 +308,32 @@ class Loadgen {
   void Feed(Stream* st, const char* p, size_t n, uint64_t now);
   void FeedBody(Stream* st, const char* p, size_t n, uint64_t now);
   void Deliver(Stream* st, uint64_t seq, uint64_t now);
+  std::string ListenBody(uint32_t idx) const;
   std::string ListenRequest(uint32_t idx) const;
+
+  // --h2 (nghttp2 client sessions; frames written once per loop turn per connection)
+  H2Conn* ConnOf(const Stream* st) { return &conns_[st->idx / uint32_t(o_.streams_per_conn)]; }
+  void H2Open(Stream* st);
+  void H2Connect(H2Conn* c);
+  bool H2Start(H2Conn* c);
+  void H2Submit(H2Conn* c, Stream* st);
+  void H2Head(Stream* st);
+  void H2Detach(Stream* st);
+  void H2Down(H2Conn* c, const std::string& why);
+  void H2Send(H2Conn* c);
+  void H2MarkDirty(H2Conn* c);
+  static void OnH2Connect(uv_connect_t* req, int status);
+  static void OnH2Read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void OnH2Closed(uv_handle_t* h);
+  static void OnH2Prepare(uv_prepare_t* p);
+  static int H2OnHeader(nghttp2_session*, const nghttp2_frame* f, const uint8_t* name, size_t namelen,
+                        const uint8_t* value, size_t valuelen, uint8_t, void* user);
+  static int H2OnFrameRecv(nghttp2_session*, const nghttp2_frame* f, void* user);
+  static int H2OnData(nghttp2_session*, uint8_t, int32_t sid, const uint8_t* data, size_t len, void* user);
+  static int H2OnStreamClose(nghttp2_session*, int32_t sid, uint32_t code, void* user);
+  static ssize_t H2ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t len, uint32_t* flags,
+                            nghttp2_data_source* src, void*);
+  const char* Transport() const { return o_.h2 ? (o_.tls ? "h2" : "h2c") : (o_.tls ? "https/1.1" : "http/1.1"); }
   std::string SessionPost(const std::string& sid, std::string_view body) const;
 
   static void OnStreamConnect(uv_connect_t* req, int status);
@@ -415,6 +474,9 @@ class Loadgen {
   bool hist_on_ = false;
   Histogram hist_;
   Histogram hist_fast_, hist_slow_;  // with slow readers: the two classes apart
+  // Per stream, its connect leaving the queue -> confirmed (listen: the acknowledgement, the
+  // stream's first notification; TCP, TLS and the request included; first connect and storm).
+  Histogram confirm_hist_;
 
   // sustained publisher
   uint64_t sus_base_ = 0, sus_total_ = 0, sus_done_ = 0, sus_start_ = 0;
@@ -454,6 +516,17 @@ class Loadgen {
   // raw-socket ceiling's leaves out; this figure leaves them out too, like for like.
   uint64_t warm_cpu_ticks_ = 0, warm_deliveries_ = 0;
   char rbuf_[64 * 1024];
+  // --tls / --h2
+  std::unique_ptr<TlsClientContext> tls_ctx_;
+  std::string plain_, cipher_;  // TLS: decrypted bytes of one read, bytes to send
+  std::unique_ptr<H2Conn[]> conns_;
+  uint32_t nconns_ = 0;
+  nghttp2_session_callbacks* h2_cbs_ = nullptr;
+  uv_prepare_t h2_prepare_{};
+  bool h2_prepare_on_ = false;
+  std::vector<H2Conn*> h2_dirty_;
+  uint64_t h2_now_ = 0;  // receive time of the read being parsed
+  uint64_t h2_conn_failures_ = 0;
 };
 
 // ---------------------------------------------------------------- sink
@@ -473,7 +546,9 @@ void StreamSink::OnEventType(std::string_view t) { lg->OnEventType(st, t); }
 // ---------------------------------------------------------------- setup
 
 bool Loadgen::Setup(std::string* err) {
-  if (!ParseUrl(o_.target, &target_, err)) return false;
+  bool https = false;
+  if (!ParseUrl(o_.target, &target_, err, &https)) return false;
+  if (https) o_.tls = true;
   mcp_path_ = target_.path.empty() || target_.path == "/" ? "/mcp" : target_.path;
   std::string base = "http://" + target_.hostport;
   std::string pubs = o_.publish_url;
@@ -543,6 +618,29 @@ bool Loadgen::Setup(std::string* err) {
     }
   }
   if (controlled || o_.scenario == Scenario::Targeted) o_.no_metrics = o_.no_metrics || controlled;
+  if ((o_.tls || o_.h2) && o_.kind != Kind::Listen && o_.kind != Kind::Nchan) {
+    *err = "--tls and --h2 are for --kind listen and nchan";
+    return false;
+  }
+  if (o_.h2 && o_.slow_fraction > 0) {
+    *err = "--slow-readers is not supported with --h2 (one connection carries many streams)";
+    return false;
+  }
+  if (o_.streams_per_conn < 1) {
+    *err = "--streams-per-conn must be at least 1";
+    return false;
+  }
+  if (o_.tls && o_.publish_url.empty() && o_.scenario != Scenario::Receive) {
+    *err = "--tls needs --publish-url: publishes go over plaintext HTTP/1.1 (mcpfan: its --publish-listen)";
+    return false;
+  }
+  if (o_.tls) {
+    tls_ctx_ = std::make_unique<TlsClientContext>();
+    if (!tls_ctx_->Init(o_.h2, o_.ca_file, o_.insecure_tls, err)) return false;
+  } else if (!o_.ca_file.empty() || o_.insecure_tls) {
+    *err = "--ca-file and --insecure-tls need --tls (or an https:// --target)";
+    return false;
+  }
   if (o_.kind == Kind::Stdio && o_.unix_path.empty()) {
     *err = "--kind stdio needs --unix PATH";
     return false;
@@ -559,7 +657,7 @@ bool Loadgen::Setup(std::string* err) {
   if (!o_.no_metrics) {
     std::string mu = o_.metrics_url;
     if (mu.empty() && (o_.kind == Kind::Listen || o_.kind == Kind::Session || o_.kind == Kind::Stdio))
-      mu = base + "/metrics";
+      mu = (o_.tls ? "http://" + pub_.hostport : base) + "/metrics";  // TLS: the (plaintext) publish listener
     if (!mu.empty()) {
       if (!ParseUrl(mu, &metrics_, err)) return false;
       if (metrics_.path.empty()) metrics_.path = "/metrics";
@@ -628,6 +726,21 @@ bool Loadgen::Setup(std::string* err) {
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
   if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
   if (o_.kind == Kind::Session) control_ = std::make_unique<HttpPool>(&loop_, target_.addr, kControlConnections, 1);
+  if (o_.h2) {
+    nconns_ = (n_ + uint32_t(o_.streams_per_conn) - 1) / uint32_t(o_.streams_per_conn);
+    conns_.reset(new H2Conn[nconns_]);
+    for (uint32_t i = 0; i < nconns_; ++i) {
+      conns_[i].lg = this;
+      conns_[i].idx = i;
+    }
+    nghttp2_session_callbacks_new(&h2_cbs_);
+    nghttp2_session_callbacks_set_on_header_callback(h2_cbs_, &Loadgen::H2OnHeader);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(h2_cbs_, &Loadgen::H2OnFrameRecv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(h2_cbs_, &Loadgen::H2OnData);
+    nghttp2_session_callbacks_set_on_stream_close_callback(h2_cbs_, &Loadgen::H2OnStreamClose);
+    uv_prepare_init(&loop_, &h2_prepare_);
+    h2_prepare_.data = this;
+  }
   return true;
 }
 
@@ -648,6 +761,15 @@ void Loadgen::Teardown() {
   if (commands_) commands_->Close();
   if (control_) control_->Close();
   if (metrics_pool_) metrics_pool_->Close();
+  for (uint32_t i = 0; i < nconns_; ++i) {
+    H2Conn* c = &conns_[i];
+    c->waiting.clear();
+    if (c->state != H2Conn::St::Idle && c->state != H2Conn::St::Closing) {
+      c->state = H2Conn::St::Closing;
+      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), &Loadgen::OnH2Closed);
+    }
+  }
+  if (o_.h2) uv_close(reinterpret_cast<uv_handle_t*>(&h2_prepare_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&retry_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
@@ -655,6 +777,12 @@ void Loadgen::Teardown() {
   // Nothing is left to start new work: this returns once every close callback has run.
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
+  for (uint32_t i = 0; i < nconns_; ++i) {
+    if (conns_[i].sess) nghttp2_session_del(conns_[i].sess);
+    conns_[i].sess = nullptr;
+  }
+  if (h2_cbs_) nghttp2_session_callbacks_del(h2_cbs_);
+  h2_cbs_ = nullptr;
 }
 
 // ---------------------------------------------------------------- stream lifecycle
@@ -671,6 +799,7 @@ void Loadgen::PumpConnects() {
     queue_.pop_front();
     ++inflight_;
     st->attempts = 0;
+    st->open_ns = NowNs();
     StartAttempt(st);
   }
 }
@@ -685,7 +814,10 @@ void Loadgen::StartAttempt(Stream* st) {
       SessionStep(st, 0);
       return;
     case Kind::Stdio: ConnectPipe(st); return;
-    default: ConnectTcp(st); return;
+    default:
+      if (o_.h2) return H2Open(st);
+      ConnectTcp(st);
+      return;
   }
 }
 
@@ -721,7 +853,7 @@ void Loadgen::ConnectPipe(Stream* st) {
   uv_pipe_connect(&st->creq, &st->h.pipe, o_.unix_path.c_str(), &Loadgen::OnStreamConnect);
 }
 
-std::string Loadgen::ListenRequest(uint32_t idx) const {
+std::string Loadgen::ListenBody(uint32_t idx) const {
   std::string uris;  // --stream-uris: the shared URI, this stream's own, or both
   if (o_.stream_uris != StreamUris::Own) uris = "\"" + JsonEscape(o_.uri) + "\"";
   if (o_.stream_uris != StreamUris::Shared) {
@@ -731,6 +863,11 @@ std::string Loadgen::ListenRequest(uint32_t idx) const {
   std::string body = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
                      R"(","method":"subscriptions/listen","params":{"_meta":)" + std::string(kEnvelope2026) +
                      R"(,"notifications":{"resourceSubscriptions":[)" + uris + R"(]}}})";
+  return body;
+}
+
+std::string Loadgen::ListenRequest(uint32_t idx) const {
+  std::string body = ListenBody(idx);
   if (o_.kind == Kind::Stdio) return body + "\n";
   return "POST " + mcp_path_ + " HTTP/1.1\r\nHost: " + target_.hostport +
          "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
@@ -823,6 +960,13 @@ void Loadgen::OnStreamConnect(uv_connect_t* req, int status) {
   } else {
     st->state = SState::AwaitHead;
   }
+  if (self->tls_ctx_) {  // --tls: the ClientHello now, the request once the handshake is done
+    std::string out, err;
+    st->tls = std::make_unique<TlsPipe>();
+    if (!st->tls->Start(*self->tls_ctx_, &out, &err) || !st->tls->Write(request.data(), request.size(), &out, &err))
+      return self->FailAttempt(st, "TLS: " + err);
+    request.swap(out);
+  }
   int rc = WriteOwned(st->stream(), std::move(request));
   if (rc == 0) rc = uv_read_start(st->stream(), &Loadgen::OnStreamAlloc, &Loadgen::OnStreamRead);
   if (rc != 0) self->FailAttempt(st, std::string("write: ") + uv_strerror(rc));
@@ -844,7 +988,20 @@ void Loadgen::OnStreamRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
     self->OnEnd(st, nread == UV_EOF ? "closed by the server" : std::string("read: ") + uv_strerror(int(nread)));
     return;
   }
-  self->Feed(st, buf->base, size_t(nread), NowNs());
+  if (st->tls) {
+    self->plain_.clear();
+    self->cipher_.clear();
+    bool eof = false;
+    std::string err;
+    bool ok = st->tls->Feed(buf->base, size_t(nread), &self->plain_, &self->cipher_, &eof, &err);
+    if (!self->cipher_.empty()) WriteOwned(s, self->cipher_);
+    if (!ok) return self->OnEnd(st, "TLS: " + err);
+    if (!self->plain_.empty()) self->Feed(st, self->plain_.data(), self->plain_.size(), NowNs());
+    if (eof && st->state != SState::Closing && st->state != SState::Idle && st->handle_open)
+      return self->OnEnd(st, "TLS close_notify from the server");
+  } else {
+    self->Feed(st, buf->base, size_t(nread), NowNs());
+  }
   if (st->slow && st->state == SState::Open) {
     st->tokens -= double(nread);
     if (st->tokens < 1 && !st->paused) {
@@ -1015,6 +1172,8 @@ bool Loadgen::OnFramingError(Stream* st, const char* what) {
 }
 
 void Loadgen::Confirm(Stream* st) {
+  if (st->open_ns) confirm_hist_.Record(NowNs() - st->open_ns);
+  st->open_ns = 0;
   st->state = SState::Open;
   st->tokens = 0;
   st->paused = false;
@@ -1051,6 +1210,12 @@ void Loadgen::CloseStream(Stream* st, AfterClose then) {
     if (st->slow) --open_slow_;
   }
   st->after_close = then;
+  if (o_.h2) {
+    H2Detach(st);
+    st->state = SState::Closing;
+    AfterClosed(st);
+    return;
+  }
   if (st->handle_open) {
     if (st->state == SState::Closing) return;
     st->state = SState::Closing;
@@ -1068,6 +1233,7 @@ void Loadgen::OnStreamClosed(uv_handle_t* h) {
 
 void Loadgen::AfterClosed(Stream* st) {
   st->state = SState::Idle;
+  st->tls.reset();
   st->carry.clear();
   st->carry.shrink_to_fit();
   st->lines.Reset(LineFramer::Mode::Sse);
@@ -1119,6 +1285,325 @@ void Loadgen::OnEnd(Stream* st, const std::string& why) {
     return;
   }
   FailAttempt(st, "before confirmation: " + why);
+}
+
+// ---------------------------------------------------------------- HTTP/2 (--h2)
+//
+// Stream i is HTTP/2 stream on connection i / K (K = --streams-per-conn). A connection is
+// opened when its first stream wants it; its streams wait until the session is up (h2c: at
+// once, prior knowledge; TLS: once the handshake chose ALPN h2). Requests and frames are
+// queued in nghttp2 and written in one go per connection before the loop next blocks. The
+// response's DATA goes through the same SSE framer and delivery checks as HTTP/1.1's body
+// (HTTP/2 has no chunked encoding to undo). A stream the load generator ends is reset
+// (RST_STREAM CANCEL); a connection that fails ends every stream on it.
+
+void Loadgen::H2Open(Stream* st) {
+  H2Conn* c = ConnOf(st);
+  st->state = SState::Connecting;
+  st->h2_sid = 0;
+  if (c->state == H2Conn::St::Ready) return H2Submit(c, st);
+  c->waiting.push_back(st->idx);
+  if (c->state == H2Conn::St::Idle) H2Connect(c);
+}
+
+void Loadgen::H2Connect(H2Conn* c) {
+  auto fail_waiting = [&](const std::string& why) {
+    std::vector<uint32_t> w;
+    w.swap(c->waiting);
+    for (uint32_t i : w) {
+      if (streams_[i].state == SState::Connecting) FailAttempt(&streams_[i], why);
+    }
+  };
+  int rc = uv_tcp_init_ex(&loop_, &c->tcp, AF_INET);
+  if (rc != 0) return fail_waiting(std::string("socket: ") + uv_strerror(rc));
+  c->tcp.data = c;
+  c->creq.data = c;
+  c->state = H2Conn::St::Connecting;
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&c->tcp), &fd) == 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  }
+  const sockaddr_in& src = sources_[c->idx % sources_.size()];
+  rc = uv_tcp_bind(&c->tcp, reinterpret_cast<const sockaddr*>(&src), 0);
+  if (rc == 0) uv_tcp_nodelay(&c->tcp, 1);
+  if (rc == 0)
+    rc = uv_tcp_connect(&c->creq, &c->tcp, reinterpret_cast<const sockaddr*>(&target_.addr), &Loadgen::OnH2Connect);
+  if (rc != 0) H2Down(c, std::string("connect: ") + uv_strerror(rc));
+}
+
+void Loadgen::OnH2Connect(uv_connect_t* req, int status) {
+  auto* c = static_cast<H2Conn*>(req->data);
+  Loadgen* self = c->lg;
+  if (c->state != H2Conn::St::Connecting) return;
+  if (status < 0) return self->H2Down(c, std::string("connect: ") + uv_strerror(status));
+  auto* s = reinterpret_cast<uv_stream_t*>(&c->tcp);
+  int rc = uv_read_start(
+      s,
+      [](uv_handle_t* h, size_t, uv_buf_t* b) {
+        Loadgen* lg = static_cast<H2Conn*>(h->data)->lg;
+        *b = uv_buf_init(lg->rbuf_, sizeof lg->rbuf_);
+      },
+      &Loadgen::OnH2Read);
+  if (rc != 0) return self->H2Down(c, std::string("read: ") + uv_strerror(rc));
+  if (!self->tls_ctx_) {
+    self->H2Start(c);  // h2c with prior knowledge: the preface goes first
+    return;
+  }
+  std::string out, err;
+  c->tls = std::make_unique<TlsPipe>();
+  if (!c->tls->Start(*self->tls_ctx_, &out, &err)) return self->H2Down(c, "TLS: " + err);
+  c->state = H2Conn::St::Handshaking;
+  rc = WriteOwned(s, std::move(out));
+  if (rc != 0) self->H2Down(c, std::string("write: ") + uv_strerror(rc));
+}
+
+bool Loadgen::H2Start(H2Conn* c) {
+  if (nghttp2_session_client_new(&c->sess, h2_cbs_, c) != 0) {
+    H2Down(c, "nghttp2_session_client_new failed");
+    return false;
+  }
+  // No push; a large window, so that a burst to K streams never waits for WINDOW_UPDATEs
+  // (nghttp2 sends them as the data is consumed).
+  nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20}};
+  nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 2);
+  nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, 1 << 30);
+  c->state = H2Conn::St::Ready;
+  std::vector<uint32_t> w;
+  w.swap(c->waiting);
+  for (uint32_t i : w) {
+    if (streams_[i].state == SState::Connecting) H2Submit(c, &streams_[i]);
+  }
+  H2MarkDirty(c);
+  return true;
+}
+
+void Loadgen::H2Submit(H2Conn* c, Stream* st) {
+  bool post = o_.kind != Kind::Nchan;
+  std::string path =
+      post ? mcp_path_ : o_.sub_path + (o_.stream_uris == StreamUris::Own ? NchanChannels(st->idx) : std::string());
+  std::string scheme = o_.tls ? "https" : "http";
+  std::string len;
+  auto nv = [](std::string_view n, std::string_view v) {
+    return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+                      reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                      NGHTTP2_NV_FLAG_NONE};
+  };
+  std::vector<nghttp2_nv> h = {nv(":method", post ? "POST" : "GET"), nv(":scheme", scheme),
+                               nv(":authority", target_.hostport), nv(":path", path)};
+  nghttp2_data_provider body{};
+  if (post) {
+    st->h2body = ListenBody(st->idx);
+    st->h2off = 0;
+    len = std::to_string(st->h2body.size());
+    h.push_back(nv("content-type", "application/json"));
+    h.push_back(nv("accept", "application/json, text/event-stream"));
+    h.push_back(nv("mcp-protocol-version", "2026-07-28"));
+    h.push_back(nv("mcp-method", "subscriptions/listen"));
+    h.push_back(nv("content-length", len));
+    body.source.ptr = st;
+    body.read_callback = &Loadgen::H2ReadBody;
+  } else {
+    h.push_back(nv("accept", "text/event-stream"));
+    h.push_back(nv("cache-control", "no-cache"));
+  }
+  int32_t sid = nghttp2_submit_request(c->sess, nullptr, h.data(), h.size(), post ? &body : nullptr, st);
+  if (sid < 0) return FailAttempt(st, std::string("nghttp2_submit_request: ") + nghttp2_strerror(sid));
+  st->h2_sid = sid;
+  st->h2_status = 0;
+  st->h2_sse = false;
+  st->state = SState::AwaitHead;
+  H2MarkDirty(c);
+}
+
+ssize_t Loadgen::H2ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t len, uint32_t* flags,
+                            nghttp2_data_source* src, void*) {
+  auto* st = static_cast<Stream*>(src->ptr);
+  size_t n = std::min(len, st->h2body.size() - std::min(st->h2off, st->h2body.size()));
+  std::memcpy(buf, st->h2body.data() + st->h2off, n);
+  st->h2off += n;
+  if (st->h2off >= st->h2body.size()) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    std::string().swap(st->h2body);
+    st->h2off = 0;
+  }
+  return ssize_t(n);
+}
+
+void Loadgen::H2Head(Stream* st) {
+  if (st->h2_status != 200 || !st->h2_sse)
+    return FailAttempt(st, "HTTP/2 " + std::to_string(st->h2_status) + (st->h2_sse ? "" : ", not text/event-stream"));
+  st->lines.Reset(LineFramer::Mode::Sse);
+  if (o_.kind == Kind::Nchan) {
+    Confirm(st);
+  } else {
+    st->state = SState::AwaitAck;
+  }
+}
+
+int Loadgen::H2OnHeader(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name, size_t namelen,
+                        const uint8_t* value, size_t valuelen, uint8_t, void*) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_RESPONSE) return 0;
+  auto* st = static_cast<Stream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
+  if (!st || st->h2_sid != f->hd.stream_id) return 0;
+  std::string_view n(reinterpret_cast<const char*>(name), namelen), v(reinterpret_cast<const char*>(value), valuelen);
+  if (n == ":status") {
+    st->h2_status = uint16_t(std::atoi(std::string(v).c_str()));
+  } else if (n == "content-type") {
+    st->h2_sse = v.starts_with("text/event-stream");
+  }
+  return 0;
+}
+
+int Loadgen::H2OnFrameRecv(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_RESPONSE) return 0;
+  auto* st = static_cast<Stream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
+  if (!st || st->h2_sid != f->hd.stream_id || st->state != SState::AwaitHead) return 0;
+  static_cast<H2Conn*>(user)->lg->H2Head(st);
+  return 0;
+}
+
+int Loadgen::H2OnData(nghttp2_session* s, uint8_t, int32_t sid, const uint8_t* data, size_t len, void* user) {
+  auto* st = static_cast<Stream*>(nghttp2_session_get_stream_user_data(s, sid));
+  if (!st || st->h2_sid != sid || st->state == SState::AwaitHead) return 0;
+  Loadgen* lg = static_cast<H2Conn*>(user)->lg;
+  StreamSink sink{lg, st, lg->h2_now_};
+  st->lines.Feed(reinterpret_cast<const char*>(data), len, sink);
+  return 0;
+}
+
+int Loadgen::H2OnStreamClose(nghttp2_session* s, int32_t sid, uint32_t code, void* user) {
+  auto* st = static_cast<Stream*>(nghttp2_session_get_stream_user_data(s, sid));
+  if (!st || st->h2_sid != sid) return 0;
+  st->h2_sid = 0;  // closed: nothing to reset
+  static_cast<H2Conn*>(user)->lg->OnEnd(
+      st, code ? std::string("HTTP/2 stream reset: ") + nghttp2_http2_strerror(code) : "the server ended the stream");
+  return 0;
+}
+
+// The stream leaves its connection: reset when open, dropped from the waiting list when not yet.
+void Loadgen::H2Detach(Stream* st) {
+  H2Conn* c = ConnOf(st);
+  if (st->h2_sid && c->sess) {
+    nghttp2_session_set_stream_user_data(c->sess, st->h2_sid, nullptr);
+    nghttp2_submit_rst_stream(c->sess, NGHTTP2_FLAG_NONE, st->h2_sid, NGHTTP2_CANCEL);
+    H2MarkDirty(c);
+  }
+  st->h2_sid = 0;
+  std::erase(c->waiting, st->idx);
+  std::string().swap(st->h2body);
+}
+
+void Loadgen::H2Down(H2Conn* c, const std::string& why) {
+  if (c->state == H2Conn::St::Idle || c->state == H2Conn::St::Closing) return;
+  ++h2_conn_failures_;
+  bool had_handle = true;
+  c->state = H2Conn::St::Closing;
+  std::vector<uint32_t> w;
+  w.swap(c->waiting);
+  uint32_t k = uint32_t(o_.streams_per_conn), first = c->idx * k, last = std::min(n_, first + k);
+  for (uint32_t i = first; i < last; ++i) {
+    Stream* st = &streams_[i];
+    if (st->h2_sid || st->state == SState::Connecting || st->state == SState::AwaitHead) {
+      st->h2_sid = 0;
+      OnEnd(st, "HTTP/2 connection " + std::to_string(c->idx) + ": " + why);
+    }
+  }
+  if (c->sess) nghttp2_session_del(c->sess);
+  c->sess = nullptr;
+  c->tls.reset();
+  if (had_handle) uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), &Loadgen::OnH2Closed);
+}
+
+void Loadgen::OnH2Closed(uv_handle_t* h) {
+  auto* c = static_cast<H2Conn*>(h->data);
+  c->state = H2Conn::St::Idle;
+  c->dirty = false;
+  Loadgen* self = c->lg;
+  if (!c->waiting.empty() && !self->fatal_ && !self->quit_) self->H2Connect(c);
+}
+
+void Loadgen::OnH2Read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+  auto* c = static_cast<H2Conn*>(s->data);
+  Loadgen* self = c->lg;
+  if (nread == 0 || c->state == H2Conn::St::Closing || c->state == H2Conn::St::Idle) return;
+  if (nread < 0) {
+    return self->H2Down(c, nread == UV_EOF ? "closed by the server" : std::string("read: ") + uv_strerror(int(nread)));
+  }
+  self->h2_now_ = NowNs();
+  const char* p = buf->base;
+  size_t n = size_t(nread);
+  bool eof = false;
+  if (c->tls) {
+    self->plain_.clear();
+    self->cipher_.clear();
+    std::string err;
+    bool was_done = c->tls->handshake_done();
+    bool ok = c->tls->Feed(p, n, &self->plain_, &self->cipher_, &eof, &err);
+    if (!self->cipher_.empty()) WriteOwned(s, self->cipher_);
+    if (!ok) return self->H2Down(c, "TLS: " + err);
+    if (!was_done && c->tls->handshake_done()) {
+      std::string alpn = c->tls->Alpn();
+      if (alpn != "h2") return self->H2Down(c, "ALPN: the server chose '" + alpn + "', not h2");
+      if (!self->H2Start(c)) return;
+    }
+    p = self->plain_.data();
+    n = self->plain_.size();
+  }
+  if (n > 0 && c->sess) {
+    ssize_t r = nghttp2_session_mem_recv(c->sess, reinterpret_cast<const uint8_t*>(p), n);
+    if (r < 0) return self->H2Down(c, std::string("nghttp2: ") + nghttp2_strerror(int(r)));
+  }
+  if (eof) return self->H2Down(c, "TLS close_notify from the server");
+  if (c->sess && !nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess))
+    return self->H2Down(c, "session over (GOAWAY)");
+  self->H2MarkDirty(c);
+}
+
+void Loadgen::H2MarkDirty(H2Conn* c) {
+  if (c->dirty) return;
+  c->dirty = true;
+  h2_dirty_.push_back(c);
+  if (!h2_prepare_on_) {
+    h2_prepare_on_ = true;
+    uv_prepare_start(&h2_prepare_, &Loadgen::OnH2Prepare);
+  }
+}
+
+void Loadgen::OnH2Prepare(uv_prepare_t* p) {
+  auto* self = static_cast<Loadgen*>(p->data);
+  // Sending may make more to send (a stream closed by a reset sent, reopened at once): this
+  // handle, restarted from its own callback, would only run after the loop has blocked.
+  for (int round = 0; round < 8 && !self->h2_dirty_.empty(); ++round) {
+    std::vector<H2Conn*> d;
+    d.swap(self->h2_dirty_);
+    for (H2Conn* c : d) {
+      c->dirty = false;
+      if (c->state == H2Conn::St::Ready) self->H2Send(c);
+    }
+  }
+  if (self->h2_dirty_.empty()) {
+    self->h2_prepare_on_ = false;
+    uv_prepare_stop(p);
+  }
+}
+
+void Loadgen::H2Send(H2Conn* c) {
+  std::string out, err;
+  for (;;) {
+    const uint8_t* d = nullptr;
+    ssize_t n = nghttp2_session_mem_send(c->sess, &d);
+    if (n < 0) return H2Down(c, std::string("nghttp2: ") + nghttp2_strerror(int(n)));
+    if (n == 0) break;
+    if (c->tls) {
+      if (!c->tls->Write(reinterpret_cast<const char*>(d), size_t(n), &out, &err)) return H2Down(c, "TLS: " + err);
+    } else {
+      out.append(reinterpret_cast<const char*>(d), size_t(n));
+    }
+  }
+  if (out.empty()) return;
+  int rc = WriteOwned(reinterpret_cast<uv_stream_t*>(&c->tcp), std::move(out));
+  if (rc != 0) H2Down(c, std::string("write: ") + uv_strerror(rc));
 }
 
 // ---------------------------------------------------------------- publishing
@@ -1727,10 +2212,20 @@ void Loadgen::Report(bool ok) {
   h << "mcpfan-load: kind=" << kinds[int(o_.kind)] << " scenario=" << scenarios[int(o_.scenario)] << " streams=" << n_;
   if (o_.kind != Kind::Stdio)
     h << " sources=" << sources_.size() << " (127.0.0.2-127.0.0." << (sources_.size() + 1) << ")";
-  h << " window=" << o_.window << "\n";
+  h << " window=" << o_.window << " transport=" << Transport();
+  if (o_.h2) h << " (" << nconns_ << " connections x " << o_.streams_per_conn << " streams)";
+  h << "\n";
   if (connect_s_ >= 0)
     h << "  connect: " << n_ << " streams confirmed in " << Num(connect_s_) << " s (" << retries_
       << " retried handshakes)\n";
+  std::string confirm;
+  if (confirm_hist_.total()) {
+    auto ms = [&](double q) { return Num(double(confirm_hist_.Quantile(q)) / kMs); };
+    h << "  confirm (connect -> acknowledged, per stream): p50 " << ms(0.5) << " ms, p99 " << ms(0.99) << " ms, max "
+      << Num(double(confirm_hist_.max()) / kMs) << " ms\n";
+    confirm = R"(,"confirm_ms":{"p50":)" + ms(0.5) + R"(,"p99":)" + ms(0.99) + R"(,"max":)" +
+              Num(double(confirm_hist_.max()) / kMs) + "}";
+  }
   std::string section;
   if (o_.scenario == Scenario::Burst && !rounds_ms_.empty()) {
     double med = Median(rounds_ms_), mx = *std::max_element(rounds_ms_.begin(), rounds_ms_.end());
@@ -1866,12 +2361,14 @@ void Loadgen::Report(bool ok) {
 
   std::string j = R"({"kind":")" + std::string(kinds[int(o_.kind)]) + R"(","scenario":")" +
                   scenarios[int(o_.scenario)] + R"(","streams":)" + std::to_string(n_) + R"(,"connect_s":)" +
-                  (connect_s_ >= 0 ? Num(connect_s_) : "null");
+                  (connect_s_ >= 0 ? Num(connect_s_) : "null") + confirm;
   if (!section.empty()) j += "," + section;
   if (!server.empty()) j += "," + server;
   if (!smetrics.empty()) j += "," + smetrics;
   j += R"(,"loadgen":{"cpu_us_per_delivery":)" + Num(self_per, 3) + R"(,"sources":)" + std::to_string(sources_.size()) +
-       R"(,"window":)" + std::to_string(o_.window) + "}";
+       R"(,"window":)" + std::to_string(o_.window) + R"(,"transport":")" + Transport() + R"(","connections":)" +
+       std::to_string(o_.h2 ? nconns_ : n_) +
+       (o_.h2 ? R"(,"h2_connection_failures":)" + std::to_string(h2_conn_failures_) : "") + "}";
   j += R"(,"checks":{"framing_errors":)" + std::to_string(framing_errors_) + R"(,"id_lines":)" +
        std::to_string(id_lines_) + R"(,"other_event_types":)" + std::to_string(other_events_) + R"(,"duplicates":)" +
        std::to_string(dups_) + R"(,"unknown_seq":)" + std::to_string(unknown_seq_) + R"(,"stale":)" +
@@ -2014,6 +2511,17 @@ int main(int argc, char** argv) {
   app.add_flag("--no-metrics", o.no_metrics, "do not read the server's /metrics");
   app.add_option("--pad-bytes", o.pad_bytes, "add a \"bench/pad\" string of this many bytes to every publish's _meta")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--tls", o.tls,
+               "listen, nchan: TLS on the subscriber connections (as an https:// --target); SNI localhost");
+  app.add_option("--ca-file", o.ca_file, "--tls: the CA certificate (PEM) to verify the server with (name localhost)");
+  app.add_flag("--insecure-tls", o.insecure_tls, "--tls: do not verify the server's certificate");
+  app.add_flag("--h2", o.h2,
+               "listen, nchan: HTTP/2 streams multiplexed on ceil(N/K) connections (ALPN h2 with --tls, else h2c "
+               "with prior knowledge)");
+  app.add_option("--streams-per-conn", o.streams_per_conn, "--h2: streams per connection (K; the last one given)")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(CLI::Range(1, 1000000));
   CLI11_PARSE(app, argc, argv);
   o.sub_path_set = sub_path->count() > 0;
   if (o.rate_s == "max") {

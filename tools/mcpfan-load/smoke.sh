@@ -6,6 +6,8 @@
 #   4. targeted: 200 streams with their own URIs, 500 publishes/s each to one stream; then
 #      at the maximum rate over 2 publisher connections, with 2 extra URIs per stream
 #   5. receive + publish driven over stdin (bench/cluster's protocol)
+#   6. HTTP/2: a burst and a targeted run as h2c streams (--h2, 4 and 2 connections); with the
+#      openssl CLI, a second mcpfan with TLS: a burst over TLS HTTP/1.1 and over TLS h2
 # and checks each exits 0 with a last-line JSON object showing every delivery received.
 # The server is stopped by its PID (TERM, then KILL after 3 s), also on failure.
 #
@@ -16,8 +18,13 @@ server_bin="$1"
 load_bin="$2"
 tmp="$(mktemp -d)"
 server_pid=""
+tls_pid=""
 
 cleanup() {
+  if [[ -n "$tls_pid" ]] && kill -0 "$tls_pid" 2>/dev/null; then
+    kill -TERM "$tls_pid" 2>/dev/null
+    wait "$tls_pid" 2>/dev/null
+  fi
   if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid" 2>/dev/null
     for _ in $(seq 30); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -182,6 +189,54 @@ assert rx.returncode == 0 and pub.returncode == 0, (rx.returncode, pub.returncod
 print("controlled OK")
 PY
 
+# HTTP/2 with prior knowledge on the plaintext listener: the same checks, the same counts.
+run h2c_burst --streams 200 --h2 --streams-per-conn 50 --scenario burst --rounds 3
+[[ "$(json_get "$tmp/h2c_burst.json" '.loadgen.transport')" == "h2c" ]] || fail "h2c_burst: transport is not h2c"
+[[ "$(json_get "$tmp/h2c_burst.json" '.loadgen.connections')" == "4" ]] || fail "h2c_burst: want 4 connections"
+[[ "$(json_get "$tmp/h2c_burst.json" '.checks.violations')" == "0" ]] || fail "h2c_burst: violations"
+run h2c_targeted --streams 200 --h2 --streams-per-conn 100 --stream-uris own --scenario targeted --rate 500 --duration 2
+for k in lost duplicates misdelivered; do
+  [[ "$(json_get "$tmp/h2c_targeted.json" ".targeted.$k")" == "0" ]] || fail "h2c_targeted: $k is not 0"
+done
+[[ "$(json_get "$tmp/h2c_targeted.json" '.targeted.tally.received')" == "1000" ]] || fail "h2c_targeted: want 1000"
+
+# TLS: a second server with a certificate made here (skipped without the openssl CLI).
+tls_note="TLS skipped (no openssl)"
+if command -v openssl >/dev/null 2>&1; then
+  (
+    cd "$tmp" || exit 1
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem -days 2 \
+      -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1
+  ) >"$tmp/openssl.log" 2>&1 || fail "openssl could not make a certificate: $(cat "$tmp/openssl.log")"
+  "$server_bin" --listen 127.0.0.1:0 --workers 2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" \
+    --publish-listen 127.0.0.1:0 --insecure 2>"$tmp/tls_server.err" &
+  tls_pid=$!
+  tport="" pport=""
+  for _ in $(seq 100); do
+    tport="$(grep -m1 -oE 'listening on 127\.0\.0\.1:[0-9]+' "$tmp/tls_server.err" 2>/dev/null | sed 's/.*://')"
+    pport="$(grep -m1 -oE 'publish listener on 127\.0\.0\.1:[0-9]+' "$tmp/tls_server.err" 2>/dev/null | sed 's/.*://')"
+    [[ -n "$tport" && -n "$pport" ]] && break
+    kill -0 "$tls_pid" 2>/dev/null || fail "mcpfan with TLS exited: $(cat "$tmp/tls_server.err")"
+    sleep 0.1
+  done
+  [[ -n "$tport" && -n "$pport" ]] || fail "mcpfan with TLS did not log its listeners within 10 s"
+  for mode in tls tls_h2; do
+    extra=()
+    [[ $mode == tls_h2 ]] && extra=(--h2 --streams-per-conn 100)
+    timeout 60 "$load_bin" --kind listen --target "https://127.0.0.1:$tport" --ca-file "$tmp/cert.pem" \
+      --publish-url "http://127.0.0.1:$pport/v1/publish" --server-pid "$tls_pid" --timeout-s 45 --streams 200 \
+      --scenario burst --rounds 3 "${extra[@]}" >"$tmp/$mode.out" 2>&1 || fail "$mode: mcpfan-load exited $?"
+    tail -n 1 "$tmp/$mode.out" >"$tmp/$mode.json"
+    [[ "$(json_get "$tmp/$mode.json" '.ok')" == "true" ]] || fail "$mode: ok is not true"
+    [[ "$(json_get "$tmp/$mode.json" '.checks.violations')" == "0" ]] || fail "$mode: violations"
+    has "$tmp/$mode.json" '.server_metrics.deliveries' || fail "$mode: no /metrics from the publish listener"
+  done
+  [[ "$(json_get "$tmp/tls.json" '.loadgen.transport')" == "https/1.1" ]] || fail "tls: transport is not https/1.1"
+  [[ "$(json_get "$tmp/tls_h2.json" '.loadgen.transport')" == "h2" ]] || fail "tls_h2: transport is not h2"
+  tls_note="TLS and TLS h2 bursts OK"
+fi
+
 echo "loadgen_smoke: OK (burst median $(json_get "$tmp/burst.json" '.burst.last_delivery_ms.median') ms;" \
      "sustained p99 $(json_get "$tmp/sustained.json" '.sustained.latency_ms.p99') ms;" \
-     "targeted $(json_get "$tmp/targeted.json" '.targeted.tally.received') of 1000; $(tail -n 1 "$tmp/controlled.out"))"
+     "targeted $(json_get "$tmp/targeted.json" '.targeted.tally.received') of 1000; $(tail -n 1 "$tmp/controlled.out");" \
+     "h2c OK; $tls_note)"

@@ -250,6 +250,9 @@ Http2Conn::Http2Conn(LoopContext& w, std::unique_ptr<net::Socket> sock, bool ope
   uv_check_init(w_.loop(), &flush_check_);
   flush_check_.data = this;
   ++handles_open_;
+  uv_idle_init(w_.loop(), &flush_idle_);
+  flush_idle_.data = this;
+  ++handles_open_;
   if (nghttp2_session_server_new2(&session_, H2Callbacks::table(), this, H2Callbacks::options()) != 0) {
     session_ = nullptr;
   }
@@ -339,6 +342,7 @@ void Http2Conn::want_flush() {
   }
   if (flush_pending_) return;
   flush_pending_ = true;
+  uv_idle_start(&flush_idle_, [](uv_idle_t*) {});  // the loop does not block before the check runs
   uv_check_start(&flush_check_, [](uv_check_t* h) {
     auto* c = static_cast<Http2Conn*>(h->data);
     guarded(
@@ -349,6 +353,7 @@ void Http2Conn::want_flush() {
 void Http2Conn::flush() {
   flush_pending_ = false;
   uv_check_stop(&flush_check_);
+  uv_idle_stop(&flush_idle_);
   if (closing_) return;
   in_flush_ = true;
   // At most a few rounds: what a stream does once its batch is out (the shard's next batch
@@ -471,10 +476,13 @@ void Http2Conn::close() {
   }
   binding_.release();
   uv_check_stop(&flush_check_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&flush_check_), [](uv_handle_t* h) {
+  uv_idle_stop(&flush_idle_);
+  auto closed = [](uv_handle_t* h) {
     auto* c = static_cast<Http2Conn*>(h->data);
     if (--c->handles_open_ == 0) c->freed();
-  });
+  };
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_check_), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_idle_), closed);
   sock_->close();  // on_closed() follows
 }
 

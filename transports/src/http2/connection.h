@@ -106,6 +106,10 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   std::unique_ptr<net::Socket> sock_;
   nghttp2_session* session_ = nullptr;
   uv_check_t flush_check_{};
+  // Started with the check handle: a flush asked for from the worker's own check callback (the
+  // shard's flush writes the streams' notifications there) would otherwise wait for the loop's
+  // next wake-up, as a check handle started during the check phase first runs in the next turn.
+  uv_idle_t flush_idle_{};
   const bool operator_listener_;
   TenantBinding binding_;
   std::unordered_map<std::int32_t, std::unique_ptr<H2Stream>> streams_;
@@ -119,7 +123,7 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   Bucket resets_, pings_, settings_, priorities_;
   unsigned header_refusals_ = 0;
   unsigned refused_streams_ = 0;
-  unsigned handles_open_ = 0;  // the socket and the check handle: freed when both are closed
+  unsigned handles_open_ = 0;  // the socket, the check and the idle handle: freed when all are closed
   bool flush_pending_ = false;
   bool in_flush_ = false;
   bool flush_again_ = false;  // asked to flush while flushing

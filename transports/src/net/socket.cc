@@ -233,6 +233,17 @@ Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::
         tls::Channel::Status::Failed) {
       return Sent::Failed;
     }
+    // As the plaintext path: try the socket first (uv_write would re-arm the watcher with an
+    // epoll_ctl per completed write); what does not fit goes to libuv's queue, in order.
+    if (!must_wait()) {
+      uv_buf_t b = uv_buf_init(tls_out_.data(), static_cast<unsigned>(tls_out_.size()));
+      int n = uv_try_write(&handle_.stream, &b, 1);
+      if (n == static_cast<int>(tls_out_.size())) {
+        tls_out_.clear();
+        return Sent::Done;
+      }
+      if (n > 0) tls_out_.erase(0, static_cast<std::size_t>(n));
+    }
     return send_records(tag);
   }
   if (must_wait()) {
