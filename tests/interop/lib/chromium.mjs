@@ -1,6 +1,6 @@
 // Debian's headless Chromium driven over the DevTools protocol on a pipe
 // (--remote-debugging-pipe: no port, no npm package), for the browser interop tests. Node
-// built-ins only. status_page/status_page.mjs holds the same code inline (it came first).
+// built-ins only. Used by status_page and browser_h2.
 //
 //   const chrome = startChromium({ pidFile, extraArgs });   // PID appended to pidFile
 //   const cdp = chrome.cdp;                                 // cdp.send(method, params, sessionId), cdp.on(event, sessionId, fn)

@@ -402,6 +402,7 @@ interop_spki_sha256() {
   openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64
 }
 
+# shellcheck disable=SC2034  # PUBLISH_HOSTPORT is read by the test that sourced this file
 interop_await_publish_port() {
   interop_await_line "$1" "$2" 'publish listener on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$PORT_WAIT_S" "mcpfan (pid $1)"
   PUBLISH_HOSTPORT="${AWAITED#publish listener on }"
