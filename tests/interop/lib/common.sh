@@ -21,8 +21,10 @@
 #   interop_start_mcpfan_node TAG ARGS...
 #                                  one more mcpfan ("$BIN" --listen 127.0.0.1:0 ARGS...), stderr in
 #                                  $WORK/mcpfan-TAG.stderr; sets NODE_PID and NODE_HOSTPORT; tracked
-#   interop_start_upstream_v2      the SDK v2 MCP server of ../upstream_v2 (its pinned packages
-#                                  installed first) on an ephemeral loopback port; sets
+#   interop_start_upstream_v2 [ARGS...]
+#                                  the SDK v2 MCP server of ../upstream_v2 (its pinned packages
+#                                  installed first; ARGS e.g. --tls-cert F --tls-key F) on an
+#                                  ephemeral loopback port; sets
 #                                  UPSTREAM_PID and UPSTREAM_HOSTPORT; tracked
 #   interop_track PID WHAT [LOG]   a process the test started itself: stopped at exit, must be
 #                                  alive when the client ends, LOG's tail shown on failure
@@ -48,6 +50,14 @@
 #                                  DIR/node_modules on a free port (MCP_PORT; it binds every
 #                                  interface); sets EXAMPLE_PID, EXAMPLE_HOSTPORT (127.0.0.1:N)
 #                                  and EXAMPLE_LOG (its stdout: it logs each session's GET); tracked
+#   interop_make_certs DIR         a test CA (DIR/ca.pem, ca.key) and a server certificate it signed
+#                                  (DIR/server.pem, server.key; SAN DNS:localhost, IP:127.0.0.1),
+#                                  EC P-256, with the openssl CLI as tests/support/test_certs.cc
+#   interop_spki_sha256 CERT       base64 SHA-256 of CERT's public key (Chromium's
+#                                  --ignore-certificate-errors-spki-list)
+#   interop_await_publish_port PID LOG
+#                                  bounded wait for mcpfan's "publish listener on HOST:PORT"
+#                                  line (--publish-listen); sets PUBLISH_HOSTPORT
 # At exit every process this test started (or recorded in the pid file) is stopped by PID:
 # SIGTERM, then SIGKILL after 5 s.
 
@@ -247,7 +257,7 @@ interop_start_upstream_v2() {
   local dir
   dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../upstream_v2" && pwd)"
   interop_install_pinned_deps_at "$dir"
-  node "$dir/server.mjs" >"$WORK/upstream_v2.stdout" 2>"$WORK/upstream_v2.stderr" &
+  node "$dir/server.mjs" "$@" >"$WORK/upstream_v2.stdout" 2>"$WORK/upstream_v2.stderr" &
   UPSTREAM_PID=$!
   interop_track "$UPSTREAM_PID" "upstream_v2 (pid $UPSTREAM_PID)" "$WORK/upstream_v2.stderr"
   interop_await_line "$UPSTREAM_PID" "$WORK/upstream_v2.stdout" '^upstream_v2 listening on 127\.0\.0\.1:[0-9]+$' \
@@ -354,4 +364,46 @@ interop_start_sdk1_example() {
     echo "$NAME: port $port was taken before the SDK 1.x example bound it; trying another" >&2
   done
   die "SDK 1.x example server: no free port in $EXAMPLE_PORT_ATTEMPTS attempts"
+}
+
+# --- TLS: certificates made by the test ----------------------------------------------------------
+# The commands of tests/support/test_certs.cc (a CA, a server certificate it signed) with the
+# openssl CLI; its output goes to DIR/openssl.log, shown when a command fails.
+interop_make_certs() {
+  local dir="$1"
+  command -v openssl >/dev/null || die "openssl not found (tools/setup.sh test installs it)"
+  mkdir -p "$dir"
+  cat >"$dir/ext.cnf" <<'CNF'
+[server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost,IP:127.0.0.1
+[ca_ext]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+CNF
+  if ! (cd "$dir" && {
+      openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key &&
+      openssl req -new -key ca.key -subj '/CN=mcpfan interop test CA' -out ca.csr &&
+      openssl x509 -req -in ca.csr -signkey ca.key -days 3650 -sha256 -extfile ext.cnf -extensions ca_ext -out ca.pem &&
+      openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out server.key &&
+      openssl req -new -key server.key -subj /CN=localhost -out server.csr &&
+      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 -sha256 \
+        -extfile ext.cnf -extensions server -out server.pem
+    } >openssl.log 2>&1); then
+    cat "$dir/openssl.log" >&2
+    die "making the test certificates with openssl failed"
+  fi
+}
+
+interop_spki_sha256() {
+  openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64
+}
+
+# shellcheck disable=SC2034  # PUBLISH_HOSTPORT is read by the test that sourced this file
+interop_await_publish_port() {
+  interop_await_line "$1" "$2" 'publish listener on ([0-9.]+|\[[0-9a-f:]+\]):[0-9]+' "$PORT_WAIT_S" "mcpfan (pid $1)"
+  PUBLISH_HOSTPORT="${AWAITED#publish listener on }"
 }

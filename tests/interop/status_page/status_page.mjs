@@ -12,14 +12,13 @@
 // 4. checks that the page logged no console error or exception (a CSP violation is one) and
 //    that every request it made went to the server's origin.
 // Chromium's PID is written to PIDFILE so that run.sh stops it even if this program dies.
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync, appendFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { createTest, fail, loopbackBaseArg, publish, sleep, withTimeout, STEP_TIMEOUT_MS, SUB_ID_KEY } from '../lib/common.mjs';
+import { CHROMIUM, startChromium } from '../lib/chromium.mjs';
 
 const NAME = 'interop_status_page';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PUBLISHES = 30;
 const URI = 'file:///status-page/doc.txt';
 
@@ -33,98 +32,18 @@ if (!artifactDir || !pidFile) {
 
 const consoleErrors = []; // what the page logged at error level, or threw
 const requests = []; // every URL the page asked for
-let browser = null;
-let chromiumLog = '';
+let chrome = null; // ../lib/chromium.mjs
 
 const t = createTest(NAME, {
     report() {
         if (consoleErrors.length) console.error(`--- page errors:\n  ${consoleErrors.join('\n  ')}`);
         console.error(`--- page requests (${requests.length}):\n  ${requests.slice(0, 40).join('\n  ')}`);
-        if (chromiumLog) console.error(`--- chromium stderr (tail):\n${chromiumLog.slice(-3000)}`);
+        if (chrome?.log()) console.error(`--- chromium stderr (tail):\n${chrome.log().slice(-3000)}`);
     },
     cleanup() {
-        if (browser && browser.exitCode === null && browser.signalCode === null) browser.kill('SIGKILL');
+        chrome?.kill();
     }
 });
-
-// ---------------------------------------------------------------------------------------
-// Chromium and the DevTools protocol over its pipe: fd 3 carries commands to the browser,
-// fd 4 its answers and events, each message a JSON text ended by a NUL byte.
-
-function startChromium() {
-    // In run.sh's work folder (beside PIDFILE): removed by run.sh once Chromium is stopped.
-    const userDataDir = mkdtempSync(join(dirname(pidFile), 'chromium-profile-'));
-    const args = [
-        '--headless=new',
-        '--disable-gpu',
-        '--remote-debugging-pipe',
-        `--user-data-dir=${userDataDir}`,
-        // This machine's network is closed: no background traffic to anyone's servers.
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-quic',
-        '--disable-extensions',
-        '--disable-default-apps',
-        '--no-first-run',
-        '--no-default-browser-check',
-        '--no-proxy-server',
-        '--window-size=1100,900',
-        'about:blank'
-    ];
-    if (process.getuid && process.getuid() === 0) args.unshift('--no-sandbox'); // root: no setuid sandbox
-    browser = spawn(CHROMIUM, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
-    appendFileSync(pidFile, `${browser.pid}\n`);
-    browser.stderr.on('data', d => {
-        chromiumLog = (chromiumLog + d.toString()).slice(-20000);
-    });
-    browser.on('error', e => {
-        chromiumLog += `\nspawn ${CHROMIUM}: ${e.message}`;
-    });
-    return makeCdp(browser.stdio[3], browser.stdio[4]);
-}
-
-function makeCdp(toBrowser, fromBrowser) {
-    let nextId = 1;
-    const pending = new Map(); // id -> {resolve, reject, method}
-    const listeners = []; // {method, sessionId, fn}
-    let buf = Buffer.alloc(0);
-    fromBrowser.on('data', chunk => {
-        buf = Buffer.concat([buf, chunk]);
-        for (let end = buf.indexOf(0); end >= 0; end = buf.indexOf(0)) {
-            const msg = JSON.parse(buf.subarray(0, end).toString('utf8'));
-            buf = buf.subarray(end + 1);
-            if (msg.id !== undefined) {
-                const p = pending.get(msg.id);
-                pending.delete(msg.id);
-                if (!p) continue;
-                if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-                else p.resolve(msg.result);
-            } else {
-                for (const l of listeners) {
-                    if (l.method === msg.method && l.sessionId === msg.sessionId) l.fn(msg.params);
-                }
-            }
-        }
-    });
-    fromBrowser.on('close', () => {
-        for (const p of pending.values()) p.reject(new Error(`${p.method}: the browser closed its pipe`));
-        pending.clear();
-    });
-    return {
-        send(method, params = {}, sessionId = undefined) {
-            const id = nextId++;
-            const msg = { id, method, params };
-            if (sessionId) msg.sessionId = sessionId;
-            const answer = new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
-            toBrowser.write(JSON.stringify(msg) + '\0');
-            return withTimeout(answer, STEP_TIMEOUT_MS, `DevTools ${method}`);
-        },
-        on(method, sessionId, fn) {
-            listeners.push({ method, sessionId, fn });
-        }
-    };
-}
 
 // ---------------------------------------------------------------------------------------
 // The page
@@ -241,7 +160,8 @@ async function openListen(id, uris) {
 async function main() {
     t.stage = 'start chromium';
     mkdirSync(artifactDir, { recursive: true });
-    const cdp = startChromium();
+    chrome = startChromium({ pidFile });
+    const cdp = chrome.cdp;
     const version = await cdp.send('Browser.getVersion');
     console.log(`${NAME}: ${version.product} (${CHROMIUM})`);
 
@@ -349,9 +269,7 @@ async function main() {
     console.log(`${NAME}: ${requests.length} requests, all to ${base}; no console errors`);
 
     t.stage = 'close chromium';
-    await cdp.send('Browser.close').catch(() => {}); // the answer may not come before the pipe closes
-    const exited = new Promise(resolve => (browser.exitCode !== null || browser.signalCode !== null ? resolve() : browser.on('exit', resolve)));
-    await withTimeout(exited, STEP_TIMEOUT_MS, 'chromium to exit');
+    await chrome.close();
     console.log(`${NAME}: PASS`);
 }
 

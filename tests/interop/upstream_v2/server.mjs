@@ -1,7 +1,9 @@
 // upstream_v2: a small MCP server on the official TypeScript SDK v2 (@modelcontextprotocol/server
 // 2.4.0), the "application server" of mcpfan's interop tests. See README.md in this folder.
 //
-//   node server.mjs [--port N]      # loopback only; N = 0 (default): an ephemeral port
+//   node server.mjs [--port N] [--tls-cert F --tls-key F]
+//                                   # loopback only; N = 0 (default): an ephemeral port;
+//                                   # with the pair (PEM files): HTTPS (https.createServer)
 //
 // Prints `upstream_v2 listening on 127.0.0.1:PORT` on stdout once bound. Serves MCP at /mcp:
 // 2026-07-28 per request (createMcpHandler, no legacy leg) and 2025-era sessions (a sessionful
@@ -12,7 +14,9 @@
 //   GET  /healthz  200 ok
 // Exits 0 on SIGTERM/SIGINT.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import {
     McpServer, createMcpHandler, isLegacyRequest, hostHeaderValidationResponse, localhostAllowedHostnames,
     WebStandardStreamableHTTPServerTransport
@@ -24,6 +28,13 @@ const portArg = process.argv.indexOf('--port');
 const PORT = portArg > 0 ? Number(process.argv[portArg + 1]) : 0;
 if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535) {
     console.error('usage: node server.mjs [--port N]');
+    process.exit(2);
+}
+const argOf = name => (process.argv.indexOf(name) > 0 ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const TLS_CERT = argOf('--tls-cert');
+const TLS_KEY = argOf('--tls-key');
+if (!TLS_CERT !== !TLS_KEY) {
+    console.error('usage: --tls-cert F and --tls-key F go together');
     process.exit(2);
 }
 
@@ -115,14 +126,17 @@ async function notify(req, res) {
     res.writeHead(204).end();
 }
 
-const httpServer = http.createServer((req, res) => {
+const handler = (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path === '/mcp') return void mcp(req, res);
     if (path === '/notify' && req.method === 'POST') return void notify(req, res);
     if (path === '/stats' && req.method === 'GET') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ requests: counts }));
     if (path === '/healthz') return void res.writeHead(200).end('ok\n');
     res.writeHead(404).end();
-});
+};
+const httpServer = TLS_CERT
+    ? https.createServer({ cert: readFileSync(TLS_CERT), key: readFileSync(TLS_KEY) }, handler)
+    : http.createServer(handler);
 httpServer.listen(PORT, '127.0.0.1', () => console.log(`upstream_v2 listening on 127.0.0.1:${httpServer.address().port}`));
 
 async function stop() {
