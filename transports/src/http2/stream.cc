@@ -43,7 +43,11 @@ ssize_t read_source(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t l
 }  // namespace
 
 H2Stream::H2Stream(Http2Conn& conn, std::int32_t id)
-    : conn_(conn), id_(id), begun_ms_(uv_now(conn.context().loop())), events_(conn.context(), *this) {}
+    : conn_(conn),
+      id_(id),
+      req_(std::make_unique<HttpRequest>()),
+      begun_ms_(uv_now(conn.context().loop())),
+      events_(conn.context(), *this) {}
 
 H2Stream::~H2Stream() = default;
 
@@ -70,13 +74,13 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;
   // Known even when the head is refused (431, or 414 before :method): that answer has no body either.
   if (name == ":method" && value == "HEAD") head_request_ = true;
-  if (refused_) return true;
+  if (refused_ || !req_) return true;
   if (header_bytes_ > cfg.max_header_bytes) {
     refused_.emplace(431, "request headers longer than " + std::to_string(cfg.max_header_bytes) + " bytes");
-    req_ = HttpRequest{};
+    *req_ = HttpRequest{};
     return false;
   }
-  req_.header_bytes = header_bytes_;
+  req_->header_bytes = header_bytes_;
   if (!name.empty() && name[0] == ':') {
     if (name == ":method") {
       auto m = method_of(value);
@@ -85,38 +89,38 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
       else if (*m == HTTP_CONNECT)
         refused_.emplace(405, "CONNECT is not allowed: mcpfan is not a tunnel");
       else
-        req_.method = *m;
+        req_->method = *m;
     } else if (name == ":path") {
       if (value.size() > cfg.max_url_length) {
         conn_.context().limits().hit(Limit::UrlLength);
         refused_.emplace(414, "request target longer than " + std::to_string(cfg.max_url_length) + " bytes");
       } else {
-        req_.url = value;
+        req_->url = value;
       }
     } else if (name == ":authority") {
-      if (req_.host.empty()) req_.host = value;
+      if (req_->host.empty()) req_->host = value;
     }
     return true;  // :scheme; nghttp2 refuses any other pseudo-header
   }
-  if (std::string* dst = req_.named_field(name)) {
-    if (dst == &req_.host && !req_.host.empty()) return true;  // :authority wins (RFC 9113 §8.3.1)
+  if (std::string* dst = req_->named_field(name)) {
+    if (dst == &req_->host && !req_->host.empty()) return true;  // :authority wins (RFC 9113 §8.3.1)
     if (!dst->empty()) *dst += ", ";
     *dst += value;
   }
-  if (conn_.context().upstream()) req_.fields.push_back({std::string(name), std::string(value)});
+  if (conn_.context().upstream()) req_->fields.push_back({std::string(name), std::string(value)});
   return true;
 }
 
 void H2Stream::on_body(const std::uint8_t* data, std::size_t len) {
-  if (refused_) return;
+  if (refused_ || !req_) return;
   std::size_t max = conn_.context().config().http.max_body;
-  if (req_.body.size() + len > max) {
+  if (req_->body.size() + len > max) {
     conn_.context().limits().hit(Limit::BodyBytes);
     refused_.emplace(413, "request body larger than " + std::to_string(max) + " bytes");
-    req_.body = std::string();
+    req_->body = std::string();
     return;
   }
-  req_.body.append(reinterpret_cast<const char*>(data), len);
+  req_->body.append(reinterpret_cast<const char*>(data), len);
 }
 
 void H2Stream::on_request_end() {
@@ -129,9 +133,9 @@ void H2Stream::on_request_end() {
     refused_.reset();
     return refuse(status, std::move(message));
   }
-  if (req_.url.empty()) return refuse(400, "request without :path");
+  if (req_->url.empty()) return refuse(400, "request without :path");
   try {
-    route_request(*this, req_);
+    route_request(*this, *req_);
   } catch (const std::exception&) {
     if (!head_sent_)
       respond(500, "application/json", R"({"error":"internal error"})");
@@ -139,7 +143,7 @@ void H2Stream::on_request_end() {
       reset(NGHTTP2_INTERNAL_ERROR);
   }
   // What the routes kept they copied: a listen's stream holds no request.
-  req_ = HttpRequest{};
+  req_.reset();
 }
 
 void H2Stream::refuse(int status, std::string message) {
@@ -155,6 +159,7 @@ void H2Stream::on_closed() {
   }
   events_.close();
   out_.clear();
+  out_head_ = 0;
   out_bytes_ = 0;
 }
 
@@ -162,6 +167,7 @@ void H2Stream::reset(std::uint32_t error_code) {
   if (closed_ || reset_) return;
   reset_ = true;
   out_.clear();
+  out_head_ = 0;
   out_bytes_ = 0;
   nghttp2_submit_rst_stream(conn_.session(), NGHTTP2_FLAG_NONE, id_, error_code);
   conn_.want_flush();
@@ -262,8 +268,8 @@ ssize_t H2Stream::next_frame(std::size_t max, std::uint32_t* data_flags) {
 void H2Stream::emit_frame(const std::uint8_t* framehd, std::size_t length, std::string& out) {
   out.append(reinterpret_cast<const char*>(framehd), 9);
   std::size_t left = length;
-  while (left > 0 && !out_.empty()) {
-    Piece& p = out_.front();
+  while (left > 0 && out_head_ < out_.size()) {
+    Piece& p = out_[out_head_];
     if (p.batch) {
       std::vector<iovec>& bufs = p.batch->bufs;
       while (left > 0 && p.iov < bufs.size()) {
@@ -277,6 +283,10 @@ void H2Stream::emit_frame(const std::uint8_t* framehd, std::size_t length, std::
           p.off = 0;
         }
       }
+      while (p.iov < bufs.size() && bufs[p.iov].iov_len == p.off) {  // empty pieces at its end
+        ++p.iov;
+        p.off = 0;
+      }
       if (p.iov < bufs.size()) break;
     } else {
       std::size_t take = std::min(left, p.bytes.size() - p.off);
@@ -289,7 +299,12 @@ void H2Stream::emit_frame(const std::uint8_t* framehd, std::size_t length, std::
       batch_out_ = true;
       conn_.after_send(this);
     }
-    out_.pop_front();
+    p.batch.reset();  // its batch's buffers go back now
+    p.bytes = std::string();
+    if (++out_head_ == out_.size()) {
+      out_.clear();  // keeps its capacity: a stream queues again soon
+      out_head_ = 0;
+    }
   }
   out_bytes_ -= length - left;
   progress_ms_ = uv_now(conn_.context().loop());

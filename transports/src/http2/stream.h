@@ -15,11 +15,11 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/event_stream.h"
 #include "http/exchange.h"
@@ -53,7 +53,7 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] bool receiving() const noexcept { return !routed_ && !closed_; }
   [[nodiscard]] std::uint64_t begun_ms() const noexcept { return begun_ms_; }
   /** Bytes of request body buffered (the connection bounds their sum). */
-  [[nodiscard]] std::size_t body_bytes() const noexcept { return req_.body.size(); }
+  [[nodiscard]] std::size_t body_bytes() const noexcept { return req_ ? req_->body.size() : 0; }
   /** Carries an EventStream (a listen, a 2025 session's GET). */
   [[nodiscard]] bool streaming() const noexcept { return streaming_; }
 
@@ -124,12 +124,15 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
 
   Http2Conn& conn_;
   const std::int32_t id_;
-  HttpRequest req_;
+  std::unique_ptr<HttpRequest> req_;  // while the request arrives: freed once routed (a listen holds none)
   std::uint64_t begun_ms_;
   std::uint64_t progress_ms_ = 0;
   std::size_t header_bytes_ = 0;
   std::size_t out_bytes_ = 0;
-  std::deque<Piece> out_;
+  // Its queue: pieces from out_head_ on. A vector, not a deque: libstdc++'s deque allocates
+  // ~600 bytes when made, and most streams (answered at once, or idle listens) queue little.
+  std::vector<Piece> out_;
+  std::size_t out_head_ = 0;
   std::optional<std::pair<int, std::string>> refused_;  // the request broke a limit: answered at its end
   bool routed_ = false;                                 // the request was whole and handed to the routes
   bool head_sent_ = false;                              // HEADERS submitted
