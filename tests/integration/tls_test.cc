@@ -170,5 +170,36 @@ TEST(Tls, PlaintextOnATlsListenerIsAFailedHandshake) {
   EXPECT_EQ(t.curl("", "/livez"), "ok\n");
 }
 
+// --tls-client-ca: a publisher presenting a certificate the CA signed, named by a "cert:NAME
+// TENANT" line of the keys file, publishes to that tenant without a key; a self-signed one or
+// none is refused as a missing key is.
+TEST(Tls, AClientCertificateAuthenticatesAPublisher) {
+  TempDir dir;
+  auto certs = mcpfan::testing::make_test_certs(dir.path());
+  ASSERT_TRUE(certs.ok) << certs.error;
+  std::string keys = dir.path() + "/keys";
+  std::ofstream(keys) << "cert:mcpfan-test-client tenant-a\n" << std::string(24, 'k') << " *\n";
+  ServerProcess srv({"--publish-listen", "127.0.0.1:0", "--publish-tls-cert", certs.server_cert, "--publish-tls-key",
+                     certs.server_key, "--tls-client-ca", certs.ca_cert, "--publish-keys-file", keys});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  int port = PublishPort(srv);
+  ASSERT_GT(port, 0);
+  auto publish = [&](std::string_view client, std::string_view body) {
+    return Sh("curl -sS --max-time 10 --cacert " + certs.ca_cert + " " + std::string(client) +
+              " -H 'Content-Type: application/json' -o /dev/null -w '%{http_code}' -d '" + std::string(body) +
+              "' https://localhost:" + std::to_string(port) + "/v1/publish 2>&1");
+  };
+  const std::string mine = "--cert " + certs.client_cert + " --key " + certs.client_key;
+  const std::string rogue = "--cert " + certs.rogue_client_cert + " --key " + certs.rogue_client_key;
+  EXPECT_EQ(publish(mine, R"({"method":"notifications/tools/list_changed"})"), "202");
+  EXPECT_EQ(publish(mine, R"({"method":"notifications/tools/list_changed","tenant":"tenant-b"})"), "403");
+  EXPECT_EQ(publish("", R"({"method":"notifications/tools/list_changed"})"), "401");
+  EXPECT_EQ(publish(rogue, R"({"method":"notifications/tools/list_changed"})"), "401");
+  // The key still works beside it.
+  EXPECT_EQ(publish("-H 'Authorization: Bearer " + std::string(24, 'k') + "'",
+                    R"({"method":"notifications/tools/list_changed"})"),
+            "202");
+}
+
 }  // namespace
 }  // namespace itest
