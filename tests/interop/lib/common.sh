@@ -300,6 +300,22 @@ interop_finish() {
   exit "$1"
 }
 
+# Ends a test that ran several clients: each tracked process still alive, else "<what> died
+# during the test" joins the caller's `failed` array; any failure is printed and the test
+# fails, else it passes with "$NAME: PASS (<summary>)".
+interop_finish_clients() {
+  local i f
+  for i in "${!TRACKED_PIDS[@]}"; do
+    kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null || failed+=("${TRACKED_WHAT[$i]} died during the test")
+  done
+  if [ "${#failed[@]}" -gt 0 ]; then
+    for f in "${failed[@]}"; do echo "$NAME: FAIL: $f" >&2; done
+    interop_finish 1
+  fi
+  echo "$NAME: PASS ($1)"
+  interop_finish 0
+}
+
 # --- the conformance suite's Node 22 (used by conformance_next and proxy_conformance) --------
 # npm ci runs on the system Node (20): --engine-strict=false, as some of the suite's
 # dependencies declare engines.node >= 22; --ignore-scripts=false, as the `node` package needs

@@ -48,12 +48,4 @@ run_client() {  # label, args...
 run_client "TLS (ALPN h2), $TLS_LISTENS listens" tls "https://localhost:$TLS_PORT" "http://$TLS_PUBLISH" "$TLS_LISTENS" "$WORK/certs/ca.pem"
 run_client "h2c (prior knowledge), $H2C_LISTENS listens" h2c "http://$H2C_HOSTPORT" "http://$H2C_PUBLISH" "$H2C_LISTENS"
 
-for i in "${!TRACKED_PIDS[@]}"; do
-  kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null || failed+=("${TRACKED_WHAT[$i]} died during the test")
-done
-if [ "${#failed[@]}" -gt 0 ]; then
-  for f in "${failed[@]}"; do echo "$NAME: FAIL: $f" >&2; done
-  interop_finish 1
-fi
-echo "$NAME: PASS (TLS: $TLS_LISTENS listens, h2c: $H2C_LISTENS listens)"
-interop_finish 0
+interop_finish_clients "TLS: $TLS_LISTENS listens, h2c: $H2C_LISTENS listens"

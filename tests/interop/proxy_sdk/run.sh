@@ -49,12 +49,4 @@ run_client "SDK v2 legacy, 2025 session" session_2025.mjs "http://$FRONT_2025" v
 run_client "SDK v2 auto, falls back to a 2025 session" session_2025.mjs "http://$FRONT_2025" v2-auto "http://$EXAMPLE_HOSTPORT" "$EXAMPLE_LOG"
 run_client "SDK v2, 2026-07-28" listen_2026.mjs "http://$FRONT_2026" "http://$UPSTREAM_HOSTPORT"
 
-for i in "${!TRACKED_PIDS[@]}"; do
-  kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null || failed+=("${TRACKED_WHAT[$i]} died during the test")
-done
-if [ "${#failed[@]}" -gt 0 ]; then
-  for f in "${failed[@]}"; do echo "$NAME: FAIL: $f" >&2; done
-  interop_finish 1
-fi
-echo "$NAME: PASS (4 clients)"
-interop_finish 0
+interop_finish_clients "4 clients"

@@ -57,12 +57,4 @@ run_client "(a) SDK v2 client -> mcpfan over HTTPS" direct "https://localhost:$D
 run_client "(b) SDK v2 client -> mcpfan -> SDK v2 server, HTTPS both hops" proxy "https://localhost:$FRONT_PORT" \
   "http://$FRONT_PUBLISH" "https://localhost:$UPSTREAM_PORT"
 
-for i in "${!TRACKED_PIDS[@]}"; do
-  kill -0 "${TRACKED_PIDS[$i]}" 2>/dev/null || failed+=("${TRACKED_WHAT[$i]} died during the test")
-done
-if [ "${#failed[@]}" -gt 0 ]; then
-  for f in "${failed[@]}"; do echo "$NAME: FAIL: $f" >&2; done
-  interop_finish 1
-fi
-echo "$NAME: PASS (direct and through the front proxy, HTTPS)"
-interop_finish 0
+interop_finish_clients "direct and through the front proxy, HTTPS"

@@ -159,16 +159,7 @@ void Socket::read_tls(const char* data, std::size_t len) {
 Socket::Sent Socket::send_records(std::uint32_t tag) {
   std::string records = std::move(tls_out_);
   tls_out_.clear();
-  auto* w = new BytesWrite{{}, std::move(records), tag};
-  w->req.data = this;
-  if (must_wait()) {
-    deferred_bytes_ += w->data.size();
-    deferred_.push_back({Deferred::Kind::Bytes, w});
-  } else if (issue_bytes(w) != 0) {
-    return Sent::Failed;
-  }
-  write_queued();
-  return Sent::Queued;
+  return queue_bytes(std::move(records), tag);
 }
 
 void Socket::read_stop() {
@@ -190,6 +181,10 @@ Socket::Sent Socket::write(std::string bytes, std::uint32_t tag) {
     if (tls_->encrypt(bytes, tls_out_) == tls::Channel::Status::Failed) return Sent::Failed;
     return send_records(tag);
   }
+  return queue_bytes(std::move(bytes), tag);
+}
+
+Socket::Sent Socket::queue_bytes(std::string bytes, std::uint32_t tag) {
   auto* w = new BytesWrite{{}, std::move(bytes), tag};
   w->req.data = this;
   if (must_wait()) {

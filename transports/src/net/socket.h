@@ -160,6 +160,7 @@ class Socket {
   void guard(F&& f) noexcept;
   [[nodiscard]] bool must_wait() const noexcept { return in_ring_ > 0 || !deferred_.empty(); }
   int issue_bytes(BytesWrite* w);
+  Sent queue_bytes(std::string bytes, std::uint32_t tag);  // behind what waits, else to libuv now
   void read_tls(const char* data, std::size_t len);
   /** Writes the records the channel made so far (in tls_out_): tagged, or untagged (kNoTag: no on_written). */
   Sent send_records(std::uint32_t tag);
