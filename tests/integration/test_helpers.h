@@ -2,6 +2,8 @@
 // arrived" checks, and a server on a Unix socket in a fresh temp directory.
 #pragma once
 
+#include <cstdio>
+
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -32,6 +34,19 @@ inline ::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300
 
 // With --publish-listen: the operator listener's port, from the log line "mcpfan: publish
 // listener on HOST:PORT" (bounded wait); 0 if it never came.
+// Runs a shell command and returns its stdout, whatever its exit status. Bound it by the
+// command's own limits (curl --max-time, timeout): popen waits for it.
+inline std::string Sh(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
 inline int PublishPort(const ServerProcess& srv) {
   const std::string needle = "publish listener on ";
   if (!srv.WaitForStderr(needle, kStart)) return 0;

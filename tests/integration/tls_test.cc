@@ -16,18 +16,6 @@
 namespace itest {
 namespace {
 
-// Runs a shell command (bounded by its own --max-time / timeout), returns its stdout.
-std::string Sh(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-  }
-  return out;
-}
-
 struct TlsServer {
   TempDir dir;
   mcpfan::testing::TestCerts certs = mcpfan::testing::make_test_certs(dir.path());
