@@ -2,10 +2,9 @@
 // arrived" checks, and a server on a Unix socket in a fresh temp directory.
 #pragma once
 
-#include <cstdio>
-
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
