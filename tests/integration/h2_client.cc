@@ -161,6 +161,10 @@ void H2Client::ScanFrames(std::string_view bytes) {
 bool H2Client::Flush() {
   if (session_failed_) return true;
   int rv = nghttp2_session_send(session_);
+  if (write_shut_) {  // what it would send now (acks, window updates) has nowhere to go
+    out_.clear();
+    return rv == 0;
+  }
   if (rv != 0) return false;
   if (out_.empty()) return true;
   bool ok = conn_.Send(out_, kIo);
@@ -192,6 +196,13 @@ std::string H2Client::GetBlock(std::string_view path) {
   b += '\x09';
   b += "127.0.0.1";
   return b;
+}
+
+bool H2Client::ShutdownWrite() {
+  if (!Flush()) return false;
+  conn_.ShutdownWrite();
+  write_shut_ = true;
+  return true;
 }
 
 bool H2Client::SendRaw(std::string_view bytes) {

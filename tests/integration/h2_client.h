@@ -59,6 +59,8 @@ class H2Client {
   static std::string Frame(std::uint8_t type, std::uint8_t flags, std::int32_t stream, std::string_view payload);
   /** A request head block (HPACK, nothing indexed into the dynamic table): GET `path` over http. */
   static std::string GetBlock(std::string_view path);
+  /** Sends what is queued, then the FIN: the client writes nothing more and goes on reading. */
+  bool ShutdownWrite();
   /** Writes bytes as they are, behind what nghttp2 has queued. */
   bool SendRaw(std::string_view bytes);
 
@@ -94,6 +96,7 @@ class H2Client {
   std::size_t data_frames_ = 0;
   std::string raw_;  // received bytes not yet scanned (a frame cut by a read)
   bool session_failed_ = false;
+  bool write_shut_ = false;
 };
 
 }  // namespace itest

@@ -2,7 +2,9 @@
 // connection (initialize, GET stream, resources/subscribe, a publish, DELETE), a request the
 // front proxy forwards, and Debian's own HTTP/2 clients (curl with prior knowledge, nghttp,
 // h2load) against the real mcpfan.
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "fake_upstream.h"
 #include "h2_client.h"
@@ -78,6 +80,33 @@ TEST(Http2Routes, TheFrontProxyForwardsAnH2Request) {
   EXPECT_EQ(c.stream(call).status, 200);
   EXPECT_EQ(c.stream(call).data, R"({"jsonrpc":"2.0","id":7,"result":{"ok":true}})");
   ASSERT_EQ(up.requests().size(), 1u);
+}
+
+// A client that sends its request and half-closes still gets the answer the upstream writes
+// afterwards, as over HTTP/1.1 (RFC 9112 §9.6); then the connection ends.
+TEST(Http2Routes, AHalfCloseStillGetsTheProxiedAnswer) {
+  std::atomic<bool> answer{false};
+  FakeUpstream up([&answer](int fd, const UpstreamRequest& r) {
+    // Answers once the test has half-closed (bounded: 10 s).
+    for (int i = 0; i < 1000 && !answer.load(); ++i) std::this_thread::sleep_for(Ms(10));
+    FakeUpstream::Write(fd,
+                        FakeUpstream::Answer(200, "Content-Type: application/json\r\n",
+                                             R"({"jsonrpc":"2.0","id":)" + IdOf(r) + R"(,"result":{"late":true}})"));
+    return FakeUpstream::Next::Read;
+  });
+  ServerProcess srv({"--upstream", "http://127.0.0.1:" + std::to_string(up.port()) + "/mcp"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  H2Client c;
+  ASSERT_TRUE(c.Connect(srv.port()));
+  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call"),
+                                RpcBody("8", "tools/call", R"("name":"t","arguments":{})"));
+  ASSERT_TRUE(c.ShutdownWrite());
+  answer = true;
+  ASSERT_TRUE(c.RunUntil([&] { return c.stream(call).closed; })) << "peer closed: " << c.peer_closed();
+  EXPECT_EQ(c.stream(call).status, 200);
+  EXPECT_EQ(c.stream(call).data, R"({"jsonrpc":"2.0","id":8,"result":{"late":true}})");
+  EXPECT_TRUE(c.goaway());
+  EXPECT_EQ(c.goaway_code(), 0u);
 }
 
 TEST(Http2Routes, CurlNghttpAndH2loadWithPriorKnowledge) {

@@ -194,6 +194,7 @@ struct H2Callbacks {
     c.closed_.push_back(std::move(it->second));  // freed after this nghttp2 call: it may still name it
     c.streams_.erase(it);
     if (c.streams_.empty()) c.idle_since_ms_ = std::max<std::uint64_t>(1, uv_now(c.w_.loop()));
+    if (c.going_away_) c.want_flush();  // the last answer may have been what the GOAWAY waited for
     return 0;
   }
 
@@ -373,7 +374,7 @@ void Http2Conn::flush() {
   }
   in_flush_ = false;
   free_closed();
-  const bool last = going_away_ && !nghttp2_session_want_write(session_);
+  const bool last = going_away_ && !nghttp2_session_want_write(session_) && !answers_pending();
   if (!out_.empty() || last) {
     w_.stats().h2_flushes.fetch_add(1, std::memory_order_relaxed);
     std::string bytes = std::move(out_);
@@ -414,11 +415,21 @@ void Http2Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
   }
 }
 
+bool Http2Conn::answers_pending() const noexcept {
+  if (!peer_eof_) return false;  // a GOAWAY of ours ends what is in flight; a client's FIN does not
+  for (const auto& [id, s] : streams_) {
+    (void)id;
+    if (s->proxying()) return true;
+  }
+  return false;
+}
+
 void Http2Conn::on_read_end(net::Socket&, int status) {
   if (status != UV_EOF || last_written_) return close();
   // The peer's FIN ends its requests, not what was answered: this turn's frames (answers, a
   // GOAWAY already submitted) are still in out_ until the flush. Closing now would drop them;
-  // instead GOAWAY after them, then the close once that is written (on_written).
+  // instead GOAWAY after them, then the close once that is written (on_written). An answer the
+  // upstream is still writing is written first, as an HTTP/1.1 half-close allows (RFC 9112 §9.6).
   peer_eof_ = true;
   sock_->read_stop();
   for (auto& [id, s] : streams_) {
@@ -448,7 +459,8 @@ void Http2Conn::sweep(std::uint64_t now) {
     return close();
   }
   if (going_away_) {
-    if (now - goaway_ms_ >= kGoAwayLingerMs) close();
+    // Answers the upstream still writes are bounded by its own timeouts, not by the linger.
+    if (now - goaway_ms_ >= kGoAwayLingerMs && !answers_pending()) close();
     return;
   }
   if (streams_.empty() && idle_since_ms_ != 0 && now - idle_since_ms_ >= cfg.http.idle_timeout_ms) {

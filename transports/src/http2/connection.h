@@ -82,8 +82,10 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   /** A fatal nghttp2 error: counted by its kind, then GOAWAY and close. */
   void failed(int nghttp2_error);
   void maybe_finish();  // shutting down or going away, and nothing is left: close
-  void free_closed();   // streams nghttp2 closed during the last call
-  void freed();         // both handles are closed: the last step
+  /** After the client's FIN: a stream whose upstream answer is still being written. */
+  [[nodiscard]] bool answers_pending() const noexcept;
+  void free_closed();  // streams nghttp2 closed during the last call
+  void freed();        // both handles are closed: the last step
 
   // net::SocketEvents
   void on_data(net::Socket& s, const char* data, std::size_t len) override { receive(data, len); }

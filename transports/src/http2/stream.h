@@ -56,6 +56,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] std::size_t body_bytes() const noexcept { return req_ ? req_->body.size() : 0; }
   /** Carries an EventStream (a listen, a 2025 session's GET). */
   [[nodiscard]] bool streaming() const noexcept { return streaming_; }
+  /** The upstream answers it (--upstream), and has not finished. */
+  [[nodiscard]] bool proxying() const noexcept { return proxy_ != nullptr; }
 
   // ---- its answer's bytes, for the connection's nghttp2 data source ----
   /** How much of its queue the next DATA frame carries (at most `max`), and whether that ends the stream. */
