@@ -72,7 +72,6 @@ int H2Client::on_close(nghttp2_session*, std::int32_t id, std::uint32_t code, vo
 int H2Client::on_frame(nghttp2_session*, const nghttp2_frame* f, void* user) {
   auto* c = static_cast<H2Client*>(user);
   if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) c->settings_seen_ = true;
-  if (f->hd.type == NGHTTP2_DATA) ++c->data_frames_;
   return 0;
 }
 
@@ -148,6 +147,11 @@ void H2Client::ScanFrames(std::string_view bytes) {
     auto u = [&](std::size_t i) { return static_cast<std::uint8_t>(raw_[at + i]); };
     std::size_t len = (std::size_t{u(0)} << 16) | (std::size_t{u(1)} << 8) | u(2);
     if (raw_.size() - at < 9 + len) break;
+    if (u(3) == NGHTTP2_RST_STREAM && len == 4) {
+      std::int32_t id = static_cast<std::int32_t>(((u(5) & 0x7f) << 24) | (u(6) << 16) | (u(7) << 8) | u(8));
+      raw_resets_[id] =
+          (std::uint32_t{u(9)} << 24) | (std::uint32_t{u(10)} << 16) | (std::uint32_t{u(11)} << 8) | u(12);
+    }
     if (u(3) == NGHTTP2_GOAWAY && len >= 8) {
       goaway_ = true;
       goaway_code_ = (std::uint32_t{u(13)} << 24) | (std::uint32_t{u(14)} << 16) | (std::uint32_t{u(15)} << 8) | u(16);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,8 +70,12 @@ class H2Client {
   [[nodiscard]] std::uint32_t goaway_code() const { return goaway_code_; }
   [[nodiscard]] const std::string& goaway_reason() const { return goaway_reason_; }
   [[nodiscard]] bool peer_closed() const { return conn_.eof(); }
+  /** RST_STREAM seen by the frame scan (also for streams opened with raw frames): its code, or nullopt. */
+  [[nodiscard]] std::optional<std::uint32_t> raw_reset(std::int32_t id) const {
+    auto it = raw_resets_.find(id);
+    return it == raw_resets_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
+  }
   [[nodiscard]] std::uint32_t max_concurrent_streams() const;
-  [[nodiscard]] std::size_t data_frames() const { return data_frames_; }
   nghttp2_session* session() { return session_; }
 
  private:
@@ -93,8 +98,8 @@ class H2Client {
   bool goaway_ = false;
   std::uint32_t goaway_code_ = 0;
   std::string goaway_reason_;
-  std::size_t data_frames_ = 0;
   std::string raw_;  // received bytes not yet scanned (a frame cut by a read)
+  std::map<std::int32_t, std::uint32_t> raw_resets_;
   bool session_failed_ = false;
   bool write_shut_ = false;
 };

@@ -179,11 +179,6 @@ void Http1Conn::hand_over_h2(std::string_view first) {
   delete this;
 }
 
-std::string Http1Conn::client_certificate() const {
-  const tls::Channel* tls = sock_->tls();
-  return tls && tls->client_cert_verified() ? tls->client_cert_subject() : std::string();
-}
-
 std::size_t Http1Conn::unwritten() const noexcept { return sock_->queued_bytes(); }
 
 void Http1Conn::pause_reading(const char* rest, std::size_t len) {

@@ -63,7 +63,7 @@ class Http1Conn final : public Conn,
   [[nodiscard]] LoopContext& context() noexcept override { return w_; }
   [[nodiscard]] bool peer_is_loopback() override { return sock_->peer_is_loopback(); }
   [[nodiscard]] bool on_operator_listener() const noexcept override { return operator_listener_; }
-  [[nodiscard]] std::string client_certificate() const override;
+  [[nodiscard]] std::string client_certificate() const override { return sock_->client_certificate(); }
   [[nodiscard]] TenantBinding& binding() noexcept override { return binding_; }
   /** Writes a complete response; the connection closes after it unless keep-alive holds. */
   void respond(Response r) override;

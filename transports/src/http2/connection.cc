@@ -5,7 +5,6 @@
 #include "http2/stream.h"
 #include "server/log.h"
 #include "server/loop_context.h"
-#include "tls/channel.h"
 
 namespace mcpfan::detail {
 
@@ -101,13 +100,10 @@ struct H2Callbacks {
     H2Stream* st = stream(s, id);
     if (!st) return 0;
     Http2Conn& c = conn(user);
-    std::size_t before = st->body_bytes();
-    st->on_body(data, len);
-    c.body_bytes_ += st->body_bytes() - before;
+    st->on_body(data, len);  // counted in body_bytes_ by the stream itself
     if (c.body_bytes_ > kBodyBudget * c.w_.config().http.max_body) {
       c.w_.limits().hit(Limit::BodyBytes);
-      c.body_bytes_ -= st->body_bytes();
-      st->reset(NGHTTP2_REFUSED_STREAM);
+      st->reset(NGHTTP2_REFUSED_STREAM);  // its request, body and all, goes
     }
     return 0;
   }
@@ -119,10 +115,7 @@ struct H2Callbacks {
       case NGHTTP2_HEADERS:
       case NGHTTP2_DATA:
         if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-          if (H2Stream* st = stream(s, f->hd.stream_id)) {
-            c.body_bytes_ -= std::min(c.body_bytes_, st->body_bytes());
-            st->on_request_end();
-          }
+          if (H2Stream* st = stream(s, f->hd.stream_id)) st->on_request_end();
         }
         break;
       case NGHTTP2_RST_STREAM:
@@ -189,7 +182,6 @@ struct H2Callbacks {
     auto it = c.streams_.find(id);
     if (it == c.streams_.end()) return 0;
     H2Stream* st = it->second.get();
-    if (st->receiving()) c.body_bytes_ -= std::min(c.body_bytes_, st->body_bytes());
     st->on_closed();
     c.closed_.push_back(std::move(it->second));  // freed after this nghttp2 call: it may still name it
     c.streams_.erase(it);
@@ -312,11 +304,6 @@ void Http2Conn::failed(int error) {
   go_away(NGHTTP2_PROTOCOL_ERROR, std::nullopt, nghttp2_strerror(error));
 }
 
-std::string Http2Conn::client_certificate() const {
-  const tls::Channel* tls = sock_->tls();
-  return tls && tls->client_cert_verified() ? tls->client_cert_subject() : std::string();
-}
-
 void Http2Conn::hit(Limit l) {
   w_.limits().hit(l, binding_.tenant());
 }
@@ -409,19 +396,23 @@ void Http2Conn::on_written(net::Socket&, std::uint32_t tag, int status) {
   }
   if (peer_eof_ && last_written_ && sock_->queued_bytes() == 0) return close();
   if (sock_->queued_bytes() <= kFlushPauseBytes && nghttp2_session_want_write(session_)) want_flush();
-  for (auto& [id, s] : streams_) {
-    (void)id;
-    s->after_send();  // a proxied answer waiting for the connection to drain
-  }
+  // Proxied answers waiting for the connection to drain; only those (a write's completion is
+  // no business of the listens, which may be thousands).
+  std::vector<H2Stream*> proxied = proxied_;  // after_send() may end one, which leaves the list
+  for (H2Stream* s : proxied) s->after_send();
+}
+
+void Http2Conn::proxy_started(H2Stream* s) {
+  proxied_.push_back(s);
+}
+
+void Http2Conn::proxy_ended(H2Stream* s) noexcept {
+  proxied_.erase(std::remove(proxied_.begin(), proxied_.end(), s), proxied_.end());
 }
 
 bool Http2Conn::answers_pending() const noexcept {
-  if (!peer_eof_) return false;  // a GOAWAY of ours ends what is in flight; a client's FIN does not
-  for (const auto& [id, s] : streams_) {
-    (void)id;
-    if (s->proxying()) return true;
-  }
-  return false;
+  // A GOAWAY of ours ends what is in flight; a client's FIN does not.
+  return peer_eof_ && !proxied_.empty();
 }
 
 void Http2Conn::on_read_end(net::Socket&, int status) {

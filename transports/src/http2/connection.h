@@ -20,6 +20,7 @@
 #include <nghttp2/nghttp2.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,7 +56,13 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   [[nodiscard]] bool peer_is_loopback() { return sock_->peer_is_loopback(); }
   [[nodiscard]] bool operator_listener() const noexcept { return operator_listener_; }
   /** The common name of the client's verified TLS certificate; empty: none. */
-  [[nodiscard]] std::string client_certificate() const;
+  [[nodiscard]] std::string client_certificate() const { return sock_->client_certificate(); }
+  /** Request body bytes its streams hold now: they count what they buffer and what they let go. */
+  void body_held(std::size_t added) noexcept { body_bytes_ += added; }
+  void body_freed(std::size_t freed) noexcept { body_bytes_ -= std::min(body_bytes_, freed); }
+  /** A stream whose answer the upstream writes: told when the connection drains (until proxy_ended()). */
+  void proxy_started(H2Stream* s);
+  void proxy_ended(H2Stream* s) noexcept;
   [[nodiscard]] TenantBinding& binding() noexcept { return binding_; }
   /** Something was queued or submitted: the turn's flush sends it. */
   void want_flush();
@@ -117,6 +124,7 @@ class Http2Conn final : public Conn, private net::SocketEvents {
   std::unordered_map<std::int32_t, std::unique_ptr<H2Stream>> streams_;
   std::vector<std::unique_ptr<H2Stream>> closed_;  // freed after the nghttp2 call that closed them
   std::vector<H2Stream*> sent_;
+  std::vector<H2Stream*> proxied_;  // streams with a ProxiedAnswer in flight (proxy_started)
   std::string out_;             // this turn's bytes: frames nghttp2 serialized, DATA payloads copied from the streams
   std::size_t body_bytes_ = 0;  // request bodies buffered by its streams, bounded as one
   std::uint64_t idle_since_ms_ = 0;  // no open stream since then (0: some are open)

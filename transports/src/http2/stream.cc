@@ -117,10 +117,18 @@ void H2Stream::on_body(const std::uint8_t* data, std::size_t len) {
   if (req_->body.size() + len > max) {
     conn_.context().limits().hit(Limit::BodyBytes);
     refused_.emplace(413, "request body larger than " + std::to_string(max) + " bytes");
+    conn_.body_freed(req_->body.size());
     req_->body = std::string();
     return;
   }
   req_->body.append(reinterpret_cast<const char*>(data), len);
+  conn_.body_held(len);
+}
+
+void H2Stream::free_request() noexcept {
+  if (!req_) return;
+  conn_.body_freed(req_->body.size());
+  req_.reset();
 }
 
 void H2Stream::on_request_end() {
@@ -131,9 +139,13 @@ void H2Stream::on_request_end() {
   if (refused_) {
     auto [status, message] = std::move(*refused_);
     refused_.reset();
+    free_request();
     return refuse(status, std::move(message));
   }
-  if (req_->url.empty()) return refuse(400, "request without :path");
+  if (req_->url.empty()) {
+    free_request();
+    return refuse(400, "request without :path");
+  }
   try {
     route_request(*this, *req_);
   } catch (const std::exception&) {
@@ -143,7 +155,7 @@ void H2Stream::on_request_end() {
       reset(NGHTTP2_INTERNAL_ERROR);
   }
   // What the routes kept they copied: a listen's stream holds no request.
-  req_.reset();
+  free_request();
 }
 
 void H2Stream::refuse(int status, std::string message) {
@@ -153,9 +165,11 @@ void H2Stream::refuse(int status, std::string message) {
 void H2Stream::on_closed() {
   if (closed_) return;
   closed_ = true;
+  if (!routed_) free_request();  // a routed one is freed by on_request_end(), which may be running now
   if (proxy_) {
     proxy_->cancel();
     retired_ = std::move(proxy_);
+    conn_.proxy_ended(this);
   }
   events_.close();
   out_.clear();
@@ -166,6 +180,7 @@ void H2Stream::on_closed() {
 void H2Stream::reset(std::uint32_t error_code) {
   if (closed_ || reset_) return;
   reset_ = true;
+  if (!routed_) free_request();  // what more of it arrives is not read (a routed one: on_request_end())
   out_.clear();
   out_head_ = 0;
   out_bytes_ = 0;
@@ -220,7 +235,6 @@ void H2Stream::submit_head(int status, std::string_view content_type, const std:
   nghttp2_data_provider source{};
   source.source.ptr = this;
   source.read_callback = read_source;
-  has_body_ = !end;
   if (nghttp2_submit_response(conn_.session(), id_, nva.data(), nva.size(), end ? nullptr : &source) != 0) {
     reset(NGHTTP2_INTERNAL_ERROR);
     return;
@@ -360,6 +374,7 @@ void H2Stream::forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest reques
   if (rewrite) exchange->rewrite_with(std::move(rewrite));
   ProxiedAnswer* x = exchange.get();
   proxy_ = std::move(exchange);
+  conn_.proxy_started(this);
   x->start(pool, std::move(request));  // may end at once: answer_done() then ran
 }
 
@@ -381,7 +396,8 @@ bool H2Stream::answer_backlogged() const noexcept {
 }
 
 void H2Stream::answer_done(bool complete) {
-  retired_ = std::move(proxy_);                  // we may be inside its callback: freed with the stream
+  retired_ = std::move(proxy_);  // we may be inside its callback: freed with the stream
+  conn_.proxy_ended(this);
   if (!complete) reset(NGHTTP2_INTERNAL_ERROR);  // the client sees an answer cut short
 }
 

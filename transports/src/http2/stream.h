@@ -50,10 +50,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   /** nghttp2 is done with the stream (answered, reset by either side, or the connection ends). */
   void on_closed();
   /** A request begun and not yet whole. */
-  [[nodiscard]] bool receiving() const noexcept { return !routed_ && !closed_; }
+  [[nodiscard]] bool receiving() const noexcept { return !routed_ && !closed_ && !reset_; }
   [[nodiscard]] std::uint64_t begun_ms() const noexcept { return begun_ms_; }
-  /** Bytes of request body buffered (the connection bounds their sum). */
-  [[nodiscard]] std::size_t body_bytes() const noexcept { return req_ ? req_->body.size() : 0; }
   /** Carries an EventStream (a listen, a 2025 session's GET). */
   [[nodiscard]] bool streaming() const noexcept { return streaming_; }
   /** The upstream answers it (--upstream), and has not finished. */
@@ -123,6 +121,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   void finish_body();  // END_STREAM after what is queued
   void wake();         // there is something to send: nghttp2 asks for it at the flush
   void refuse(int status, std::string message);
+  /** Lets the request go (routed, refused or reset), and its body out of the connection's count. */
+  void free_request() noexcept;
 
   Http2Conn& conn_;
   const std::int32_t id_;
@@ -138,7 +138,6 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   std::optional<std::pair<int, std::string>> refused_;  // the request broke a limit: answered at its end
   bool routed_ = false;                                 // the request was whole and handed to the routes
   bool head_sent_ = false;                              // HEADERS submitted
-  bool has_body_ = false;                               // ...with a data source
   bool body_done_ = false;                              // the body's end is queued (END_STREAM once the queue is empty)
   bool deferred_ = false;                               // the data source said "nothing now": resume it when bytes come
   bool closed_ = false;                                 // nghttp2 closed it

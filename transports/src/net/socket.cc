@@ -144,6 +144,8 @@ void Socket::start_tls(std::unique_ptr<tls::Channel> channel) { tls_ = std::move
 
 bool Socket::tls_handshaking() const noexcept { return tls_ && !tls_->handshake_done(); }
 
+std::string Socket::client_certificate() const { return tls_ ? tls_->client_cert_subject() : std::string(); }
+
 void Socket::read_tls(const char* data, std::size_t len) {
   // Plaintext goes to the connection as it is decrypted; what it writes meanwhile is encrypted
   // into the same tls_out_, behind the handshake records made before it, so order holds.

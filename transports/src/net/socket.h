@@ -118,6 +118,8 @@ class Socket {
   void start_tls(std::unique_ptr<tls::Channel> channel);
   /** The TLS channel (ALPN, client certificate), or null for a plaintext socket. */
   [[nodiscard]] const tls::Channel* tls() const noexcept { return tls_.get(); }
+  /** The common name of the client's TLS certificate, verified against the listener's client CAs; empty: none. */
+  [[nodiscard]] std::string client_certificate() const;
   /** A TLS socket whose handshake is not done yet. */
   [[nodiscard]] bool tls_handshaking() const noexcept;
 
