@@ -348,13 +348,9 @@ namespace {
 
 // Runs a shell command, returns its stdout (trailing newline stripped) or nullopt on failure.
 std::optional<std::string> RunCapture(const std::string& cmd) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (::pclose(p) != 0) return std::nullopt;
+  int status = 0;
+  std::string out = Sh(cmd, &status);
+  if (status != 0) return std::nullopt;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }

@@ -33,16 +33,18 @@ inline ::testing::AssertionResult NothingMore(LineChannel& ch, Ms quiet = Ms(300
 
 // With --publish-listen: the operator listener's port, from the log line "mcpfan: publish
 // listener on HOST:PORT" (bounded wait); 0 if it never came.
-// Runs a shell command and returns its stdout, whatever its exit status. Bound it by the
-// command's own limits (curl --max-time, timeout): popen waits for it.
-inline std::string Sh(const std::string& cmd) {
+// Runs a shell command and returns its stdout; `status`, when given, gets pclose()'s (-1: it did
+// not run). Bound it by the command's own limits (curl --max-time, timeout): popen waits for it.
+inline std::string Sh(const std::string& cmd, int* status = nullptr) {
   std::string out;
+  int rc = -1;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[4096];
     std::size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
+    rc = ::pclose(p);
   }
+  if (status) *status = rc;
   return out;
 }
 
