@@ -5,7 +5,8 @@
 # the server's CPU per full TLS handshake.
 #
 #   bash bench/tls_h2.sh [--reps 3] [--n 10000] [--rounds 10] [--k 1000] [--nchan] [--handshakes]
-#                        [--build-dir build-release] [--out DIR]
+#                        [--memory-only] [--build-dir build-release] [--out DIR]
+#   (--memory-only: step 4 alone, the memory per h2 stream and per connection)
 #
 # 1. builds mcpfan and mcpfan-load (Release, -j2) in --build-dir;
 # 2. makes a CA and a server certificate (ECDSA P-256, SAN localhost and 127.0.0.1) with the
@@ -28,7 +29,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-reps=3 n=10000 rounds=10 k=1000 nchan=0 handshakes=0 build="$root/build-release" out=""
+reps=3 n=10000 rounds=10 k=1000 nchan=0 handshakes=0 memory_only=0 build="$root/build-release" out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -37,10 +38,11 @@ while [[ $# -gt 0 ]]; do
     --k) k="$2"; shift 2 ;;
     --nchan) nchan=1; shift ;;
     --handshakes) handshakes=1; shift ;;
+    --memory-only) memory_only=1; shift ;;
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "usage: bash bench/tls_h2.sh [--reps R] [--n N] [--rounds R] [--k K] [--nchan] [--handshakes]" \
-         "[--build-dir DIR] [--out DIR]" >&2; exit 2 ;;
+         "[--memory-only] [--build-dir DIR] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 out="${out:-${MCPFAN_RESULTS_DIR:-$root/build/bench-results}/tls-h2-$(date -u +%Y%m%dT%H%M%SZ)}"
@@ -161,8 +163,8 @@ run_load() {  # run_load CASE JSONFILE STREAMS [extra args...]: one mcpfan-load 
     tail -5 "$work/load.out" >&2
   }
 }
-echo "tls_h2.sh: $reps reps x ${#cases[@]} cases of a $n-stream burst ($rounds rounds); results in $out" >&2
-for ((r = 1; r <= reps; r++)); do
+[[ $memory_only == 1 ]] || echo "tls_h2.sh: $reps reps x ${#cases[@]} cases of a $n-stream burst ($rounds rounds); results in $out" >&2
+for ((r = 1; memory_only == 0 && r <= reps; r++)); do
   for cs in "${cases[@]}"; do
     start_for "$cs"
     run_load "$cs" "$out/burst-$cs.jsonl" "$n" --scenario burst --rounds "$rounds"
