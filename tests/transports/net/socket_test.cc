@@ -1,7 +1,8 @@
 // The socket writer (transports/src/net/socket.h) on real loopback connections: what is
 // written after a batch that waits in the io_uring ring (an answer, a shutdown, the close)
 // follows it in order once the ring hands it over, without anyone flushing the ring for the
-// connection; the owner hears each completion with its tag, and the close last of all.
+// connection; the owner hears each completion with its tag, and the close last of all. A TLS
+// socket's records take the same roads, in the same order.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -16,7 +18,11 @@
 
 #include "net/send_ring.h"
 #include "net/socket.h"
+#include "support/file_dir.h"
 #include "support/loopback.h"
+#include "support/test_certs.h"
+#include "tls/channel.h"
+#include "tls/context.h"
 #include "support/uv_loop.h"
 
 namespace mcpfan::detail::net {
@@ -210,6 +216,96 @@ TEST_F(SocketTest, ThePeersEofIsReported) {
   ::shutdown(c.peer, SHUT_WR);
   ASSERT_TRUE(run_until(&loop_, [&] { return !c.events.events.empty(); }));
   EXPECT_EQ(c.events.events[0], "eof");
+}
+
+// A TLS client on the peer's end: between its reads the test's loop runs (the server side).
+struct TlsPeer {
+  TlsPeer(SSL* ssl, int peer_fd) : channel(ssl), fd(peer_fd) {}
+  tls::Channel channel;
+  int fd;
+  std::string plain;
+  bool eof = false;
+  bool failed = false;
+
+  // One round: the loop, then what the peer can read now (10 ms at most).
+  void pump(uv_loop_t* loop) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    pollfd p{fd, POLLIN, 0};
+    if (eof || ::poll(&p, 1, 10) <= 0) return;
+    char buf[65536];
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r <= 0) {
+      eof = true;
+      return;
+    }
+    std::string reply;
+    auto st = channel.feed(buf, static_cast<std::size_t>(r), reply,
+                           [&](const char* d, std::size_t n) { plain.append(d, n); });
+    failed = failed || st == tls::Channel::Status::Failed;
+    if (!reply.empty()) {
+      EXPECT_TRUE(mcpfan::testing::send_all(fd, reply));
+    }
+  }
+  template <class Pred>
+  bool pump_until(uv_loop_t* loop, Pred done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+      if (failed || std::chrono::steady_clock::now() > deadline) return false;
+      pump(loop);
+    }
+    return true;
+  }
+};
+
+TEST_F(SocketTest, TlsRecordsOfABatchGoThroughTheRingAndWhatFollowsKeepsItsOrder) {
+  if (!MakeRing()) GTEST_SKIP() << "this kernel refuses io_uring: TLS records then take libuv's writes";
+  mcpfan::testing::FileDir dir;
+  auto certs = mcpfan::testing::make_test_certs(dir.path());
+  ASSERT_TRUE(certs.ok) << certs.error;
+  std::string err;
+  tls::ServerSettings ss;
+  ss.cert_file = certs.server_cert;
+  ss.key_file = certs.server_key;
+  auto server = tls::ServerContext::load(ss, err);
+  ASSERT_TRUE(server) << err;
+  auto client = tls::ClientContext::load(tls::ClientSettings{certs.ca_cert, false}, err);
+  ASSERT_TRUE(client) << err;
+
+  Conn& c = Connect();
+  c.sock.start_tls(std::make_unique<tls::Channel>(server->new_ssl()));
+  ASSERT_EQ(c.sock.read_start(), 0);
+  TlsPeer peer(client->new_ssl("localhost"), c.peer);
+  std::string hello;
+  ASSERT_EQ(peer.channel.start(hello), tls::Channel::Status::Ok);
+  ASSERT_TRUE(mcpfan::testing::send_all(c.peer, hello));
+  ASSERT_TRUE(peer.pump_until(&loop_, [&] {
+    return peer.channel.handshake_done() && !c.sock.tls_handshaking() && !c.sock.writes_pending();
+  })) << peer.channel.error();
+
+  // More than the loopback socket takes at once: the ring's send is short, libuv takes the rest,
+  // and what was written behind the batch follows that rest.
+  const std::string big(16 << 20, 'b');
+  const auto sends_before = stats_.sends.load();
+  const auto short_before = stats_.short_sends.load();
+  EXPECT_EQ(c.sock.write_batch(Batch(big), "", 7), Socket::Sent::Queued);  // its records wait in the ring
+  EXPECT_EQ(c.sock.write("answer;", 8), Socket::Sent::Queued);             // behind them, in the socket
+  EXPECT_EQ(c.sock.write_batch(Batch("event-2;"), "[frame]", 9), Socket::Sent::Queued);
+  EXPECT_TRUE(c.sock.shutdown());  // close_notify, then the write side ends
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_TRUE(c.events.events.empty()) << "nothing completes before the ring is flushed";
+  EXPECT_EQ(stats_.sends.load(), sends_before);
+
+  ring_->flush();  // the worker does this after each shard flush
+  ASSERT_TRUE(peer.pump_until(&loop_, [&] { return peer.eof; })) << peer.channel.error();
+  EXPECT_TRUE(peer.channel.peer_closed()) << "the close_notify came last";
+  const std::string after = "answer;[frame]event-2;";
+  ASSERT_EQ(peer.plain.size(), big.size() + after.size());
+  EXPECT_TRUE(peer.plain.compare(0, big.size(), big) == 0);
+  EXPECT_EQ(peer.plain.substr(big.size()), after);
+  EXPECT_EQ(c.events.events, (std::vector<std::string>{"written:7", "written:8", "written:9"}));
+  EXPECT_EQ(stats_.sends.load(), sends_before + 1) << "the first batch's records went through the ring";
+  EXPECT_EQ(stats_.short_sends.load(), short_before + 1);
+  EXPECT_FALSE(c.sock.writes_pending());
 }
 
 }  // namespace

@@ -30,6 +30,22 @@ QueuedBatch* prepare_queued_batch(OutBatch&& batch, std::string_view frame, void
   return q;
 }
 
+bool queue_bytes_in_ring(uv_stream_t* stream, std::string& bytes, void* data, uv_write_cb on_written, SendRing& ring,
+                         BatchRoute& route) {
+  int fd = ring.reserve(stream);
+  if (fd < 0) return false;
+  auto* q = new QueuedBatch{};
+  q->req.data = data;
+  q->tag = route.tag;
+  q->handed_over = route.handed_over;
+  q->owned = std::move(bytes);
+  bytes.clear();
+  q->owned_buf = uv_buf_init(q->owned.data(), static_cast<unsigned>(q->owned.size()));
+  route.in_ring = true;
+  ring.queue(fd, stream, q, &q->owned_buf, 1, on_written);
+  return true;
+}
+
 BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
                           uv_write_cb on_written, SendRing* ring, BatchRoute& route) {
   const std::size_t first = frame.empty() ? 1 : 0;

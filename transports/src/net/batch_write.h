@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "mcpfan/shard.h"
@@ -32,6 +33,10 @@ struct QueuedBatch {
   uv_buf_t* bufs = nullptr;
   unsigned nbufs = 0;
   std::uint32_t tag = 0;  // the writer's own mark, given back with the completion
+  // Bytes the batch owns instead of shard buffers (a TLS socket's records): `owned_buf` points
+  // into them. The object is never moved once made, so a short string's inline bytes stay put.
+  std::string owned{};
+  uv_buf_t owned_buf{};
   // Called by the ring once the batch is off it (sent whole, failed, or the rest given to
   // uv_write), before on_written: what its writer held back behind it may follow now.
   void (*handed_over)(QueuedBatch*) = nullptr;
@@ -63,6 +68,11 @@ struct BatchRoute {
 };
 [[nodiscard]] BatchWrite write_batch_to(uv_stream_t* stream, OutBatch&& batch, std::string_view frame, void* data,
                                         uv_write_cb on_written, SendRing* ring, BatchRoute& route);
+
+/** Queues `bytes` (encrypted records) in `ring` as one send when reserve() allows: false, and `bytes` untouched,
+ * when it does not (the caller then writes through libuv). `route` as above; set in_ring when queued. */
+[[nodiscard]] bool queue_bytes_in_ring(uv_stream_t* stream, std::string& bytes, void* data, uv_write_cb on_written,
+                                       SendRing& ring, BatchRoute& route);
 
 /** Prepares the whole of `batch` (with `frame` in its slot, as above) as one queued write, not yet issued. */
 [[nodiscard]] QueuedBatch* prepare_queued_batch(OutBatch&& batch, std::string_view frame, void* data);

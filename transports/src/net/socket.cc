@@ -230,8 +230,17 @@ Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::
         tls::Channel::Status::Failed) {
       return Sent::Failed;
     }
-    // As the plaintext path: try the socket first (uv_write would re-arm the watcher with an
-    // epoll_ctl per completed write); what does not fit goes to libuv's queue, in order.
+    // As the plaintext path: the loop's ring when it has one (the records go out with the
+    // flush's other sends in one io_uring_enter), else the socket at once (uv_write would
+    // re-arm the watcher with an epoll_ctl per completed write); the rest goes to libuv's queue.
+    if (!must_wait() && ring_ok_ && io_.ring != nullptr) {
+      BatchRoute route = ring_route(tag);
+      if (queue_bytes_in_ring(&handle_.stream, tls_out_, this, batch_written, *io_.ring, route)) {
+        ++in_ring_;
+        write_queued();
+        return Sent::Queued;
+      }
+    }
     if (!must_wait()) {
       uv_buf_t b = uv_buf_init(tls_out_.data(), static_cast<unsigned>(tls_out_.size()));
       int n = uv_try_write(&handle_.stream, &b, 1);
@@ -251,9 +260,7 @@ Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::
     write_queued();
     return Sent::Queued;
   }
-  BatchRoute route;
-  route.tag = tag;
-  route.handed_over = [](QueuedBatch* q) { static_cast<Socket*>(q->req.data)->handed_over(); };
+  BatchRoute route = ring_route(tag);
   BatchWrite r = write_batch_to(&handle_.stream, std::move(batch), frame, this, batch_written,
                                 ring_ok_ ? io_.ring : nullptr, route);
   switch (r) {
@@ -264,6 +271,13 @@ Socket::Sent Socket::write_batch(OutBatch&& batch, std::string_view frame, std::
   if (route.in_ring) ++in_ring_;
   write_queued();
   return Sent::Queued;
+}
+
+BatchRoute Socket::ring_route(std::uint32_t tag) noexcept {
+  BatchRoute route;
+  route.tag = tag;
+  route.handed_over = [](QueuedBatch* q) { static_cast<Socket*>(q->req.data)->handed_over(); };
+  return route;
 }
 
 int Socket::issue_batch(QueuedBatch* q) {

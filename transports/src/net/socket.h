@@ -32,6 +32,7 @@ namespace mcpfan::detail {
 
 class SendRing;
 struct QueuedBatch;
+struct BatchRoute;
 
 namespace tls {
 class Channel;
@@ -113,7 +114,8 @@ class Socket {
    * Makes this a TLS socket, before read_start(): what is read is decrypted before on_data()
    * (handshake records are answered here), and every write is encrypted, in order. A TLS
    * failure is on_read_end(UV_EPROTO) after the alert is written; the peer's close_notify is
-   * on_read_end(UV_EOF). The encrypted records go through libuv's queue (not the ring).
+   * on_read_end(UV_EOF). Batches' records go through the loop's ring when it has one (as
+   * plaintext batches do); answers' records, as answers, through libuv's queue.
    */
   void start_tls(std::unique_ptr<tls::Channel> channel);
   /** The TLS channel (ALPN, client certificate), or null for a plaintext socket. */
@@ -166,6 +168,7 @@ class Socket {
   void read_tls(const char* data, std::size_t len);
   /** Writes the records the channel made so far (in tls_out_): tagged, or untagged (kNoTag: no on_written). */
   Sent send_records(std::uint32_t tag);
+  [[nodiscard]] static BatchRoute ring_route(std::uint32_t tag) noexcept;  // a batch of this socket's, in the ring
   int issue_batch(QueuedBatch* q);
   [[nodiscard]] bool issue_shutdown();
   void issue_close();
