@@ -5,8 +5,10 @@
 # the server's CPU per full TLS handshake.
 #
 #   bash bench/tls_h2.sh [--reps 3] [--n 10000] [--rounds 10] [--k 1000] [--nchan] [--handshakes]
-#                        [--memory-only] [--build-dir build-release] [--out DIR]
-#   (--memory-only: step 4 alone, the memory per h2 stream and per connection)
+#                        [--memory-only | --no-memory] [--uring-ab] [--build-dir build-release] [--out DIR]
+#   (--memory-only: step 4 alone, the memory per h2 stream and per connection; --no-memory: without it;
+#    --uring-ab: adds plain-libuv and tls-libuv, the same servers with --io-uring-entries 0, so the
+#    ring's sends and libuv's writes are compared in the same run)
 #
 # 1. builds mcpfan and mcpfan-load (Release, -j2) in --build-dir;
 # 2. makes a CA and a server certificate (ECDSA P-256, SAN localhost and 127.0.0.1) with the
@@ -29,7 +31,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-reps=3 n=10000 rounds=10 k=1000 nchan=0 handshakes=0 memory_only=0 build="$root/build-release" out=""
+reps=3 n=10000 rounds=10 k=1000 nchan=0 handshakes=0 memory_only=0 memory=1 uring_ab=0 build="$root/build-release" out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -39,10 +41,12 @@ while [[ $# -gt 0 ]]; do
     --nchan) nchan=1; shift ;;
     --handshakes) handshakes=1; shift ;;
     --memory-only) memory_only=1; shift ;;
+    --uring-ab) uring_ab=1; shift ;;
+    --no-memory) memory=0; shift ;;
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "usage: bash bench/tls_h2.sh [--reps R] [--n N] [--rounds R] [--k K] [--nchan] [--handshakes]" \
-         "[--memory-only] [--build-dir DIR] [--out DIR]" >&2; exit 2 ;;
+         "[--memory-only | --no-memory] [--uring-ab] [--build-dir DIR] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 out="${out:-${MCPFAN_RESULTS_DIR:-$root/build/bench-results}/tls-h2-$(date -u +%Y%m%dT%H%M%SZ)}"
@@ -91,11 +95,13 @@ wait_line() {  # wait_line FILE SED-REGEX: the first capture, within 10 s
   done
   return 1
 }
-start_mcpfan() {  # start_mcpfan tls|plain WORKERS
-  local log tls=()
+start_mcpfan() {  # start_mcpfan tls|plain WORKERS [more mcpfan flags...]
+  local log tls=() mode="$1" workers="$2"
+  shift 2
   log="$(mktemp -p "$work" mcpfan.XXXX.log)"  # a new file: no port read from the previous server's log
-  [[ "$1" == tls ]] && tls=(--tls-cert "$c/server.pem" --tls-key "$c/server.key")
-  "$mcpfan" --listen 127.0.0.1:0 --publish-listen 127.0.0.1:0 --insecure --workers "$2" "${tls[@]}" 2>"$log" &
+  [[ "$mode" == tls ]] && tls=(--tls-cert "$c/server.pem" --tls-key "$c/server.key")
+  "$mcpfan" --listen 127.0.0.1:0 --publish-listen 127.0.0.1:0 --insecure --workers "$workers" "${tls[@]}" "$@" \
+    2>"$log" &
   SRV_PID=$!
   PORT="$(wait_line "$log" '^.*mcpfan: listening on 127\.0\.0\.1:([0-9]+).*')" || { cat "$log" >&2; exit 1; }
   PPORT="$(wait_line "$log" '^.*publish listener on 127\.0\.0\.1:([0-9]+).*')" || { cat "$log" >&2; exit 1; }
@@ -128,12 +134,17 @@ stop_server() {
 }
 
 # ---- 3. bursts: case name, server, load generator transport arguments
-declare -A SERVER ARGS
+declare -A SERVER ARGS FLAGS  # FLAGS: more mcpfan flags of a case
 cases=(plain tls tls-h2 h2c)
 SERVER[plain]="mcpfan plain"; ARGS[plain]=""
 SERVER[tls]="mcpfan tls"; ARGS[tls]="--tls --ca-file $c/ca.pem"
 SERVER[tls-h2]="mcpfan tls"; ARGS[tls-h2]="--tls --ca-file $c/ca.pem --h2 --streams-per-conn $k"
 SERVER[h2c]="mcpfan plain"; ARGS[h2c]="--h2 --streams-per-conn $k"
+if [[ $uring_ab == 1 ]]; then
+  cases+=(plain-libuv tls-libuv)
+  SERVER[plain-libuv]="mcpfan plain"; FLAGS[plain-libuv]="--io-uring-entries 0"; ARGS[plain-libuv]=""
+  SERVER[tls-libuv]="mcpfan tls"; FLAGS[tls-libuv]="--io-uring-entries 0"; ARGS[tls-libuv]="${ARGS[tls]}"
+fi
 if [[ $nchan == 1 ]]; then
   [[ -x /usr/sbin/nginx && -f /usr/lib/nginx/modules/ngx_nchan_module.so ]] || {
     echo "tls_h2.sh: --nchan needs nginx and libnginx-mod-nchan (apt-get install nginx libnginx-mod-nchan)" >&2
@@ -146,7 +157,8 @@ if [[ $nchan == 1 ]]; then
 fi
 start_for() {  # start_for CASE [WORKERS]
   local s="${SERVER[$1]}"
-  if [[ "$s" == nchan ]]; then start_nchan "${2:-2}"; else start_mcpfan "${s#mcpfan }" "${2:-2}"; fi
+  # shellcheck disable=SC2086
+  if [[ "$s" == nchan ]]; then start_nchan "${2:-2}"; else start_mcpfan "${s#mcpfan }" "${2:-2}" ${FLAGS[$1]:-}; fi
 }
 scheme_of() { [[ "${ARGS[$1]}" == *--tls* ]] && echo https || echo http; }
 run_load() {  # run_load CASE JSONFILE STREAMS [extra args...]: one mcpfan-load run against the running server
@@ -173,7 +185,7 @@ for ((r = 1; memory_only == 0 && r <= reps; r++)); do
 done
 
 # ---- 4. memory per h2 stream and per connection (mcpfan)
-for ((r = 1; r <= reps; r++)); do
+for ((r = 1; memory == 1 && r <= reps; r++)); do
   for cs in tls-h2 h2c; do
     start_for "$cs"
     run_load "$cs" "$out/mem-$cs-full.jsonl" "$n" --scenario burst --rounds 1
@@ -218,62 +230,5 @@ if [[ $handshakes == 1 ]]; then
   done
 fi
 
-# ---- 6. the table
-python3 - "$out" "$n" "$k" "${cases[@]}" <<'EOF'
-import json, os, statistics, sys
-out, n, k, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-def rows(name):
-    p = os.path.join(out, name)
-    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-def med(v):
-    v = [x for x in v if x is not None]
-    return statistics.median(v) if v else None
-def f(v, d=2):
-    return "n/a" if v is None else f"{v:,.{d}f}"
-cpu = {}
-print(f"\n### Burst, {n:,} streams (medians; runs that passed / runs)\n")
-print("| case | runs | server CPU per delivery | same, rounds 2.. | publish -> last delivery | connect all |"
-      " connect -> ack p99 | server RSS per stream |")
-print("|---|---|---|---|---|---|---|---|")
-for c in cases:
-    rs = rows(f"burst-{c}.jsonl"); good = [r for r in rs if r.get("ok")]
-    cpu[c] = med([r["server"]["cpu_us_per_delivery"] for r in good])
-    warm = med([r["server"].get("cpu_us_per_delivery_warm") for r in good])
-    last = med([r["burst"]["last_delivery_ms"]["median"] for r in good])
-    conn = med([r["connect_s"] for r in good])
-    rss = med([r["server"]["rss_kib_per_stream"] for r in good])
-    ack = med([r.get("confirm_ms", {}).get("p99") for r in good])
-    print(f"| {c} | {len(good)}/{len(rs)} | {f(cpu[c])} us | {f(warm)} us | {f(last, 1)} ms | {f(conn)} s |"
-          f" {f(ack, 1)} ms | {f(rss)} KiB |")
-def ratio(a, b, target=None):
-    if cpu.get(a) and cpu.get(b):
-        v = cpu[a] / cpu[b]
-        t = "" if target is None else (" (target <= %.1f: %s)" % (target, "met" if v <= target else "NOT met"))
-        print(f"- {a} / {b}: {v:.2f}{t}")
-print("\nRatios of the medians of CPU per delivery:\n")
-ratio("tls", "plain", 1.3); ratio("tls-h2", "tls", 1.0); ratio("h2c", "plain"); ratio("tls-h2", "h2c")
-ratio("tls", "nchan-tls", 0.5); ratio("tls-h2", "nchan-tls-h2"); ratio("nchan-tls", "nchan-plain")
-ratio("plain", "nchan-plain")
-def total(r):  # KiB the server grew by while the streams opened
-    return r["server"]["rss_kib_per_stream"] * r["streams"]
-print(f"\n### Memory (KiB of server RSS; medians)\n")
-print("| transport | per h2 stream | per connection (with its one stream) | runs |")
-print("|---|---|---|---|")
-for c in ("tls-h2", "h2c"):
-    full, conns, c200 = rows(f"mem-{c}-full.jsonl"), rows(f"mem-{c}-conns.jsonl"), rows(f"mem-{c}-200.jsonl")
-    per_stream = med([(total(a) - total(b)) / (a["streams"] - b["streams"]) for a, b in zip(full, conns)
-                      if a.get("ok") and b.get("ok")])
-    per_conn = med([total(r) / r["streams"] for r in c200 if r.get("ok")])
-    print(f"| {c} | {f(per_stream)} | {f(per_conn)} | {len(full)} |")
-hs = rows("handshakes.jsonl")
-if hs:
-    print("\n### Full TLS handshakes (h2load, one request per connection)\n")
-    print("| server | runs | handshakes per run | server CPU per handshake | handshakes/s per core | wall-clock handshakes/s | resumed |")
-    print("|---|---|---|---|---|---|---|")
-    for s in sorted({h["server"] for h in hs}):
-        v = [h for h in hs if h["server"] == s]
-        per = med([h["cpu_ticks"] / h["clk_tck"] * 1e6 / h["handshakes"] for h in v if h["handshakes"]])
-        wall = med([h["handshakes"] / h["wall_s"] for h in v if h["wall_s"]])
-        print(f"| {s} | {len(v)} | {f(med([h['handshakes'] for h in v]), 0)} | {f(per, 1)} us |"
-              f" {f(1e6 / per if per else None, 0)} | {f(wall, 0)} | {v[0]['resumed'] if v[0]['resumed'] is not None else 'n/a'} |")
-EOF
+# ---- 6. the tables (stdout) and the charts (gnuplot PNGs in --out, when gnuplot is there)
+python3 "$here/tls_h2_summary.py" "$out" "$n" "$k" "${cases[@]}"
