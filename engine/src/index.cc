@@ -7,8 +7,8 @@ SubId SubscriptionIndex::create() { return records_.emplace(); }
 void SubscriptionIndex::add(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
   Record* r = records_.get(sub);
   if (!r) return;
-  bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
-  if (kind != Kind::ResourceUpdated) uri = {};
+  bool prefix = is_prefix_key(kind, uri);
+  if (!kind_info(kind).keyed()) uri = {};
   auto found = map_.find(KeyView{tenant, kind, prefix, uri});
   Entry* e;
   if (found == map_.end()) {
@@ -52,8 +52,8 @@ void SubscriptionIndex::drop(std::uint32_t sub, std::uint32_t slot) {
 void SubscriptionIndex::remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri) {
   Record* r = records_.get(sub);
   if (!r) return;
-  bool prefix = kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
-  if (kind != Kind::ResourceUpdated) uri = {};
+  bool prefix = is_prefix_key(kind, uri);
+  if (!kind_info(kind).keyed()) uri = {};
   auto it = map_.find(KeyView{tenant, kind, prefix, uri});
   if (it == map_.end()) return;
   for (std::uint32_t i = 0; i < r->keys.size(); ++i) {

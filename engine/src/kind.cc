@@ -10,6 +10,13 @@ static_assert([] {
   }
   return true;
 }(), "kKinds must list the kinds in enum order");
+static_assert([] {
+  for (const KindInfo& k : kKinds) {
+    if (k.keyed() == k.listen_keys.empty() || (k.keyed() && !k.listen_flag.empty())) return false;
+    if (k.prefix_keys && !k.keyed()) return false;
+  }
+  return true;
+}(), "a kind is asked for by a flag or by a key list, never both");
 
 std::string_view method_name(Kind kind) noexcept { return kind_info(kind).method; }
 
@@ -27,30 +34,45 @@ std::optional<Kind> kind_from_listen_flag(std::string_view flag) noexcept {
   return std::nullopt;
 }
 
-std::string_view kind_capabilities_json() {
-  // Built once from the table: the rows of one capability object are adjacent.
-  static const std::string json = [] {
-    std::string out = "{";
-    std::string_view open;
-    for (const KindInfo& k : kKinds) {
-      if (k.capability_object != open) {
-        if (!open.empty()) out += "},";
-        out += '"';
-        out += k.capability_object;
-        out += "\":{";
-        open = k.capability_object;
-      } else {
-        out += ',';
-      }
+std::optional<Kind> kind_from_listen_keys(std::string_view name) noexcept {
+  for (const KindInfo& k : kKinds) {
+    if (!k.listen_keys.empty() && name == k.listen_keys) return k.kind;
+  }
+  return std::nullopt;
+}
+
+namespace {
+std::string capabilities_json(CapabilityEra era) {
+  // The rows of one capability object are adjacent.
+  std::string out = "{";
+  std::string_view open;
+  for (const KindInfo& k : kKinds) {
+    if (era == CapabilityEra::Rev2025 && !k.in_2025_sessions) continue;
+    if (k.capability_object != open) {
+      if (!open.empty()) out += "},";
       out += '"';
-      out += k.capability_property;
-      out += "\":true";
+      out += k.capability_object;
+      out += "\":{";
+      open = k.capability_object;
+    } else {
+      out += ',';
     }
-    if (!open.empty()) out += '}';
-    out += '}';
-    return out;
-  }();
-  return json;
+    out += '"';
+    out += k.capability_property;
+    out += "\":";
+    out += k.capability_value;
+  }
+  if (!open.empty()) out += '}';
+  out += '}';
+  return out;
+}
+}  // namespace
+
+std::string_view kind_capabilities_json(CapabilityEra era) {
+  // Built once per era from the table.
+  static const std::string rev2026 = capabilities_json(CapabilityEra::Rev2026);
+  static const std::string rev2025 = capabilities_json(CapabilityEra::Rev2025);
+  return era == CapabilityEra::Rev2025 ? rev2025 : rev2026;
 }
 
 }  // namespace mcpfan

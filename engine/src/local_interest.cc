@@ -4,19 +4,13 @@
 
 namespace mcpfan {
 
-namespace {
-bool is_prefix(Kind kind, std::string_view uri) {
-  return kind == Kind::ResourceUpdated && !uri.empty() && uri.back() == '/';
-}
-}  // namespace
-
 void LocalInterest::append_key(std::string& out, TenantId tenant, Kind kind, std::string_view uri) {
   // Fixed-width binary head, then the URI: unambiguous without escaping.
   for (std::uint32_t v : {tenant.index, tenant.gen}) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
   out.push_back(static_cast<char>(kind));
-  if (kind == Kind::ResourceUpdated) out.append(uri);
+  if (kind_info(kind).keyed()) out.append(uri);
 }
 
 void LocalInterest::add(std::size_t shard, TenantId tenant, Kind kind, std::string_view uri) {
@@ -28,7 +22,7 @@ void LocalInterest::add(std::size_t shard, TenantId tenant, Kind kind, std::stri
   if (fresh) {
     e.counts.assign(shards_, 0);
     e.shards = ShardSet(shards_);
-    if (is_prefix(kind, uri)) ++prefix_keys_;
+    if (is_prefix_key(kind, uri)) ++prefix_keys_;
   }
   if (e.counts[shard]++ == 0) e.shards.set(shard);
 }
@@ -43,7 +37,7 @@ void LocalInterest::remove(std::size_t shard, TenantId tenant, Kind kind, std::s
   if (--e.counts[shard] > 0) return;
   e.shards.reset(shard);
   if (e.shards.empty()) {  // no shard holds it any more
-    if (is_prefix(kind, uri)) --prefix_keys_;
+    if (is_prefix_key(kind, uri)) --prefix_keys_;
     map_.erase(it);
   }
 }
@@ -60,7 +54,7 @@ void LocalInterest::shards_for(TenantId tenant, Kind kind, std::string_view uri,
   const std::string_view key = k;
   std::shared_lock lock(mu_);
   probe(key, out);
-  if (kind != Kind::ResourceUpdated || prefix_keys_ == 0) return;
+  if (!kind_info(kind).prefix_keys || prefix_keys_ == 0) return;
   // Each '/'-prefix of the URI is a prefix key that may hold it (the index's own rule); one
   // ending the URI is the exact key, probed already.
   const std::size_t head = key.size() - uri.size();

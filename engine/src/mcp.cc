@@ -56,7 +56,7 @@ std::string initialize_result(std::string_view version) {
   append_json_string(r, version);
   // 2025 sessions also accept logging/setLevel (as a no-op: mcpfan has no logs for clients).
   r += R"(,"capabilities":{"logging":{},)";
-  r += kind_capabilities_json().substr(1);
+  r += kind_capabilities_json(CapabilityEra::Rev2025).substr(1);
   r += R"(,"serverInfo":{"name":"mcpfan","version":")";
   r += kServerVersion;
   r += R"("}})";
@@ -76,16 +76,21 @@ ListenPlan plan_listen(ListenSpec spec, TenantId tenant, std::string_view id) {
     agreed += k.listen_flag;
     agreed += "\":true";
   }
-  if (!spec.resource_uris.empty()) {
+  for (const KindInfo& k : kKinds) {
+    std::vector<std::string>* keys = spec.keys(k.kind);
+    if (!keys || keys->empty()) continue;
     if (!agreed.empty()) agreed += ',';
-    agreed += R"("resourceSubscriptions":[)";
-    for (std::size_t i = 0; i < spec.resource_uris.size(); ++i) {
+    agreed += '"';
+    agreed += k.listen_keys;
+    agreed += "\":[";
+    for (std::size_t i = 0; i < keys->size(); ++i) {
       if (i) agreed += ',';
-      append_json_string(agreed, spec.resource_uris[i]);
+      append_json_string(agreed, (*keys)[i]);
     }
     agreed += ']';
   }
   plan.filter.uris = std::move(spec.resource_uris);
+  plan.filter.task_ids = std::move(spec.task_ids);
   std::string& ack = plan.ack;
   ack = R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{")";
   ack += kSubscriptionIdKey;
@@ -95,6 +100,19 @@ ListenPlan plan_listen(ListenSpec spec, TenantId tenant, std::string_view id) {
   ack += agreed;
   ack += "}}}";
   return plan;
+}
+
+std::optional<CapabilityRefusal> check_listen_capabilities(const ListenSpec& spec, bool declares_tasks) {
+  if (spec.task_ids.empty() || declares_tasks) return std::nullopt;
+  CapabilityRefusal r;
+  r.error = Error{rpc_code::kMissingClientCapability,
+                  "Missing required client capability: task notifications (params.notifications.taskIds) need "
+                  "the io.modelcontextprotocol/tasks extension in params._meta "
+                  "io.modelcontextprotocol/clientCapabilities.extensions"};
+  r.data = R"({"requiredCapabilities":{"extensions":{")";
+  r.data += kTasksExtension;
+  r.data += R"(":{}}}})";
+  return r;
 }
 
 std::string listen_complete_result(std::string_view id) {

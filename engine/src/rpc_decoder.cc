@@ -36,6 +36,52 @@ bool id_text(dom::element el, std::string& out) {
 
 std::optional<Error> invalid_params(std::string msg) { return Error{rpc_code::kInvalidParams, std::move(msg)}; }
 
+// The key list of a keyed kind: its bounds, and how its errors name it.
+struct KeyRules {
+  std::string_view list;   // "resourceSubscriptions"
+  std::string_view what;   // "URI strings" (the array's items)
+  std::string_view noun;   // "URIs"
+  std::string_view empty;  // "an empty URI"
+  std::string_view one;    // "resource URI"
+  std::size_t max_count, max_length;
+  RpcLimitHit count_hit, length_hit;
+};
+
+KeyRules key_rules(Kind kind, const RpcLimits& limits) {
+  if (kind == Kind::TaskStatus) {
+    return {"taskIds", "task id strings", "task ids", "an empty task id", "task id", limits.max_task_ids_per_listen,
+            limits.max_task_id_length, RpcLimitHit::TaskIdsPerListen, RpcLimitHit::TaskIdLength};
+  }
+  return {"resourceSubscriptions", "URI strings", "URIs", "an empty URI", "resource URI", limits.max_uris_per_listen,
+          limits.max_uri_length, RpcLimitHit::UrisPerListen, RpcLimitHit::UriLength};
+}
+
+std::optional<Error> decode_keys(Kind kind, dom::element value, const RpcLimits& limits, ListenSpec& out,
+                                 RpcLimitHit& hit) {
+  const KeyRules r = key_rules(kind, limits);
+  const std::string field = "params.notifications." + std::string(r.list);
+  dom::array items;
+  if (value.get_array().get(items)) return invalid_params(field + " must be an array of " + std::string(r.what));
+  if (items.size() > r.max_count) {
+    hit = r.count_hit;
+    return invalid_params(field + " has more than " + std::to_string(r.max_count) + " " + std::string(r.noun));
+  }
+  std::vector<std::string>& keys = *out.keys(kind);
+  for (dom::element item : items) {
+    std::string_view key;
+    if (item.get_string().get(key)) return invalid_params(field + " must be an array of " + std::string(r.what));
+    if (key.empty()) return invalid_params(field + " contains " + std::string(r.empty));
+    if (key.size() > r.max_length) {
+      hit = r.length_hit;
+      return invalid_params(std::string(r.one) + " is longer than " + std::to_string(r.max_length) + " bytes");
+    }
+    bool dup = false;
+    for (auto& have : keys) dup = dup || have == key;
+    if (!dup) keys.emplace_back(key);
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, ListenSpec& out, RpcLimitHit& hit) {
   dom::element filter;
   if (params["notifications"].get(filter)) return std::nullopt;  // omitted: subscribes to nothing
@@ -48,28 +94,8 @@ std::optional<Error> decode_listen(dom::object params, const RpcLimits& limits, 
         return invalid_params("params.notifications." + std::string(key) + " must be a boolean");
       if (on) out.flagged |= kind_bit(*kind);
       else out.flagged &= static_cast<std::uint8_t>(~kind_bit(*kind));
-    } else if (key == "resourceSubscriptions") {
-      dom::array uris;
-      if (value.get_array().get(uris))
-        return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
-      if (uris.size() > limits.max_uris_per_listen) {
-        hit = RpcLimitHit::UrisPerListen;
-        return invalid_params("params.notifications.resourceSubscriptions has more than " +
-                              std::to_string(limits.max_uris_per_listen) + " URIs");
-      }
-      for (dom::element u : uris) {
-        std::string_view uri;
-        if (u.get_string().get(uri))
-          return invalid_params("params.notifications.resourceSubscriptions must be an array of URI strings");
-        if (uri.empty()) return invalid_params("params.notifications.resourceSubscriptions contains an empty URI");
-        if (uri.size() > limits.max_uri_length) {
-          hit = RpcLimitHit::UriLength;
-          return invalid_params("resource URI is longer than " + std::to_string(limits.max_uri_length) + " bytes");
-        }
-        bool dup = false;
-        for (auto& have : out.resource_uris) dup = dup || have == uri;
-        if (!dup) out.resource_uris.emplace_back(uri);
-      }
+    } else if (auto keyed = kind_from_listen_keys(key)) {
+      if (auto e = decode_keys(*keyed, value, limits, out, hit)) return e;
     }
     // Other keys name notification types this server does not offer: omitted from the ack.
   }
@@ -131,6 +157,13 @@ RpcRequest RpcDecoder::decode(std::string_view text) {
         if (!v.is_object())
           return fail_meta("params._meta io.modelcontextprotocol/clientCapabilities must be an object");
         r.has_client_capabilities = true;
+        dom::element ext;
+        if (!v["extensions"].get(ext)) {
+          if (!ext.is_object())
+            return fail_meta("params._meta io.modelcontextprotocol/clientCapabilities.extensions must be an object");
+          dom::element tasks;
+          r.declares_tasks = !ext[kTasksExtension].get(tasks) && tasks.is_object();
+        }
       }
       if (!meta[kAuthorizationMetaKey].get(v)) {
         std::string_view sv;

@@ -197,11 +197,13 @@ SubId Shard::subscribe(StreamId stream, const Filter& filter, std::string id_tok
   SubId sub = index_.create();
   if (subs_.size() <= sub.index) subs_.resize(sub.index + 1);
   subs_[sub.index] = Sub{stream, own_bytes(std::move(id_token))};
-  for (int k = 0; k < kKindCount; ++k) {
-    auto kind = static_cast<Kind>(k);
-    if (kind != Kind::ResourceUpdated && (filter.kinds & kind_bit(kind))) index_.add(sub, filter.tenant, kind, {});
+  for (const KindInfo& k : kKinds) {
+    if (const std::vector<std::string>* keys = filter.keys(k.kind)) {
+      for (const std::string& key : *keys) index_.add(sub, filter.tenant, k.kind, key);
+    } else if (filter.kinds & kind_bit(k.kind)) {
+      index_.add(sub, filter.tenant, k.kind, {});
+    }
   }
-  for (const std::string& uri : filter.uris) index_.add(sub, filter.tenant, Kind::ResourceUpdated, uri);
   s->subs.push_back(sub);
   stats_.subscriptions.fetch_add(1, std::memory_order_relaxed);
   return sub;
@@ -219,6 +221,7 @@ void Shard::unsubscribe(SubId sub) {
     }
   }
   index_.remove(sub);
+  if (!replayed_.empty()) replayed_.erase(sub.index);
   detail::release(r.id);  // queued notifications keep their own reference to the token
   r = Sub{};
   stats_.subscriptions.fetch_sub(1, std::memory_order_relaxed);
@@ -331,36 +334,80 @@ void Shard::close_slow(StreamId sid) {
   sink->close_requested(CloseReason::SlowConsumer);
 }
 
+bool Shard::deliver_to(const Sub& r, const PayloadRef& p, Chunk*& shared) {
+  Stream& s = streams_.at(r.stream.index);  // a live subscription's stream is live
+  if (s.journal) [[unlikely]] {
+    // A journaled stream's frame has its own prefix (its event id): a chunk of its own.
+    std::optional<std::string> prefix = s.journal->record(p);
+    if (!prefix) return false;
+    Chunk* own = new Chunk();
+    own->payload = p;
+    own->bytes = std::move(*prefix);
+    enqueue(r.stream, s, own, r.id);
+    detail::release(own);
+  } else {
+    if (!shared) {
+      shared = new Chunk();
+      shared->payload = p;
+    }
+    enqueue(r.stream, s, shared, r.id);
+  }
+  if (s.pending_bytes > options_.max_pending_bytes) slow_.push_back(r.stream);
+  return true;
+}
+
+bool Shard::was_replayed(SubId sub, const Payload* p) {
+  auto it = replayed_.find(sub.index);
+  if (it == replayed_.end()) return false;
+  std::vector<PayloadRef>& list = it->second;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i]->uri() != p->uri()) continue;
+    // The same state: it went out already. A newer one: it goes out, and the old mark goes.
+    const bool same = list[i].get() == p;
+    list[i] = std::move(list.back());
+    list.pop_back();
+    if (list.empty()) replayed_.erase(it);
+    return same;
+  }
+  return false;
+}
+
 void Shard::deliver(const PayloadRef& p) {
   Chunk* chunk = nullptr;  // created on the first match: the loop's one atomic reference
   std::uint64_t n = 0;
+  const bool check_replays = !replayed_.empty() && p->kind() == Kind::TaskStatus;
   index_.match(p->tenant(), p->kind(), p->uri(), [&](SubId sub) {
-    const Sub& r = subs_[sub.index];
-    Stream& s = streams_.at(r.stream.index);  // a live subscription's stream is live
-    if (s.journal) [[unlikely]] {
-      // A journaled stream's frame has its own prefix (its event id): a chunk of its own.
-      std::optional<std::string> prefix = s.journal->record(p);
-      if (!prefix) return;
-      Chunk* own = new Chunk();
-      own->payload = p;
-      own->bytes = std::move(*prefix);
-      enqueue(r.stream, s, own, r.id);
-      detail::release(own);
-      ++n;
-      if (s.pending_bytes > options_.max_pending_bytes) slow_.push_back(r.stream);
+    if (check_replays && was_replayed(sub, p.get())) [[unlikely]] {
+      stats_.replays_skipped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    if (!chunk) {
-      chunk = new Chunk();
-      chunk->payload = p;
-    }
-    enqueue(r.stream, s, chunk, r.id);
-    ++n;
-    if (s.pending_bytes > options_.max_pending_bytes) slow_.push_back(r.stream);
+    if (deliver_to(subs_[sub.index], p, chunk)) ++n;
   });
   detail::release(chunk);
   if (n) stats_.deliveries.fetch_add(n, std::memory_order_relaxed);
   // Closing unsubscribes, which edits the index, so it waits until the match is over.
+  for (StreamId sid : slow_) close_slow(sid);
+  slow_.clear();
+}
+
+void Shard::replay(SubId sub, const PayloadRef& payload) {
+  if (!index_.contains(sub) || !payload) return;
+  std::vector<PayloadRef>& list = replayed_[sub.index];
+  bool marked = false;
+  for (PayloadRef& have : list) {
+    if (have->uri() == payload->uri()) {
+      have = payload;
+      marked = true;
+    }
+  }
+  if (!marked) list.push_back(payload);
+  Chunk* chunk = nullptr;
+  const bool queued = deliver_to(subs_[sub.index], payload, chunk);
+  detail::release(chunk);
+  if (queued) {
+    stats_.deliveries.fetch_add(1, std::memory_order_relaxed);
+    stats_.replays.fetch_add(1, std::memory_order_relaxed);
+  }
   for (StreamId sid : slow_) close_slow(sid);
   slow_.clear();
 }

@@ -11,6 +11,7 @@ TEST(Kind, MethodNamesAreTheMcpNotifications) {
   EXPECT_EQ(method_name(Kind::ResourcesListChanged), "notifications/resources/list_changed");
   EXPECT_EQ(method_name(Kind::ToolsListChanged), "notifications/tools/list_changed");
   EXPECT_EQ(method_name(Kind::PromptsListChanged), "notifications/prompts/list_changed");
+  EXPECT_EQ(method_name(Kind::TaskStatus), "notifications/tasks");
 }
 
 TEST(Kind, MethodLookupRoundTripsEveryKind) {
@@ -43,7 +44,11 @@ TEST(Kind, BitsAreDistinctSingleBits) {
 }
 
 TEST(Kind, TheCapabilitiesAreThoseTheKindsAnnounce) {
+  // server/discover (2026-07-28) also announces the Tasks extension; a 2025 session hears no task.
   EXPECT_EQ(kind_capabilities_json(),
+            R"({"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},)"
+            R"("prompts":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}})");
+  EXPECT_EQ(kind_capabilities_json(CapabilityEra::Rev2025),
             R"({"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},)"
             R"("prompts":{"listChanged":true}})");
 }
@@ -53,12 +58,27 @@ TEST(Kind, ListenFlagsNameTheKindsAskedForByFlag) {
   EXPECT_EQ(kind_from_listen_flag("promptsListChanged"), Kind::PromptsListChanged);
   EXPECT_EQ(kind_from_listen_flag("resourcesListChanged"), Kind::ResourcesListChanged);
   EXPECT_FALSE(kind_from_listen_flag("resourceSubscriptions"));  // URIs, not a flag
+  EXPECT_FALSE(kind_from_listen_flag("taskIds"));
   EXPECT_FALSE(kind_from_listen_flag(""));
   for (const KindInfo& k : kKinds) {
-    // Every kind is asked for one way: by its flag, or by URI.
-    EXPECT_NE(k.listen_flag.empty(), !k.keyed_by_uri) << k.method;
-    EXPECT_EQ(k.subject_token.empty(), k.keyed_by_uri) << k.method;
+    // Every kind is asked for one way: by its flag, or by a list of keys.
+    EXPECT_NE(k.listen_flag.empty(), !k.keyed()) << k.method;
+    EXPECT_EQ(k.listen_keys.empty(), !k.keyed()) << k.method;
+    EXPECT_EQ(k.subject_token.empty(), k.keyed()) << k.method;
   }
+}
+
+TEST(Kind, KeyListsNameTheKeyedKinds) {
+  EXPECT_EQ(kind_from_listen_keys("resourceSubscriptions"), Kind::ResourceUpdated);
+  EXPECT_EQ(kind_from_listen_keys("taskIds"), Kind::TaskStatus);
+  EXPECT_FALSE(kind_from_listen_keys("toolsListChanged"));
+  EXPECT_EQ(kind_info(Kind::ResourceUpdated).key_member, "uri");
+  EXPECT_EQ(kind_info(Kind::TaskStatus).key_member, "taskId");
+  // Only URIs have prefixes: a task id ending in '/' is just a task id.
+  EXPECT_TRUE(is_prefix_key(Kind::ResourceUpdated, "file:///a/"));
+  EXPECT_FALSE(is_prefix_key(Kind::ResourceUpdated, "file:///a"));
+  EXPECT_FALSE(is_prefix_key(Kind::TaskStatus, "task/"));
+  EXPECT_FALSE(kind_info(Kind::TaskStatus).in_2025_sessions);
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ void CheckDiscoverResult(const RpcReply& r, std::string_view id, std::string_vie
 
   EXPECT_TRUE(JsonMatches(r.msg.Get({"result", "capabilities"}),
                           R"({"resources":{"subscribe":true,"listChanged":true},
-                              "tools":{"listChanged":true},"prompts":{"listChanged":true}})"));
+                              "tools":{"listChanged":true},"prompts":{"listChanged":true},
+                              "extensions":{"io.modelcontextprotocol/tasks":{}}})"));
   EXPECT_EQ(r.msg.GetString({"result", "resultType"}), "complete") << r.msg.text();
   EXPECT_EQ(r.msg.GetString({"result", "_meta", "io.modelcontextprotocol/serverInfo", "name"}), "mcpfan")
       << r.msg.text();

@@ -49,6 +49,7 @@
 #include "mcpfan/notification.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/shard.h"
+#include "mcpfan/task_states.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan {
@@ -83,6 +84,12 @@ class Hub {
   void detach_key_listener() noexcept;
   /** The routing table, or null before route_by_interest(): reserve() a shard ahead of a key it is about to get. */
   [[nodiscard]] LocalInterest* interest() noexcept { return interest_.get(); }
+  /**
+   * The newest state of each task seen here (task_states.h): who accepts a notifications/tasks
+   * keeps it there (PublishDecoder gives each as a TaskState), and a listen naming the task
+   * replays it. Hub::publish() does not: a payload alone does not say its tenant's name or TTL.
+   */
+  [[nodiscard]] TaskStates& task_states() noexcept { return task_states_; }
   /** The debouncer, if set_debounce() turned one on (for its counters). */
   [[nodiscard]] const Debouncer* debouncer() const noexcept { return debouncer_.get(); }
 
@@ -150,6 +157,7 @@ class Hub {
   class Reporter;
 
   TenantTable tenants_;
+  TaskStates task_states_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> no_audience_{0};

@@ -1,9 +1,12 @@
 #pragma once
 /**
- * The subscription index of one worker loop: (tenant, kind, uri) -> subscriptions, and for
- * each subscription the keys it holds, so removing a subscription costs O(its keys).
+ * The subscription index of one worker loop: (tenant, kind, key) -> subscriptions, and for
+ * each subscription the keys it holds, so removing a subscription costs O(its keys). A key is
+ * a keyed kind's key (a resource URI, a task id: KindInfo::key_member); a list_changed kind
+ * has one empty key per tenant.
  *
- * Matching (design §4): a resources/updated for URI V reaches a subscription to U when
+ * Matching (design §4): a task notification reaches the subscriptions to its task id only. A
+ * resources/updated for URI V reaches a subscription to U when
  * V == U, or when U ends with '/' and V starts with U. Prefix keys live in the same map
  * flagged as prefixes; a match probes V itself plus each prefix of V that ends in '/', so
  * a publish costs O(segments of V) hash probes, never a scan over subscriptions. Each
@@ -53,7 +56,10 @@ class SubscriptionIndex {
   [[nodiscard]] SubId create();
   /** True while `sub` names a live subscription. */
   [[nodiscard]] bool contains(SubId sub) const noexcept { return records_.contains(sub); }
-  /** Adds a key (uri ignored for list_changed kinds). Adding a key twice, or to a stale id, is a no-op. */
+  /**
+   * Adds a key (`uri` is the key of a keyed kind; ignored for list_changed kinds). Adding a
+   * key twice, or to a stale id, is a no-op.
+   */
   void add(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
   /** Drops one key of a subscription (no-op if it does not hold it, or the id is stale). */
   void remove_key(SubId sub, TenantId tenant, Kind kind, std::string_view uri);
@@ -147,12 +153,13 @@ void SubscriptionIndex::visit(const KeyView& key, F& f) {
 template <class F>
 void SubscriptionIndex::match(TenantId tenant, Kind kind, std::string_view uri, F&& f) {
   ++stamp_;
-  if (kind != Kind::ResourceUpdated) {
+  const KindInfo& info = kind_info(kind);
+  if (!info.keyed()) {
     visit(KeyView{tenant, kind, false, {}}, f);
     return;
   }
   visit(KeyView{tenant, kind, false, uri}, f);
-  if (prefix_keys_ == 0) return;
+  if (prefix_keys_ == 0 || !info.prefix_keys) return;
   for (std::size_t i = 0; i < uri.size(); ++i) {
     if (uri[i] == '/') visit(KeyView{tenant, kind, true, uri.substr(0, i + 1)}, f);
   }

@@ -10,11 +10,13 @@
  * JSON-RPC id as JSON text, its type kept (`"\"listen:0\""` or `"7"`), as RpcRequest::id
  * holds it. Thread affinity: none; every function is pure and may be called from any thread.
  */
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "mcpfan/kind.h"
 #include "mcpfan/payload.h"
+#include "mcpfan/result.h"
 #include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -46,8 +48,18 @@ struct ListenPlan {
   Filter filter;    // for Shard::subscribe(stream, filter, id)
   std::string ack;  // the whole `notifications/subscriptions/acknowledged` JSON-RPC message, sent first
 };
-/** Only what will be delivered is acknowledged: true flags and a non-empty URI list. */
+/** Only what will be delivered is acknowledged: true flags and non-empty key lists (URIs, task ids). */
 [[nodiscard]] ListenPlan plan_listen(ListenSpec spec, TenantId tenant, std::string_view id);
+/**
+ * A listen that asks for task notifications (taskIds) from a client whose request did not
+ * declare the Tasks extension is refused (SEP-2663): the -32021 error for it, with
+ * `data.requiredCapabilities`; nullopt when the listen may go on.
+ */
+struct CapabilityRefusal {
+  Error error;
+  std::string data;  // error.data: {"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}
+};
+[[nodiscard]] std::optional<CapabilityRefusal> check_listen_capabilities(const ListenSpec& spec, bool declares_tasks);
 /**
  * The whole JSON-RPC response that ends a listen the server ends (shutdown, drain):
  * `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":<id>}}`.

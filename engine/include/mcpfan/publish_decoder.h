@@ -17,6 +17,7 @@
 #include "mcpfan/notification.h"
 #include "mcpfan/payload.h"
 #include "mcpfan/result.h"
+#include "mcpfan/task_states.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan {
@@ -24,7 +25,15 @@ namespace mcpfan {
 struct PublishLimits {
   std::size_t max_uri_length = 4096;
   std::size_t max_notifications = 10000;  // per body
+  std::size_t max_task_id_length = 256;
+  std::size_t max_task_bytes = 256 * 1024;  // params of one notifications/tasks
 };
+
+/** Which bound refused the last body decode() refused, so the caller can count it. */
+enum class PublishLimitHit : std::uint8_t { None, UriLength, TaskIdLength, TaskBytes };
+
+/** A task status of SEP-2663: whether it is terminal (completed, cancelled, failed), or nullopt for an unknown one. */
+[[nodiscard]] std::optional<bool> task_status_terminal(std::string_view status) noexcept;
 
 /**
  * A decoded body. `notifications` is what Hub::publish(notes) takes: every notification, in
@@ -36,6 +45,8 @@ struct DecodedPublish {
   std::vector<PayloadRef> payloads;  // for tenants that have clients, in body order
   std::size_t accepted = 0;          // every notification of the body (payloads + no audience)
   std::vector<Notification> notifications;
+  /** Each notifications/tasks, as a state to keep (Hub::task_states()), audience here or not. */
+  std::vector<TaskState> tasks;
 };
 
 class PublishDecoder {
@@ -56,6 +67,8 @@ class PublishDecoder {
   [[nodiscard]] Result<DecodedPublish> decode(std::string_view body, const TenantTable& tenants,
                                               std::optional<std::string_view> forced_tenant = std::nullopt,
                                               bool for_backplane = false);
+  /** The bound the last decode() refused its body for (None: it was accepted, or refused for another reason). */
+  [[nodiscard]] PublishLimitHit limit_hit() const noexcept;
 
  private:
   struct Impl;

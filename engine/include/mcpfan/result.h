@@ -18,6 +18,7 @@ inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kMissingClientCapability = -32021;  // e.g. task notifications without the Tasks extension
 inline constexpr int kUnsupportedVersion = -32022;
 // mcpfan's own, in the implementation-defined server-error range:
 inline constexpr int kUnauthorized = -32030;   // no valid credentials (HTTP 401)

@@ -20,11 +20,16 @@ namespace mcpfan {
 struct ListenSpec {
   std::uint8_t flagged = 0;  // kind_bit() of each kind whose listen flag (KindInfo::listen_flag) is true
   std::vector<std::string> resource_uris;  // unescaped, de-duplicated, in request order
+  std::vector<std::string> task_ids{};     // the same, of params.notifications.taskIds
   [[nodiscard]] bool wants(Kind k) const noexcept { return (flagged & kind_bit(k)) != 0; }
+  /** The keys of a keyed kind (KindInfo::listen_keys); null for a flagged kind. */
+  [[nodiscard]] std::vector<std::string>* keys(Kind k) noexcept {
+    return k == Kind::ResourceUpdated ? &resource_uris : k == Kind::TaskStatus ? &task_ids : nullptr;
+  }
 };
 
 /** Which configured limit refused a message, so the transport can count it. */
-enum class RpcLimitHit : std::uint8_t { None, UriLength, UrisPerListen };
+enum class RpcLimitHit : std::uint8_t { None, UriLength, UrisPerListen, TaskIdLength, TaskIdsPerListen };
 
 struct RpcRequest {
   /** Set when the message could not be accepted; `id` is filled if it could be read. */
@@ -34,6 +39,7 @@ struct RpcRequest {
   std::string method;
   std::string meta_version;   // params._meta["io.modelcontextprotocol/protocolVersion"]
   bool has_client_capabilities = false;  // params._meta["io.modelcontextprotocol/clientCapabilities"] (an object)
+  bool declares_tasks = false;  // and its extensions name io.modelcontextprotocol/tasks (SEP-2663)
   ListenSpec listen;          // subscriptions/listen
   std::string cancel_id;      // notifications/cancelled params.requestId as JSON text
   std::string uri;            // resources/subscribe, resources/unsubscribe
@@ -46,6 +52,8 @@ struct RpcRequest {
 struct RpcLimits {
   std::size_t max_uri_length = 4096;
   std::size_t max_uris_per_listen = 1024;
+  std::size_t max_task_id_length = 256;
+  std::size_t max_task_ids_per_listen = 64;
 };
 
 inline constexpr std::string_view kProtocolVersionKey = "io.modelcontextprotocol/protocolVersion";

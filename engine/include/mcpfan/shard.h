@@ -46,6 +46,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -160,6 +161,8 @@ struct ShardStats {
   std::atomic<std::uint64_t> writes{0};       // batches handed to transports
   std::atomic<std::uint64_t> exceptions{0};   // posted tasks or deliveries that threw (caught, counted)
   std::atomic<std::uint64_t> inbox_full{0};   // payloads refused or dropped: the inbox held max_inbox (any thread)
+  std::atomic<std::uint64_t> replays{0};          // task states queued to a listen that just named the task
+  std::atomic<std::uint64_t> replays_skipped{0};  // publishes of a state replayed already: not sent twice
   std::atomic<std::int64_t> streams{0};
   std::atomic<std::int64_t> subscriptions{0};
 };
@@ -169,6 +172,12 @@ struct Filter {
   TenantId tenant = kDefaultTenant;
   std::uint8_t kinds = 0;          // kind_bit() set for each list_changed kind wanted
   std::vector<std::string> uris;   // resources/updated URIs ('/'-terminated = prefix)
+  std::vector<std::string> task_ids{};  // notifications/tasks of these tasks
+
+  /** The keys asked for of a keyed kind (uris, task_ids); null for a list_changed kind. */
+  [[nodiscard]] const std::vector<std::string>* keys(Kind k) const noexcept {
+    return k == Kind::ResourceUpdated ? &uris : k == Kind::TaskStatus ? &task_ids : nullptr;
+  }
 };
 
 class Shard {
@@ -241,6 +250,13 @@ class Shard {
   [[nodiscard]] SubId subscribe(StreamId stream, const Filter& filter, std::string id_token);
   /** Ends a subscription; no-op for a stale handle. */
   void unsubscribe(SubId sub);
+  /**
+   * Queues `payload` to one subscription only, as if it had matched (a task's newest state
+   * replayed to a listen that just named it). A publish of that same payload matching the
+   * subscription later is then skipped, so a state that races the listen arrives once. No-op
+   * when stale.
+   */
+  void replay(SubId sub, const PayloadRef& payload);
   /** Adds or drops one resources/updated URI of a live subscription (no-op when stale). */
   void add_uri(SubId sub, TenantId tenant, std::string_view uri);
   void remove_uri(SubId sub, TenantId tenant, std::string_view uri);
@@ -308,6 +324,14 @@ class Shard {
   void compact(Stream& s);
   void mark_dirty(StreamId sid, Stream& s);
   void deliver(const PayloadRef& p);
+  /**
+   * Queues `p` to the subscription's stream (deliver()'s one match, replay()'s only one),
+   * sharing `shared` (made on first use) between plain streams; false when a journal refused
+   * it. Counts nothing.
+   */
+  bool deliver_to(const Sub& r, const PayloadRef& p, detail::Chunk*& shared);
+  /** Whether `p` was replayed to `sub` (and is skipped now): see replay(). */
+  bool was_replayed(SubId sub, const Payload* p);
   template <class Item>  // detail::ShardInbox::Item, private to shard.cc
   void run(Item& item) noexcept;
   void close_slow(StreamId sid);
@@ -332,6 +356,9 @@ class Shard {
 
   SubscriptionIndex index_;
   std::vector<Sub> subs_;  // by SubId::index, for the subscriptions index_ holds
+  // Payloads replay() queued, by SubId::index, until the same payload's publish reaches the
+  // subscription or a newer state of its key replaces it. Bounded by the task ids per listen.
+  std::unordered_map<std::uint32_t, std::vector<PayloadRef>> replayed_;
   SlotMap<Stream, StreamTag> streams_;
   std::vector<StreamId> dirty_;
   std::vector<StreamId> flushing_;

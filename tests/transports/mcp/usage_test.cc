@@ -89,10 +89,10 @@ TEST(ClientCore, RefusalsAreWordedOnceForEveryTransport) {
   Caller caller;
   ListenSpec spec;
   spec.resource_uris = {"file:///a"};
-  auto first = core.admit_listen(caller, spec, "1");
+  auto first = core.admit_listen(caller, spec, "1", false);
   ASSERT_TRUE(std::holds_alternative<ListenGrant>(first));
   ListenSpec again;
-  auto second = core.admit_listen(caller, again, "2");
+  auto second = core.admit_listen(caller, again, "2", false);
   ASSERT_TRUE(std::holds_alternative<Refusal>(second));
   EXPECT_EQ(std::get<Refusal>(second).http_status, 429);
   EXPECT_NE(std::get<Refusal>(second).message.find("1 streams"), std::string::npos);
@@ -100,7 +100,7 @@ TEST(ClientCore, RefusalsAreWordedOnceForEveryTransport) {
   caller.identity = ClientIdentity{"t", {"file:///ok/"}, true, 0};
   ListenSpec forbidden;
   forbidden.resource_uris = {"file:///ok/x", "file:///secret"};
-  auto refused = core.admit_listen(caller, forbidden, "3");
+  auto refused = core.admit_listen(caller, forbidden, "3", false);
   ASSERT_TRUE(std::holds_alternative<Refusal>(refused));
   EXPECT_EQ(std::get<Refusal>(refused).http_status, 403);
   EXPECT_NE(std::get<Refusal>(refused).message.find("file:///secret"), std::string::npos);

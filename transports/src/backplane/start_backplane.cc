@@ -22,7 +22,7 @@ std::optional<std::string> backplane_config_error(const ServerConfig& c) {
 Result<std::unique_ptr<Backplane>> start_backplane(const ServerConfig& c, Hub& hub, log::Logger& logger) {
   if (c.nats.urls.empty()) return std::unique_ptr<Backplane>();
 #if MCPFAN_WITH_NATS
-  auto started = nats::Backplane::start({c.nats, c.mcp.max_uri_length, &logger}, hub);
+  auto started = nats::Backplane::start({c.nats, c.publish_limits(), &logger}, hub);
   if (!started) return started.error();
   return std::unique_ptr<Backplane>(std::move(started.value()));
 #else

@@ -43,10 +43,10 @@ void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal) {
               {{"WWW-Authenticate", std::move(challenge)}});
     return;
   }
-  if (refusal.http_status == 200) return rpc_error(c, id, refusal.rpc_code, refusal.message);
+  if (refusal.http_status == 200) return rpc_error(c, id, refusal.rpc_code, refusal.message, refusal.data);
   std::string body = id.empty() && refusal.http_status != 403
                          ? json_error_body(refusal.message)
-                         : rpc_error_json(id, Error{refusal.rpc_code, refusal.message});
+                         : rpc_error_json(id, Error{refusal.rpc_code, refusal.message}, refusal.data);
   std::vector<Field> headers;
   if (refusal.retry_after) headers.push_back({"Retry-After", "1"});
   c.respond(refusal.http_status, "application/json", std::move(body), std::move(headers));
@@ -75,8 +75,7 @@ std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::str
 }
 
 void count_rpc_limit(Exchange& c, const RpcRequest& r) {
-  if (r.limit_hit == RpcLimitHit::UriLength) c.context().limits().hit(Limit::UriLength);
-  else if (r.limit_hit == RpcLimitHit::UrisPerListen) c.context().limits().hit(Limit::UrisPerListen);
+  if (auto limit = limit_of(r.limit_hit)) c.context().limits().hit(*limit);
 }
 
 }  // namespace mcpfan::detail

@@ -3,6 +3,7 @@
 #include "http/session_upstream.h"
 #include "mcp/messages.h"
 #include "server/log.h"
+#include "mcp/client.h"
 #include "server/loop_context.h"
 
 // The stream's life whatever it carries: its start, its writes and its end. What only a 2025
@@ -53,7 +54,8 @@ void EventStream::begin_listen(const Filter& filter, std::string id, std::string
     carrier_.abort();
     return;
   }
-  (void)shard.subscribe(stream_, filter, listen_id_);
+  SubId sub = shard.subscribe(stream_, filter, listen_id_);
+  w_.clients().replay_task_states(shard, sub, filter);  // behind the ack
   send_head();  // now; the ack goes out at the shard's flush, after it
 }
 

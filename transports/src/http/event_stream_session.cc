@@ -33,7 +33,7 @@ void append_reread_hints(std::string& out, Session& s) {
   };
   for (const std::string& uri : s.uris.set()) hint(Kind::ResourceUpdated, uri);
   for (const KindInfo& k : kKinds) {
-    if (!k.keyed_by_uri) hint(k.kind, {});
+    if (!k.keyed() && k.in_2025_sessions) hint(k.kind, {});
   }
 }
 

@@ -20,7 +20,7 @@ void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
   }
-  auto admitted = c.context().clients().admit_listen(caller, r.listen, r.id);
+  auto admitted = c.context().clients().admit_listen(caller, r.listen, r.id, r.declares_tasks);
   if (auto* refused = std::get_if<Refusal>(&admitted)) return respond_refusal(c, r.id, *refused);
   auto& grant = std::get<ListenGrant>(admitted);
   c.hold_stream_usage(std::move(grant.usage));

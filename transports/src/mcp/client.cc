@@ -125,14 +125,25 @@ std::optional<Refusal> ClientCore::check_uris(const Caller& caller, const std::v
 }
 
 std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller, ListenSpec& spec,
-                                                            std::string_view id) {
+                                                            std::string_view id, bool declares_tasks) {
+  if (auto missing = mcp::check_listen_capabilities(spec, declares_tasks)) {
+    return Refusal{missing->error.code, std::move(missing->error.message), 400, {}, false, std::move(missing->data)};
+  }
   if (auto r = check_uris(caller, spec.resource_uris)) return std::move(*r);
   ListenGrant grant;
-  auto subs = static_cast<std::int64_t>(spec.resource_uris.size());
+  auto subs = static_cast<std::int64_t>(spec.resource_uris.size() + spec.task_ids.size());
   if (auto refused = StreamUsage::acquire(limits_, caller.tenant, subs, grant.usage))
     return refusal(*refused, caller.tenant);
   grant.plan = plan_listen(std::move(spec), caller.tenant, id);
   return grant;
+}
+
+void ClientCore::replay_task_states(Shard& shard, SubId sub, const Filter& filter) {
+  if (filter.task_ids.empty() || !task_states_) return;
+  const std::string tenant = tenants_.name(filter.tenant);
+  for (const std::string& id : filter.task_ids) {
+    if (PayloadRef state = task_states_->find(tenant, id)) shard.replay(sub, state);
+  }
 }
 
 Filter ClientCore::session_filter(TenantId tenant, const SessionUris& uris) {
@@ -140,7 +151,7 @@ Filter ClientCore::session_filter(TenantId tenant, const SessionUris& uris) {
   f.tenant = tenant;
   // A 2025 session hears every list change, and the resources it subscribed to.
   for (const KindInfo& k : kKinds) {
-    if (!k.keyed_by_uri) f.kinds |= kind_bit(k.kind);
+    if (!k.keyed() && k.in_2025_sessions) f.kinds |= kind_bit(k.kind);
   }
   f.uris.assign(uris.set().begin(), uris.set().end());
   return f;

@@ -40,6 +40,7 @@ struct Refusal {
   int http_status = 400;                 // what the HTTP transport answers with
   std::optional<AuthFailure> auth;       // a 401: its WWW-Authenticate challenge depends on the failure
   bool retry_after = false;              // a limit: worth retrying (HTTP Retry-After: 1)
+  std::string data{};                    // the JSON-RPC error's data (JSON text), if any
 };
 
 /** A listen admitted: what the shard needs, the acknowledgement, and the usage it holds until it ends. */
@@ -93,11 +94,20 @@ class ClientCore {
   [[nodiscard]] std::optional<Refusal> check_uri(const Caller& caller, const std::string& uri);
 
   /**
-   * Admits a listen: every URI allowed for the caller, then one stream and its subscriptions
-   * within the tenant's ceilings. `spec` is consumed only when admitted.
+   * Admits a listen: task notifications only for a client that declared the Tasks extension
+   * on this request (`declares_tasks`; else -32021), every URI allowed for the caller, then
+   * one stream and its subscriptions (URIs and task ids) within the tenant's ceilings. `spec`
+   * is consumed only when admitted.
    */
   [[nodiscard]] std::variant<ListenGrant, Refusal> admit_listen(const Caller& caller, ListenSpec& spec,
-                                                                std::string_view id);
+                                                                std::string_view id, bool declares_tasks);
+  /**
+   * Right after `sub` was subscribed with `filter` on `shard`: the newest kept state of each
+   * task it names goes to it alone (TaskStates), behind the acknowledgement.
+   */
+  void replay_task_states(Shard& shard, SubId sub, const Filter& filter);
+  /** Where task states are kept (the hub's); set once by the server before any client. */
+  void set_task_states(TaskStates* states) noexcept { task_states_ = states; }
 
   /** A 2025 session's subscription: its URIs and every list_changed kind (sessions get them all). */
   [[nodiscard]] static Filter session_filter(TenantId tenant, const SessionUris& uris);
@@ -114,6 +124,7 @@ class ClientCore {
   AuthCounters& counters_;
   std::size_t max_uris_;
   std::size_t max_listens_;
+  TaskStates* task_states_ = nullptr;
 };
 
 }  // namespace mcpfan::detail

@@ -4,6 +4,27 @@
 
 namespace mcpfan::detail {
 
+std::optional<Limit> limit_of(RpcLimitHit hit) noexcept {
+  switch (hit) {
+    case RpcLimitHit::UriLength: return Limit::UriLength;
+    case RpcLimitHit::UrisPerListen: return Limit::UrisPerListen;
+    case RpcLimitHit::TaskIdLength: return Limit::TaskIdLength;
+    case RpcLimitHit::TaskIdsPerListen: return Limit::TaskIdsPerListen;
+    case RpcLimitHit::None: break;
+  }
+  return std::nullopt;
+}
+
+std::optional<Limit> limit_of(PublishLimitHit hit) noexcept {
+  switch (hit) {
+    case PublishLimitHit::UriLength: return Limit::UriLength;
+    case PublishLimitHit::TaskIdLength: return Limit::TaskIdLength;
+    case PublishLimitHit::TaskBytes: return Limit::TaskBytes;
+    case PublishLimitHit::None: break;
+  }
+  return std::nullopt;
+}
+
 std::string_view limit_name(Limit l) {
   switch (l) {
     case Limit::HeaderBytes: return "header_bytes";
@@ -24,6 +45,9 @@ std::string_view limit_name(Limit l) {
     case Limit::IdleSessions: return "idle_sessions";
     case Limit::IdleSessionsPerTenant: return "idle_sessions_per_tenant";
     case Limit::ListensPerConnection: return "listens_per_connection";
+    case Limit::TaskIdLength: return "task_id_length";
+    case Limit::TaskIdsPerListen: return "task_ids_per_listen";
+    case Limit::TaskBytes: return "task_bytes";
     case Limit::H2Streams: return "h2_streams";
     case Limit::H2RapidReset: return "h2_rapid_reset";
     case Limit::H2Continuation: return "h2_continuation_flood";
@@ -67,6 +91,9 @@ LimitLog limit_log(Limit l) {
     case Limit::IdleSessions: return {"limit_idle_sessions", "--max-idle-sessions"};
     case Limit::IdleSessionsPerTenant: return {"limit_idle_sessions_per_tenant", "--max-idle-sessions-per-tenant"};
     case Limit::ListensPerConnection: return {"limit_listens_per_connection", "--max-listens-per-connection"};
+    case Limit::TaskIdLength: return {"limit_task_id_length", "--max-task-id-length"};
+    case Limit::TaskIdsPerListen: return {"limit_task_ids_per_listen", "--max-task-ids-per-listen"};
+    case Limit::TaskBytes: return {"limit_task_bytes", "--max-task-bytes"};
     case Limit::H2Streams: return {"limit_h2_streams", "--h2-max-streams"};
     case Limit::H2RapidReset: return {"limit_h2_rapid_reset", "HTTP/2 reset bucket"};
     case Limit::H2Continuation: return {"limit_h2_continuation_flood", "HTTP/2 CONTINUATION bound"};

@@ -6,10 +6,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "mcp/auth.h"
+#include "mcpfan/publish_decoder.h"
+#include "mcpfan/rpc_decoder.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan::detail {
@@ -33,6 +36,9 @@ enum class Limit : std::uint8_t {
   IdleSessions,           // in all
   IdleSessionsPerTenant,
   ListensPerConnection,
+  TaskIdLength,           // a task id longer than --max-task-id-length (listen or publish)
+  TaskIdsPerListen,       // taskIds past --max-task-ids-per-listen
+  TaskBytes,              // a published notifications/tasks past --max-task-bytes
   // HTTP/2 (http2/connection.h): a peer past one of these gets a GOAWAY naming it (a stream alone: RST_STREAM)
   H2Streams,           // streams past SETTINGS_MAX_CONCURRENT_STREAMS (--h2-max-streams), refused
   H2RapidReset,        // streams reset by the client faster than the bucket allows (CVE-2023-44487)
@@ -45,6 +51,9 @@ enum class Limit : std::uint8_t {
   TlsHandshakeTimeout, // a TLS handshake not done within --tls-handshake-timeout-ms
   kCount
 };
+/** The limit a decoder's refusal hit (RpcLimitHit, PublishLimitHit), to count it; nullopt for none. */
+[[nodiscard]] std::optional<Limit> limit_of(RpcLimitHit hit) noexcept;
+[[nodiscard]] std::optional<Limit> limit_of(PublishLimitHit hit) noexcept;
 /** snake_case: the `limit` label of mcpfan_limit_hits_total. */
 [[nodiscard]] std::string_view limit_name(Limit l);
 /**

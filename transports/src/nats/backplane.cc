@@ -286,8 +286,7 @@ void Backplane::close_connection() {
 }
 
 std::string Backplane::subject_of(std::string_view tenant, Kind kind, std::string_view uri) const {
-  return kind == Kind::ResourceUpdated ? resource_interest(config_.nats.prefix, tenant, uri)
-                                       : list_subject(config_.nats.prefix, tenant, kind);
+  return interest_of(config_.nats.prefix, tenant, kind, uri);
 }
 
 void Backplane::key_added(TenantId tenant, Kind kind, std::string_view uri) {
@@ -369,13 +368,14 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
 void Backplane::receive(std::string_view subject, std::string_view body) {
   received_.fetch_add(1, std::memory_order_relaxed);
   // One decoder per delivery thread (it owns a reusable parser).
-  thread_local PublishDecoder decoder(PublishLimits{config_.max_uri_length});
+  thread_local PublishDecoder decoder(config_.limits);
   // The subject decides the tenant, and a message is one notification (nats/inbound.h).
   Inbound in = check_inbound(decoder, config_.nats.prefix, subject, body, hub_.tenants());
   if (in.rejected) {
     count(*in.rejected);
     return;
   }
+  if (in.task) hub_.task_states().put(std::move(*in.task));
   if (!in.payload) {  // its tenant has no clients here
     unmatched_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -501,8 +501,7 @@ bool Backplane::can_take(std::vector<Notification>& messages) {
 
 void Backplane::send(const Notification& n) {
   std::string subject;
-  if (n.kind == Kind::ResourceUpdated) append_resource_subject(subject, config_.nats.prefix, n.tenant, n.uri);
-  else append_list_subject(subject, config_.nats.prefix, n.tenant, n.kind);
+  append_subject(subject, config_.nats.prefix, n.tenant, n.kind, n.uri);
   natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(),
                                         static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);

@@ -83,7 +83,7 @@ struct BackplaneConfig {
   // over by nats.c and not yet matched by every shard they go to; past it a message is dropped
   // (Reject::ReceiveBudget).
   NatsConfig nats;
-  std::size_t max_uri_length = 4096;  // the server's (ServerConfig::mcp): a longer URI from another node is dropped
+  PublishLimits limits;  // the server's (ServerConfig::publish_limits()): what another node sends is held to them
   // Its Server's log (outlives the backplane): connects, disconnects, the outage queue's
   // release, logged from the backplane's loop and nats.c's threads. Null: log::current().
   log::Logger* logger = nullptr;

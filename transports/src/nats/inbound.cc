@@ -19,7 +19,7 @@ std::string_view reject_name(Reject r) noexcept {
 }
 
 namespace {
-Inbound reject(Reject r) { return Inbound{r, {}}; }
+Inbound reject(Reject r) { return Inbound{r, {}, {}}; }
 
 bool starts_array(std::string_view body) {
   for (char c : body) {
@@ -42,7 +42,9 @@ Inbound check_inbound(PublishDecoder& decoder, std::string_view prefix, std::str
   const std::size_t token_end = subject.find('.', token_at);
   if (token_end == std::string_view::npos) return reject(Reject::Malformed);
   const std::string_view rest = subject.substr(token_end + 1);
-  if (rest.size() < 3 || (rest.substr(0, 2) != "r." && rest.substr(0, 2) != "l.")) return reject(Reject::Malformed);
+  if (rest.size() < 3 || (rest.substr(0, 2) != "r." && rest.substr(0, 2) != "l." && rest.substr(0, 2) != "t.")) {
+    return reject(Reject::Malformed);
+  }
   std::optional<TenantTokenName> token = decode_tenant_token(subject.substr(token_at, token_end - token_at));
   // `~e` (the empty name) is a token of the contract, but no publish names an empty tenant.
   if (!token || (!token->hashed && token->name.empty())) return reject(Reject::Malformed);
@@ -56,20 +58,25 @@ Inbound check_inbound(PublishDecoder& decoder, std::string_view prefix, std::str
                                 /*for_backplane=*/false);
   if (!decoded) return reject(decoded.error().code == rpc_code::kForbidden ? Reject::Tenant : Reject::Malformed);
   if (decoded.value().accepted != 1) return reject(Reject::Malformed);
-  if (decoded.value().payloads.empty()) return Inbound{};  // valid, but nobody here is of its tenant
-  PayloadRef payload = std::move(decoded.value().payloads.front());
+  DecodedPublish& d = decoded.value();
+  // A task's state is kept even where its tenant has no clients yet (a late listener's).
+  std::optional<TaskState> task;
+  if (!d.tasks.empty()) task = std::move(d.tasks.front());
+  PayloadRef payload = d.payloads.empty() ? PayloadRef() : std::move(d.payloads.front());
+  const PayloadRef& checked = payload ? payload : task ? task->payload : payload;
+  if (!checked) return Inbound{};  // valid, but nobody here is of its tenant
 
   // The subject this notification would have been sent on must be the one it came on.
   thread_local std::string expected;
   expected.clear();
   expected.reserve(kMaxSubjectBytes);
-  const std::string hashed_name = token->hashed ? tenants.name(payload->tenant()) : std::string();
+  const std::string hashed_name =
+      !token->hashed ? std::string() : task ? task->tenant : tenants.name(payload->tenant());
   const std::string& name = token->hashed ? hashed_name : token->name;
-  if (payload->kind() == Kind::ResourceUpdated) append_resource_subject(expected, prefix, name, payload->uri());
-  else append_list_subject(expected, prefix, name, payload->kind());
+  append_subject(expected, prefix, name, checked->kind(), checked->uri());
   if (expected.compare(0, token_end + 1, subject.substr(0, token_end + 1)) != 0) return reject(Reject::Tenant);
   if (expected != subject) return reject(Reject::Subject);
-  return Inbound{std::nullopt, std::move(payload)};
+  return Inbound{std::nullopt, std::move(payload), std::move(task)};
 }
 
 }  // namespace mcpfan::detail::nats

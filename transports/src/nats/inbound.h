@@ -27,6 +27,7 @@
 
 #include "mcpfan/payload.h"
 #include "mcpfan/publish_decoder.h"
+#include "mcpfan/task_states.h"
 #include "mcpfan/tenants.h"
 
 namespace mcpfan::detail::nats {
@@ -50,6 +51,7 @@ using RejectCounts = std::array<std::uint64_t, kRejectReasons>;
 struct [[nodiscard]] Inbound {
   std::optional<Reject> rejected;  // set: drop the message and count it
   PayloadRef payload;              // when accepted: null if its tenant has no clients on this node
+  std::optional<TaskState> task;   // when accepted, a notifications/tasks: its state, to keep (clients here or not)
 };
 
 /**

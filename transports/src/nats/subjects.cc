@@ -226,6 +226,29 @@ void append_list_subject(std::string& out, std::string_view prefix, std::string_
   out.append(token);
 }
 
+void append_task_subject(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view task_id) {
+  append_head(out, prefix, tenant);
+  out.append("t.");
+  append_hash_token(out, HashDomain::Task, task_id);
+}
+
+void append_subject(std::string& out, std::string_view prefix, std::string_view tenant, Kind kind,
+                    std::string_view key) {
+  switch (kind) {
+    case Kind::ResourceUpdated: return append_resource_subject(out, prefix, tenant, key);
+    case Kind::TaskStatus: return append_task_subject(out, prefix, tenant, key);
+    default: return append_list_subject(out, prefix, tenant, kind);
+  }
+}
+
+std::string interest_of(std::string_view prefix, std::string_view tenant, Kind kind, std::string_view key) {
+  std::string out;
+  out.reserve(kMaxSubjectBytes);
+  if (kind == Kind::ResourceUpdated) append_resource_interest(out, prefix, tenant, key);
+  else append_subject(out, prefix, tenant, kind, key);
+  return out;
+}
+
 std::string resource_subject(std::string_view prefix, std::string_view tenant, std::string_view uri) {
   std::string out;
   out.reserve(kMaxSubjectBytes);

@@ -14,6 +14,12 @@
 // == Subjects ==
 //   resources/updated of URI V:  <prefix>.v1.<tenant>.r.<t1>.<t2>...<tk>    (1 <= k <= 12)
 //   list_changed of one kind:    <prefix>.v1.<tenant>.l.<tools|prompts|resources>
+//   notifications/tasks of task T: <prefix>.v1.<tenant>.t.H(3, T)          (one token, any T)
+//
+// The task subject was added to v1 after it shipped, as a new kind token (`t`): no subject of
+// v1 changed, a node that does not know tasks never subscribes to a `t` subject (so a mixed
+// cluster only misses task notifications on the older nodes, which have no task listens), and
+// a `t` subject cannot coincide with an `r` or `l` one. That is why it stays "v1".
 //
 // <prefix>  Configured (`--nats-prefix`, default `mcpfan`): one or more non-empty tokens of
 //           [A-Za-z0-9_-] separated by `.`, at most 32 bytes (prefix_error() checks it; the
@@ -47,8 +53,8 @@
 //   characters (alphabet A-Z a-z 0-9 - _, most significant first): the first character holds
 //   the domain d in its upper 2 bits and h's bits 63..60 in its lower 4; the other ten hold
 //   bits 59..0, 6 at a time. So a segment token starts with A-P (d = 0), a folded-rest token
-//   with Q-Z or a-f (d = 1), a tenant hash with g-v (d = 2): a 12-segment URI never shares its
-//   last token with a folded one.
+//   with Q-Z or a-f (d = 1), a tenant hash with g-v (d = 2), a task id with w-z, 0-9, - or _
+//   (d = 3): a 12-segment URI never shares its last token with a folded one.
 //   Examples (H values pinned by tests/nats/subjects_test.cc):
 //     H(0, "")     = O_QH2C6mSkm    H(0, "file:")   = K4S2u_kVlo6    H(0, "urn:a..b") = EkfY5RaZRJw
 //     H(0, "proj") = Htf3SSb97AH    H(0, "a b.txt") = MZA-LR5nFKr
@@ -72,6 +78,7 @@
 //     more segments sharing U's first 11: the receiving node's local index drops (and counts)
 //     those. Over-matching is allowed, under-matching never.
 //   - list_changed: the list subject itself.
+//   - a task id: the task subject itself (task ids have no prefix rule).
 //   Examples: `file:///proj/` -> mcpfan.v1.default.r.K4S2u_kVlo6.O_QH2C6mSkm.O_QH2C6mSkm.Htf3SSb97AH.>
 //     which matches the subjects of `file:///proj/` (its last token H(0,"")) and of
 //     `file:///proj/x/y`, but not of `file:///proj` or `file:///project/x`.
@@ -81,6 +88,7 @@
 //   prefix 32 + `.v1.` 4 + tenant token 64 + `.r` 2 + 12 x (`.` + 11) 144 = 246 for a subject;
 //   an interest has at most 11 tokens and `.>` (134 < 144); a list subject ends in
 //   `.l.resources` (12 < 146). So 246 <= kMaxSubjectBytes, whatever the URI's length.
+//   A task subject ends in `.t.` + 11 (14 < 146).
 //
 // Thread safety: pure functions of their arguments, no shared state; callable from any thread.
 // Allocation: append_*() writes into the caller's string and allocates nothing when its
@@ -106,7 +114,7 @@ inline constexpr std::size_t kMaxUriTokens = 12;
 inline constexpr std::size_t kMaxSubjectBytes = 256;
 
 /** Hash-token domains (the upper two bits of the first character). */
-enum class HashDomain : std::uint8_t { Segment = 0, FoldedRest = 1, Tenant = 2 };
+enum class HashDomain : std::uint8_t { Segment = 0, FoldedRest = 1, Tenant = 2, Task = 3 };
 
 /** The 64-bit FNV-1a hash of the bytes. */
 [[nodiscard]] std::uint64_t fnv1a64(std::string_view bytes) noexcept;
@@ -146,6 +154,15 @@ void append_resource_subject(std::string& out, std::string_view prefix, std::str
 void append_resource_interest(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view uri);
 /** Appends the subject of a list_changed kind; appends nothing for Kind::ResourceUpdated. */
 void append_list_subject(std::string& out, std::string_view prefix, std::string_view tenant, Kind kind);
+
+/** Appends the subject of a notifications/tasks of task `task_id`. */
+void append_task_subject(std::string& out, std::string_view prefix, std::string_view tenant, std::string_view task_id);
+/** Appends the subject a notification of `kind` with `key` (its URI or task id; ignored for list kinds) goes on. */
+void append_subject(std::string& out, std::string_view prefix, std::string_view tenant, Kind kind,
+                    std::string_view key);
+/** The interest of an index key of `kind` (a resource interest, a list subject, a task subject). */
+[[nodiscard]] std::string interest_of(std::string_view prefix, std::string_view tenant, Kind kind,
+                                      std::string_view key);
 
 [[nodiscard]] std::string resource_subject(std::string_view prefix, std::string_view tenant, std::string_view uri);
 [[nodiscard]] std::string resource_interest(std::string_view prefix, std::string_view tenant, std::string_view uri);

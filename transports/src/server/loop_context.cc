@@ -19,8 +19,8 @@ LoopContext::LoopContext(unsigned index, ServerState& state, std::function<Stats
       tls_(state.tls.get()),
       publish_tls_(state.publish_tls.get()),
       snapshot_(std::move(snapshot)),
-      publish_decoder_(PublishLimits{config_.mcp.max_uri_length}),
-      rpc_decoder_(RpcLimits{config_.mcp.max_uri_length, config_.mcp.max_uris_per_listen}),
+      publish_decoder_(config_.publish_limits()),
+      rpc_decoder_(config_.rpc_limits()),
       read_buf_(64 * 1024, '\0') {
   uv_loop_init(&loop_);
   io_.loop = &loop_;

@@ -64,6 +64,8 @@ ServerState::ServerState(ServerConfig cfg)
               config.mcp.max_uris_per_listen, config.mcp.max_listens_per_connection) {
   hub->tenants().set_on_new_slot([this](std::uint32_t slot) { limits.reset_slot(slot); });
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
+  hub->task_states().set_limits(config.task_state_limits());
+  clients.set_task_states(&hub->task_states());
   install_transports(*this);
 }
 }  // namespace detail

@@ -15,8 +15,7 @@ void StdioConn::handle_line(std::string_view line) {
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are not messages
   RpcRequest r = w_.rpc_decoder().decode(line);
   if (r.error) {
-    if (r.limit_hit == RpcLimitHit::UriLength) w_.limits().hit(Limit::UriLength, caller_.tenant);
-    else if (r.limit_hit == RpcLimitHit::UrisPerListen) w_.limits().hit(Limit::UrisPerListen, caller_.tenant);
+    if (auto limit = limit_of(r.limit_hit)) w_.limits().hit(*limit, caller_.tenant);
     if (r.has_id || r.error->code == rpc_code::kParseError || r.error->code == rpc_code::kInvalidRequest) {
       reply_error(r.id, r.error->code, r.error->message);
     } else {
@@ -28,7 +27,7 @@ void StdioConn::handle_line(std::string_view line) {
 }
 
 void StdioConn::reply_refusal(const RpcRequest& r, const Refusal& refusal) {
-  if (r.has_id) reply_error(r.id, refusal.rpc_code, refusal.message);
+  if (r.has_id) reply_error(r.id, refusal.rpc_code, refusal.message, refusal.data);
 }
 
 bool StdioConn::authenticate(RpcRequest& r) {
@@ -157,7 +156,7 @@ void StdioConn::start_listen(RpcRequest& r) {
     w_.limits().hit(Limit::ListensPerConnection, caller_.tenant);
     return reply_refusal(r, core.refusal(Limit::ListensPerConnection, caller_.tenant));
   }
-  auto admitted = core.admit_listen(caller_, r.listen, r.id);
+  auto admitted = core.admit_listen(caller_, r.listen, r.id, r.declares_tasks);
   if (auto* refused = std::get_if<Refusal>(&admitted)) return reply_refusal(r, *refused);
   auto& grant = std::get<ListenGrant>(admitted);
   grant.plan.ack += '\n';
@@ -167,7 +166,9 @@ void StdioConn::start_listen(RpcRequest& r) {
     close();
     return;
   }
-  listens_.emplace(r.id, Listen{shard.subscribe(stream_, grant.plan.filter, r.id), std::move(grant.usage)});
+  SubId sub = shard.subscribe(stream_, grant.plan.filter, r.id);
+  listens_.emplace(r.id, Listen{sub, std::move(grant.usage)});
+  core.replay_task_states(shard, sub, grant.plan.filter);  // behind the ack
 }
 
 }  // namespace mcpfan::detail

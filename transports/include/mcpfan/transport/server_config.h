@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "mcpfan/publish_decoder.h"
+#include "mcpfan/rpc_decoder.h"
 #include "mcpfan/shard.h"
+#include "mcpfan/task_states.h"
 #include "mcpfan/transport/host_auth.h"
 #include "mcpfan/transport/log.h"
 
@@ -82,6 +85,17 @@ struct McpConfig {
   std::size_t session_replay_bytes = 256 * 1024;  // a 2025 session's journal for Last-Event-ID resumes
   std::size_t max_line_bytes = 1u << 20;          // longest stdio-framed message
   std::size_t max_listens_per_connection = 256;   // 2026 listens one stdio client may hold
+};
+
+/** Task status (the Tasks extension, SEP-2663): listen and publish bounds, the states kept for late listeners. */
+struct TasksConfig {
+  std::size_t max_ids_per_listen = 64;       // taskIds in one listen
+  std::size_t max_id_length = 256;           // longest task id accepted (listen or publish)
+  std::size_t max_bytes = 256 * 1024;        // params of one published notifications/tasks
+  std::size_t states_max = 100000;           // task states kept in all (the first to expire makes room)
+  std::size_t states_per_tenant = 10000;     // per tenant (a new task past it is not kept)
+  std::size_t states_max_bytes = 256u << 20;  // their encoded bytes in all
+  std::uint64_t state_max_ttl_ms = 3600000;  // a state is kept its task's ttlMs, at most this
 };
 
 /** Tenants: per-tenant ceilings (0 = unlimited) and the tenant table. */
@@ -201,12 +215,28 @@ struct ServerConfig {
   Http2Config http2;
   TlsConfig tls;
   McpConfig mcp;
+  TasksConfig tasks;
   TenantsConfig tenants;
   AuthConfig auth;
   LogConfig log;
   NatsConfig nats;
   UpstreamConfig upstream;
   ShardOptions shard;  // each worker's engine Shard (mcpfan/shard.h)
+
+  /** The engine's decoders' bounds, from the settings above (one place, for every decoder made). */
+  [[nodiscard]] PublishLimits publish_limits() const noexcept {
+    PublishLimits l;
+    l.max_uri_length = mcp.max_uri_length;
+    l.max_task_id_length = tasks.max_id_length;
+    l.max_task_bytes = tasks.max_bytes;
+    return l;
+  }
+  [[nodiscard]] RpcLimits rpc_limits() const noexcept {
+    return RpcLimits{mcp.max_uri_length, mcp.max_uris_per_listen, tasks.max_id_length, tasks.max_ids_per_listen};
+  }
+  [[nodiscard]] TaskStateLimits task_state_limits() const noexcept {
+    return TaskStateLimits{tasks.states_max, tasks.states_per_tenant, tasks.states_max_bytes, tasks.state_max_ttl_ms};
+  }
 
   // ---- the engine and the process ----
   unsigned workers = 0;  // 0 = one per core

@@ -125,6 +125,25 @@ void for_each_setting(Config& c, Visit&& v) {
     c.mcp.max_uri_length);
   v(ranged("--max-uris-per-listen", "mcp.max_uris_per_listen", 1, 1 << 24, "resourceSubscriptions per listen"),
     c.mcp.max_uris_per_listen);
+  v(ranged("--max-task-ids-per-listen", "tasks.max_ids_per_listen", 1, 1 << 16, "taskIds per listen"),
+    c.tasks.max_ids_per_listen);
+  v(ranged("--max-task-id-length", "tasks.max_id_length", 1, 1 << 16, "longest task id accepted"),
+    c.tasks.max_id_length);
+  v(ranged("--max-task-bytes", "tasks.max_bytes", 64, kGiB,
+           "largest params of a published notifications/tasks, in bytes (refused above, naming the flag)"),
+    c.tasks.max_bytes);
+  v(ranged("--task-states-max", "tasks.states_max", 0, 1e9,
+           "newest task states kept for listeners that name a task after it changed (0 = none); the state that "
+           "expires first makes room"),
+    c.tasks.states_max);
+  v(ranged("--task-states-per-tenant", "tasks.states_per_tenant", 0, 1e9,
+           "task states one tenant may have kept; a new task past it is not kept (counted)"),
+    c.tasks.states_per_tenant);
+  v(ranged("--task-states-max-bytes", "tasks.states_max_bytes", 0, 1e12, "encoded bytes of the task states kept"),
+    c.tasks.states_max_bytes);
+  v(ranged("--task-state-max-ttl-ms", "tasks.state_max_ttl_ms", 1, 1e12,
+           "a task state is kept for its ttlMs, at most this (and this long for ttlMs null)", kParsed),
+    c.tasks.state_max_ttl_ms);
   v(ranged("--max-pending-bytes", "shard.max_pending_bytes", 1024, 1e12,
            "unwritten bytes a stream may hold before it is closed as a slow consumer"),
     c.shard.max_pending_bytes);
