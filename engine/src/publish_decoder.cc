@@ -223,9 +223,18 @@ Result<DecodedPublish> PublishDecoder::decode(std::string_view body, const Tenan
           } else if (pkey == "taskId" || pkey == "status") {
             // A task's key and status, read unescaped; whether they must be there depends on the
             // method, which may come after params.
-            std::string_view raw = pv.raw_json_token();
-            std::string_view text;
-            bool is_string = !pv.get_string().get(text);
+            // Any other method passes them through as sent, whatever their type (found by
+            // fuzz_publish_decoder: an object read as one token lost its members).
+            od::json_type type;
+            if (pv.type().get(type)) return bad(index, many, "body is not valid JSON");
+            std::string_view raw, text;
+            bool is_string = type == od::json_type::string;
+            if (is_string) {
+              raw = pv.raw_json_token();
+              if (pv.get_string().get(text)) return bad(index, many, "body is not valid JSON");
+            } else if (raw_value(pv, raw)) {
+              return bad(index, many, "body is not valid JSON");
+            }
             (pkey == "taskId" ? task.id : task.status) = is_string ? std::optional(text) : std::nullopt;
             (pkey == "taskId" ? task.has_id : task.has_status) = true;
             p.params.emplace_back(pkey, raw);

@@ -72,6 +72,38 @@ TEST(McpTest, PlanListenAcknowledgesOnlyWhatIsDelivered) {
   EXPECT_NE(none.ack.find(R"("notifications":{})"), std::string::npos);
 }
 
+TEST(McpTest, PlanListenAcknowledgesTheTaskIds) {
+  ListenSpec spec;
+  spec.task_ids = {"t1", "t\"2"};
+  mcp::ListenPlan plan = mcp::plan_listen(spec, kDefaultTenant, "3");
+  EXPECT_EQ(plan.filter.task_ids, (std::vector<std::string>{"t1", "t\"2"}));
+  EXPECT_TRUE(plan.filter.uris.empty());
+  EXPECT_NE(plan.ack.find(R"("notifications":{"taskIds":["t1","t\"2"]})"), std::string::npos) << plan.ack;
+}
+
+TEST(McpTest, TaskIdsNeedTheTasksExtension) {
+  ListenSpec spec;
+  spec.task_ids = {"t1"};
+  auto refused = mcp::check_listen_capabilities(spec, /*declares_tasks=*/false);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->error.code, -32021);
+  EXPECT_NE(refused->error.message.find("io.modelcontextprotocol/tasks"), std::string::npos);
+  simdjson::dom::parser p;
+  auto data = parse(p, refused->data);
+  EXPECT_TRUE(data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
+  EXPECT_FALSE(mcp::check_listen_capabilities(spec, true));
+  EXPECT_FALSE(mcp::check_listen_capabilities(ListenSpec{}, false)) << "no task asked for: nothing to declare";
+}
+
+TEST(McpTest, OnlyDiscoverAnnouncesTheTasksExtension) {
+  simdjson::dom::parser p;
+  auto discover = parse(p, mcp::discover_result());
+  EXPECT_TRUE(discover["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
+  simdjson::dom::parser q;
+  auto init = parse(q, mcp::initialize_result("2025-11-25"));
+  EXPECT_TRUE(init["capabilities"]["extensions"].error()) << "a 2025 session hears no task";
+}
+
 TEST(McpTest, ListenCompleteResult) {
   EXPECT_EQ(mcp::listen_complete_result(R"("listen:0")"),
             R"({"jsonrpc":"2.0","id":"listen:0","result":{"resultType":"complete",)"

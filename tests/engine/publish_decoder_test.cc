@@ -194,6 +194,9 @@ TEST_P(PublishDecoderRejects, WithAMessageNamingTheProblem) {
 
 const std::string kTools = R"("method":"notifications/tools/list_changed")";
 const std::string kUpdated = R"("method":"notifications/resources/updated")";
+const std::string kTask = R"("method":"notifications/tasks")";
+const std::string kTaskTimes = R"("createdAt":"2026-11-28T10:00:00Z","lastUpdatedAt":"2026-11-28T10:00:01Z","ttlMs":60000)";
+const std::string kTaskRest = R"("status":"working",)" + kTaskTimes;
 
 INSTANTIATE_TEST_SUITE_P(
     Bodies, PublishDecoderRejects,
@@ -222,6 +225,31 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{"tenant_empty", "{" + kTools + ",\"tenant\":\"\"}", "tenant"},
         BadBody{"jsonrpc_not_2", "{" + kTools + ",\"jsonrpc\":\"1.0\"}", "jsonrpc"},
         BadBody{"second_of_two_invalid", "[{" + kTools + "},{" + kUpdated + "}]", "notification 1"},
+        BadBody{"task_no_id", "{" + kTask + ",\"params\":{" + kTaskRest + "}}", "taskId"},
+        BadBody{"task_empty_id", "{" + kTask + ",\"params\":{\"taskId\":\"\"," + kTaskRest + "}}", "taskId"},
+        BadBody{"task_id_not_string", "{" + kTask + ",\"params\":{\"taskId\":7," + kTaskRest + "}}", "taskId"},
+        BadBody{"task_too_long_id",
+                "{" + kTask + ",\"params\":{\"taskId\":\"" + std::string(257, 't') + "\"," + kTaskRest + "}}",
+                "longer than 256"},
+        BadBody{"task_no_status", "{" + kTask + ",\"params\":{\"taskId\":\"t\"," + kTaskTimes + "}}", "status"},
+        BadBody{"task_unknown_status", "{" + kTask + ",\"params\":{\"taskId\":\"t\",\"status\":\"done\"," +
+                kTaskTimes + "}}", "working, input_required, completed, cancelled, failed"},
+        BadBody{"task_completed_without_result", "{" + kTask + ",\"params\":{\"taskId\":\"t\","
+                "\"status\":\"completed\"," + kTaskTimes + "}}", "result"},
+        BadBody{"task_failed_without_error", "{" + kTask + ",\"params\":{\"taskId\":\"t\",\"status\":\"failed\","
+                "\"error\":\"boom\"," + kTaskTimes + "}}", "error"},
+        BadBody{"task_input_required_without_requests", "{" + kTask + ",\"params\":{\"taskId\":\"t\","
+                "\"status\":\"input_required\"," + kTaskTimes + "}}", "inputRequests"},
+        BadBody{"task_no_created_at", "{" + kTask + ",\"params\":{\"taskId\":\"t\",\"status\":\"working\","
+                "\"lastUpdatedAt\":\"x\",\"ttlMs\":1}}", "createdAt"},
+        BadBody{"task_no_ttl", "{" + kTask + ",\"params\":{\"taskId\":\"t\",\"status\":\"working\","
+                "\"createdAt\":\"x\",\"lastUpdatedAt\":\"x\"}}", "ttlMs"},
+        BadBody{"task_fractional_ttl", "{" + kTask + ",\"params\":{\"taskId\":\"t\",\"status\":\"working\","
+                "\"createdAt\":\"x\",\"lastUpdatedAt\":\"x\",\"ttlMs\":1.5}}", "ttlMs"},
+        BadBody{"task_bad_poll_interval", "{" + kTask + ",\"params\":{" + kTaskRest + ",\"taskId\":\"t\","
+                "\"pollIntervalMs\":-1}}", "pollIntervalMs"},
+        BadBody{"task_oversize", "{" + kTask + ",\"params\":{" + kTaskRest + ",\"taskId\":\"t\","
+                "\"statusMessage\":\"" + std::string(256 * 1024, 'm') + "\"}}", "--max-task-bytes"},
         BadBody{"too_many",
                 "[" +
                     [] {
@@ -232,6 +260,69 @@ INSTANTIATE_TEST_SUITE_P(
                     "]",
                 "more than 10000"}),
     [](const ::testing::TestParamInfo<BadBody>& info) { return std::string(info.param.name); });
+
+TEST_F(PublishDecoderTest, TaskNotificationsAreKeyedByIdAndKeptEvenWithoutAudience) {
+  auto r = decoder.decode(
+      R"([{"tenant":"acme","method":"notifications/tasks","params":{"taskId":"t1","status":"completed",)"
+      R"("result":{"content":[],"isError":false},"createdAt":"a","lastUpdatedAt":"b","ttlMs":5000,"pollIntervalMs":100}},)"
+      R"({"tenant":"nobody-here","method":"notifications/tasks","params":{"taskId":"t2","status":"cancelled",)"
+      R"("createdAt":"a","lastUpdatedAt":"b","ttlMs":null}},)"
+      R"({"tenant":"acme","method":"notifications/tasks","params":{"taskId":"t3","status":"input_required",)"
+      R"("inputRequests":{"r":{}},"createdAt":"a","lastUpdatedAt":"b","ttlMs":1}}])",
+      tenants);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().accepted, 3u);
+  ASSERT_EQ(r.value().payloads.size(), 2u) << "the tenant without clients gets no local payload";
+  EXPECT_EQ(r.value().payloads[0]->kind(), Kind::TaskStatus);
+  EXPECT_EQ(r.value().payloads[0]->uri(), "t1") << "the key is the task id";
+  const auto& t = r.value().tasks;
+  ASSERT_EQ(t.size(), 3u) << "every task's state is kept, audience here or not";
+  EXPECT_EQ(t[0].tenant, "acme");
+  EXPECT_EQ(t[0].payload.get(), r.value().payloads[0].get()) << "the same payload: replay and fan-out are one";
+  EXPECT_EQ(t[0].ttl_ms, std::optional<std::uint64_t>(5000));
+  EXPECT_TRUE(t[0].terminal);
+  EXPECT_EQ(t[1].tenant, "nobody-here");
+  ASSERT_TRUE(t[1].payload);
+  EXPECT_EQ(t[1].payload->uri(), "t2");
+  EXPECT_EQ(t[1].ttl_ms, std::nullopt);
+  EXPECT_TRUE(t[1].terminal);
+  EXPECT_FALSE(t[2].terminal);
+  // The params go out as published, with the subscription id added.
+  auto doc = parse(parser, json_for(r.value().payloads[0]));
+  EXPECT_EQ(std::string(doc["params"]["status"].get_string().value()), "completed");
+  EXPECT_EQ(doc["params"]["pollIntervalMs"].get_int64().value(), 100);
+}
+
+TEST_F(PublishDecoderTest, TaskMembersOfAnotherMethodPassThroughWhateverTheirType) {
+  // Found by fuzz_publish_decoder: a non-string "status" was read as one token, losing its members.
+  auto r = decoder.decode(
+      R"({"method":"notifications/tools/list_changed","params":{"status":{"a":[1,2]},"taskId":[3],"x":1}})", tenants);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r.value().payloads.size(), 1u);
+  EXPECT_TRUE(r.value().tasks.empty());
+  EXPECT_NE(json_for(r.value().payloads[0]).find(R"("status":{"a":[1,2]},"taskId":[3],"x":1)"), std::string::npos)
+      << json_for(r.value().payloads[0]);
+}
+
+TEST_F(PublishDecoderTest, ATaskRefusedForItsSizeOrIdNamesTheLimitHit) {
+  PublishLimits limits;
+  limits.max_task_bytes = 200;
+  limits.max_task_id_length = 3;
+  PublishDecoder small(limits);
+  const std::string rest = R"("status":"working","createdAt":"a","lastUpdatedAt":"b","ttlMs":1)";
+  EXPECT_TRUE(small.decode(R"({"method":"notifications/tasks","params":{"taskId":"abc",)" + rest + "}}", tenants).ok());
+  EXPECT_EQ(small.limit_hit(), PublishLimitHit::None);
+  EXPECT_FALSE(small.decode(R"({"method":"notifications/tasks","params":{"taskId":"abcd",)" + rest + "}}", tenants).ok());
+  EXPECT_EQ(small.limit_hit(), PublishLimitHit::TaskIdLength);
+  EXPECT_FALSE(small
+                   .decode(R"({"method":"notifications/tasks","params":{"taskId":"abc","statusMessage":")" +
+                               std::string(200, 'x') + R"(",)" + rest + "}}",
+                           tenants)
+                   .ok());
+  EXPECT_EQ(small.limit_hit(), PublishLimitHit::TaskBytes);
+  EXPECT_TRUE(small.decode(R"({"method":"notifications/tools/list_changed"})", tenants).ok());
+  EXPECT_EQ(small.limit_hit(), PublishLimitHit::None) << "reset by the next decode";
+}
 
 // An empty array is a valid body that publishes nothing (engine commit ad49e47: the
 // publisher gets `202 {"accepted": 0}`).

@@ -186,6 +186,46 @@ TEST_F(RpcDecoderTest, ListenLimitsAreInclusive) {
   expect_error(too_many, rpc_code::kInvalidParams, "more than 3");
 }
 
+TEST_F(RpcDecoderTest, TaskIdsAreDecodedDeduplicatedAndBounded) {
+  RpcRequest r = decode(listen(R"({"taskIds":["t1","t2","t1","t\u0033"],"toolsListChanged":true})"));
+  ASSERT_FALSE(r.error) << r.error->message;
+  EXPECT_EQ(r.listen.task_ids, (std::vector<std::string>{"t1", "t2", "t3"}));
+  EXPECT_TRUE(r.listen.resource_uris.empty()) << "task ids are not URIs";
+  EXPECT_TRUE(r.listen.wants(Kind::ToolsListChanged));
+
+  expect_error(decode(listen(R"({"taskIds":"t1"})")), rpc_code::kInvalidParams, "taskIds must be an array");
+  expect_error(decode(listen(R"({"taskIds":["t1",7]})")), rpc_code::kInvalidParams, "taskIds");
+  expect_error(decode(listen(R"({"taskIds":[""]})")), rpc_code::kInvalidParams, "empty task id");
+
+  RpcLimits limits;
+  limits.max_task_id_length = 4;
+  limits.max_task_ids_per_listen = 2;
+  RpcDecoder small(limits);
+  RpcRequest ok = small.decode(listen(R"({"taskIds":["abcd","b"]})"));
+  ASSERT_FALSE(ok.error) << ok.error->message;
+  RpcRequest too_long = small.decode(listen(R"({"taskIds":["abcde"]})"));
+  expect_error(too_long, rpc_code::kInvalidParams, "task id is longer than 4");
+  EXPECT_EQ(too_long.limit_hit, RpcLimitHit::TaskIdLength);
+  RpcRequest too_many = small.decode(listen(R"({"taskIds":["a","b","c"]})"));
+  expect_error(too_many, rpc_code::kInvalidParams, "more than 2 task ids");
+  EXPECT_EQ(too_many.limit_hit, RpcLimitHit::TaskIdsPerListen);
+}
+
+TEST_F(RpcDecoderTest, TheTasksExtensionIsReadFromThePerRequestCapabilities) {
+  auto with_caps = [&](const std::string& caps) {
+    return decode(msg("1", "subscriptions/listen",
+                      R"({"_meta":{"io.modelcontextprotocol/clientCapabilities":)" + caps + "}}"));
+  };
+  EXPECT_TRUE(with_caps(R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})").declares_tasks);
+  EXPECT_FALSE(with_caps(R"({"extensions":{"io.modelcontextprotocol/other":{}}})").declares_tasks);
+  EXPECT_FALSE(with_caps(R"({"extensions":{"io.modelcontextprotocol/tasks":true}})").declares_tasks)
+      << "an extension's settings are an object";
+  EXPECT_FALSE(with_caps("{}").declares_tasks);
+  RpcRequest bad = with_caps(R"({"extensions":[]})");
+  expect_error(bad, rpc_code::kInvalidParams, "extensions must be an object");
+  EXPECT_TRUE(bad.envelope_error);
+}
+
 // ---- other methods ----
 
 TEST_F(RpcDecoderTest, CancelledCarriesTheRequestIdAsJson) {

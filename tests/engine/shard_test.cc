@@ -18,7 +18,9 @@ namespace {
 using test::frame;
 using test::list_changed_frame;
 using test::make_list_changed;
+using test::make_task;
 using test::make_update;
+using test::task_frame;
 using test::RecordingSink;
 using test::update_frame;
 using Mode = RecordingSink::Mode;
@@ -674,6 +676,96 @@ TEST(Shard, DrainTakesBoundedBatchesAndReportsWhatRemains) {
 
 namespace journal_test {
 // Numbers each notification "id: N\n"; skips those whose uri is in `skip`.
+// ---- task status (notifications/tasks): keyed by task id, and replayed to a new listen ----
+
+Filter tasks(std::vector<std::string> ids, TenantId tenant = kDefaultTenant) {
+  Filter f;
+  f.tenant = tenant;
+  f.task_ids = std::move(ids);
+  return f;
+}
+
+TEST(ShardTasks, ATaskReachesTheListensOfItsIdOnlyWithoutPrefixes) {
+  Shard shard;
+  RecordingSink a(shard), b(shard), other(shard);
+  a.open(kSse);
+  b.open(kSse);
+  other.open(kSse);
+  (void)shard.subscribe(a.id, tasks({"t1", "t/"}), R"("a")");
+  (void)shard.subscribe(b.id, tasks({"t2"}), R"("b")");
+  (void)shard.subscribe(other.id, tasks({"t1"}, TenantId{1, 1}), R"("o")");
+  shard.post(make_task("t1", "working"));
+  shard.post(make_task("t/x", "working"));  // "t/" is a task id, not a prefix
+  shard.post(make_update("t1"));            // a resource of the same name is another key
+  pump(shard);
+  EXPECT_EQ(a.bytes, task_frame(kSse, R"("a")", "t1", "working"));
+  EXPECT_EQ(b.bytes, "");
+  EXPECT_EQ(other.bytes, "") << "another tenant's task of the same id";
+  expect_well_formed(a);
+}
+
+TEST(ShardTasks, AReplayedStateIsNotSentAgainByItsPublishButANewerOneIs) {
+  Shard shard;
+  RecordingSink a(shard), b(shard);
+  a.open(kSse);
+  b.open(kSse);
+  SubId sa = shard.subscribe(a.id, tasks({"t1"}), R"("a")");
+  PayloadRef working = make_task("t1", "working");
+  // The state was kept before its publish reached this shard: the new listen gets it now...
+  shard.replay(sa, working);
+  // ...and the publish of that same state, matched afterwards, is skipped for it only.
+  (void)shard.subscribe(b.id, tasks({"t1"}), R"("b")");
+  shard.post(working);
+  shard.post(make_task("t1", "completed"));
+  pump(shard);
+  EXPECT_EQ(a.bytes, task_frame(kSse, R"("a")", "t1", "working") + task_frame(kSse, R"("a")", "t1", "completed"));
+  EXPECT_EQ(b.bytes, task_frame(kSse, R"("b")", "t1", "working") + task_frame(kSse, R"("b")", "t1", "completed"));
+  EXPECT_EQ(shard.stats().replays.load(), 1u);
+  EXPECT_EQ(shard.stats().replays_skipped.load(), 1u);
+  EXPECT_EQ(shard.stats().deliveries.load(), 4u);
+}
+
+TEST(ShardTasks, AReplayMarkGoesWithANewerStateOrTheSubscription) {
+  Shard shard;
+  RecordingSink a(shard);
+  a.open(kSse);
+  SubId sa = shard.subscribe(a.id, tasks({"t1"}), R"("a")");
+  PayloadRef old_state = make_task("t1", "working");
+  shard.replay(sa, old_state);
+  shard.post(make_task("t1", "input_required"));  // newer: delivered, and the mark is gone
+  shard.post(old_state);                          // a late copy of the replayed one: no mark left, delivered
+  pump(shard);
+  EXPECT_EQ(a.bytes, task_frame(kSse, R"("a")", "t1", "working") +
+                         task_frame(kSse, R"("a")", "t1", "input_required") +
+                         task_frame(kSse, R"("a")", "t1", "working"));
+  EXPECT_EQ(shard.stats().replays_skipped.load(), 0u);
+  // A mark held by a subscription that ends goes with it; a stale id replays nothing.
+  shard.replay(sa, make_task("t1", "completed"));
+  shard.unsubscribe(sa);
+  shard.replay(sa, make_task("t1", "failed"));
+  pump(shard);
+  EXPECT_EQ(shard.stats().replays.load(), 2u);
+}
+
+TEST(ShardTasks, TheNewestStateOfATaskReplacesAnUnwrittenOlderOne) {
+  Shard shard;
+  RecordingSink a(shard, Mode::Manual);
+  a.open(kSse);
+  (void)shard.subscribe(a.id, tasks({"t1", "t2"}), R"("a")");
+  shard.post(make_task("t1", "working"));
+  pump(shard);  // a batch in flight: what follows waits, and coalesces per task
+  shard.post(make_task("t1", "input_required"));
+  shard.post(make_task("t2", "working"));
+  shard.post(make_task("t1", "completed"));
+  pump(shard);
+  a.complete();
+  pump(shard);
+  a.complete();
+  EXPECT_EQ(a.bytes, task_frame(kSse, R"("a")", "t1", "working") + task_frame(kSse, R"("a")", "t2", "working") +
+                         task_frame(kSse, R"("a")", "t1", "completed"));
+  EXPECT_EQ(shard.stats().coalesced.load(), 1u);
+}
+
 class CountingJournal final : public StreamJournal {
  public:
   std::optional<std::string> record(const PayloadRef& p) override {

@@ -117,6 +117,31 @@ inline PayloadRef make_update(std::string_view uri, TenantId tenant = kDefaultTe
   return encode_notification(parts);
 }
 
+/** A notifications/tasks for `task_id` with `status` (what a publisher sends, shortened to the key and status). */
+inline PayloadRef make_task(std::string_view task_id, std::string_view status, TenantId tenant = kDefaultTenant) {
+  std::string raw_id = quoted(task_id), raw_status = quoted(status);
+  NotificationParts parts;
+  parts.tenant = tenant;
+  parts.kind = Kind::TaskStatus;
+  parts.uri = task_id;
+  parts.params.emplace_back("taskId", raw_id);
+  parts.params.emplace_back("status", raw_status);
+  return encode_notification(parts);
+}
+
+/** Its SSE or line frame as subscription `id_token` gets it. */
+inline std::string task_frame(Framing f, std::string_view id_token, std::string_view task_id, std::string_view status) {
+  std::string json = R"({"jsonrpc":"2.0","method":"notifications/tasks","params":{"_meta":{)"
+                     R"("io.modelcontextprotocol/subscriptionId":)";
+  json += id_token;
+  json += R"(},"taskId":")";
+  json += task_id;
+  json += R"(","status":")";
+  json += status;
+  json += R"("}})";
+  return f == Framing::Sse ? "event: message\ndata: " + json + "\n\n" : json + "\n";
+}
+
 inline PayloadRef make_list_changed(Kind kind, TenantId tenant = kDefaultTenant) {
   NotificationParts parts;
   parts.tenant = tenant;

@@ -6,7 +6,11 @@
 //    code -32700 or -32602 and a message that round-trips through the HTTP error body;
 //  - all or nothing: an accepted body gives one payload per notification, in order;
 //  - each payload: kind = the method, tenant = the "tenant" field (or default), uri = the last
-//    params.uri for resources/updated (non-empty, within the limit) and empty otherwise;
+//    params.uri for resources/updated (non-empty, within the limit), the last params.taskId for
+//    notifications/tasks (non-empty, within the limit, with a known status whose required
+//    member is an object, and the creation/update strings and ttlMs there), empty otherwise;
+//  - every accepted notifications/tasks gives one task state to keep, in order, with its
+//    tenant's name and a payload keyed by its task id, whether or not its tenant has clients;
 //  - both framings, with a string and an integer subscription id: a stdio frame is exactly one
 //    line of valid JSON; the SSE frame is "event: message\ndata: " + that JSON + "\n\n"; the
 //    id appears once in params._meta; every other params and _meta member is delivered
@@ -17,6 +21,7 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +45,8 @@ struct Expected {
   std::string tenant;
   bool has_uri = false;
   std::string last_uri;  // the decoder keeps the last params.uri
+  std::optional<std::string> task_id, status;  // the last params.taskId and status, if strings
+  std::string result, error, input_requests, created_at, last_updated_at, ttl_ms;  // the last raw values
   bool has_meta = false;
   Members params;  // params members other than _meta, in order
   Members meta;    // members of every params._meta, in order, without the subscriptionId
@@ -69,6 +76,14 @@ Expected expected_of(dom::object obj) {
         e.has_uri = true;
         e.last_uri = std::string(sv);
       }
+      if (pk == "taskId") e.task_id = pv.get_string().get(sv) ? std::nullopt : std::optional(std::string(sv));
+      if (pk == "status") e.status = pv.get_string().get(sv) ? std::nullopt : std::optional(std::string(sv));
+      if (pk == "result") e.result = simdjson::minify(pv);
+      if (pk == "error") e.error = simdjson::minify(pv);
+      if (pk == "inputRequests") e.input_requests = simdjson::minify(pv);
+      if (pk == "createdAt") e.created_at = simdjson::minify(pv);
+      if (pk == "lastUpdatedAt") e.last_updated_at = simdjson::minify(pv);
+      if (pk == "ttlMs") e.ttl_ms = simdjson::minify(pv);
       e.params.emplace_back(pk, simdjson::minify(pv));
     }
   }
@@ -124,6 +139,19 @@ void check_payload(dom::parser& p, const PayloadRef& ref, const Expected& e, con
   if (pl.kind() == Kind::ResourceUpdated) {
     FUZZ_CHECK(e.has_uri && pl.uri() == e.last_uri, "uri %s differs from params.uri", printable(pl.uri()).c_str());
     FUZZ_CHECK(!pl.uri().empty() && pl.uri().size() <= limits.max_uri_length, "uri empty or too long");
+  } else if (pl.kind() == Kind::TaskStatus) {
+    FUZZ_CHECK(e.task_id && pl.uri() == *e.task_id, "key %s differs from params.taskId", printable(pl.uri()).c_str());
+    FUZZ_CHECK(!pl.uri().empty() && pl.uri().size() <= limits.max_task_id_length, "task id empty or too long");
+    auto terminal = e.status ? task_status_terminal(*e.status) : std::nullopt;
+    FUZZ_CHECK(terminal.has_value(), "a task with an unknown status was accepted");
+    auto object = [](const std::string& raw) { return !raw.empty() && raw.front() == '{'; };
+    if (*e.status == "completed") FUZZ_CHECK(object(e.result), "completed without a result object");
+    if (*e.status == "failed") FUZZ_CHECK(object(e.error), "failed without an error object");
+    if (*e.status == "input_required") FUZZ_CHECK(object(e.input_requests), "input_required without inputRequests");
+    FUZZ_CHECK(!e.created_at.empty() && e.created_at.front() == '"', "createdAt not a string");
+    FUZZ_CHECK(!e.last_updated_at.empty() && e.last_updated_at.front() == '"', "lastUpdatedAt not a string");
+    FUZZ_CHECK(e.ttl_ms == "null" || (!e.ttl_ms.empty() && e.ttl_ms.find_first_not_of("0123456789") == std::string::npos),
+               "ttlMs %s accepted", printable(e.ttl_ms).c_str());
   } else {
     FUZZ_CHECK(pl.uri().empty(), "a list_changed payload with a uri key");
   }
@@ -170,7 +198,7 @@ void check_refusal(dom::parser& p, const Error& err) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static constexpr PublishLimits kDefault{};
-  static constexpr PublishLimits kSmall{8, 2};
+  static constexpr PublishLimits kSmall{8, 2, 4, 160};
   static PublishDecoder decoder(kDefault);
   static PublishDecoder small(kSmall);
   static dom::parser body_parser, frame_parser;
@@ -223,6 +251,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(v.size() <= kDefault.max_notifications, "more payloads than max_notifications");
     for (std::size_t i = 0; i < v.size(); ++i)
       check_payload(frame_parser, v[i], expected[i], tenants, std::nullopt, kDefault);
+    std::size_t task_count = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      if (kind_from_method(expected[i].method) != Kind::TaskStatus) continue;
+      FUZZ_CHECK(task_count < r.value().tasks.size(), "a task notification without its state");
+      const TaskState& t = r.value().tasks[task_count++];
+      FUZZ_CHECK(t.payload.get() == v[i].get(), "a task state is not its notification's payload");
+      FUZZ_CHECK(t.tenant == (expected[i].has_tenant ? expected[i].tenant : std::string(kDefaultTenantName)),
+                 "task state tenant %s", printable(t.tenant).c_str());
+    }
+    FUZZ_CHECK(task_count == r.value().tasks.size(), "%zu task states for %zu task notifications",
+               r.value().tasks.size(), task_count);
   }
 
   // No tenant has clients: the same answer, nothing created, payloads only for the default
@@ -237,6 +276,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(n.value().accepted == expected.size(), "accepted %zu of %zu", n.value().accepted, expected.size());
     FUZZ_CHECK(n.value().payloads.size() == defaults, "%zu payloads for %zu notifications to the default tenant",
                n.value().payloads.size(), defaults);
+    FUZZ_CHECK(r.ok() && n.value().tasks.size() == r.value().tasks.size(),
+               "a task's state depends on whether its tenant has clients");
+    for (const TaskState& t : n.value().tasks) FUZZ_CHECK(t.payload, "a task state without its payload");
   }
 
   // A publisher key bound to tenant "acme".

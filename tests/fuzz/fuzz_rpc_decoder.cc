@@ -172,22 +172,29 @@ void check_request(const RpcRequest& r, std::string_view input, const RpcLimits&
     if (r.has_id) FUZZ_CHECK(minified(id_el) == id_min, "id differs from the text");
 
     const auto& uris = r.listen.resource_uris;
+    const auto& task_ids = r.listen.task_ids;
     if (r.method == "subscriptions/listen") {
-      FUZZ_CHECK(uris.size() <= limits.max_uris_per_listen, "more URIs than max_uris_per_listen");
-      std::vector<std::string> given;
-      dom::array arr;
-      if (!root["params"]["notifications"]["resourceSubscriptions"].get_array().get(arr)) {
-        for (dom::element u : arr) given.emplace_back(str(u, "uri"));
-      }
-      for (std::size_t i = 0; i < uris.size(); ++i) {
-        FUZZ_CHECK(!uris[i].empty() && uris[i].size() <= limits.max_uri_length, "URI %zu empty or too long", i);
-        for (std::size_t j = 0; j < i; ++j) FUZZ_CHECK(uris[i] != uris[j], "duplicate URI %zu", i);
-        bool found = false;
-        for (auto& g : given) found = found || g == uris[i];
-        FUZZ_CHECK(found, "URI %zu is not in the request: %s", i, printable(uris[i]).c_str());
-      }
+      // Each key list (URIs, task ids): within its bounds, no duplicates, each from the request.
+      auto check_keys = [&](const std::vector<std::string>& keys, const char* list, std::size_t max_count,
+                            std::size_t max_length) {
+        FUZZ_CHECK(keys.size() <= max_count, "more %s than allowed", list);
+        std::vector<std::string> given;
+        dom::array arr;
+        if (!root["params"]["notifications"][list].get_array().get(arr)) {
+          for (dom::element u : arr) given.emplace_back(str(u, list));
+        }
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          FUZZ_CHECK(!keys[i].empty() && keys[i].size() <= max_length, "%s %zu empty or too long", list, i);
+          for (std::size_t j = 0; j < i; ++j) FUZZ_CHECK(keys[i] != keys[j], "duplicate in %s at %zu", list, i);
+          bool found = false;
+          for (auto& g : given) found = found || g == keys[i];
+          FUZZ_CHECK(found, "%s %zu is not in the request: %s", list, i, printable(keys[i]).c_str());
+        }
+      };
+      check_keys(uris, "resourceSubscriptions", limits.max_uris_per_listen, limits.max_uri_length);
+      check_keys(task_ids, "taskIds", limits.max_task_ids_per_listen, limits.max_task_id_length);
     } else {
-      FUZZ_CHECK(uris.empty() && r.listen.flagged == 0,
+      FUZZ_CHECK(uris.empty() && task_ids.empty() && r.listen.flagged == 0,
                  "a listen filter on %s", printable(r.method).c_str());
     }
     if ((r.method == "resources/subscribe" || r.method == "resources/unsubscribe") && r.meta_version.empty()) {
@@ -209,7 +216,7 @@ void check_request(const RpcRequest& r, std::string_view input, const RpcLimits&
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static constexpr RpcLimits kDefault{};
-  static constexpr RpcLimits kSmall{8, 2};
+  static constexpr RpcLimits kSmall{8, 2, 4, 2};
   static RpcDecoder decoder(kDefault);
   static RpcDecoder small(kSmall);
   static dom::parser parser;

@@ -65,6 +65,12 @@ RPC = {
     "listen_escaped_key": b'{"jsonrpc":"2.0","id":"k","method":"subscriptions/listen","params":{"_meta":'
                           b'{"io.modelcontextprotocol\\/protocolVersion":"2026-07-28"},"notifications":'
                           b'{"tools\\u004cistChanged":true,"\\u0000":true}}}',
+    "listen_task_ids": listen("t", {"taskIds": ["786512e2-9e0d-44bd-8f29-789f320fe840", "t2", "t2"],
+                                    "toolsListChanged": True},
+                              meta=dict(META, **{"io.modelcontextprotocol/clientCapabilities":
+                                                 {"extensions": {"io.modelcontextprotocol/tasks": {}}}})),
+    "listen_task_ids_bad": listen("t", {"taskIds": ["", 7]},
+                                  meta=dict(META, **{"io.modelcontextprotocol/clientCapabilities": {"extensions": []}})),
     "listen_no_id": rpc("subscriptions/listen", {"_meta": META, "notifications": ALL}, with_id=False),
     "discover": rpc("server/discover", {"_meta": META}, 1),
     "discover_no_params": rpc("server/discover", None, "d"),
@@ -109,6 +115,8 @@ RPC = {
 }
 
 # ---- publish bodies ----
+TASK = {"taskId": "786512e2-9e0d-44bd-8f29-789f320fe840", "status": "working", "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z", "ttlMs": 60000}
 PUB = {
     "design_example": j({"tenant": "acme", "method": "notifications/resources/updated",
                          "params": {"uri": "file:///project/config.json", "_meta": {"origin/rev": 42}}}),
@@ -159,6 +167,28 @@ PUB = {
     "deep_ok": b'{"method":"notifications/tools/list_changed","params":{"d":' + b"[" * 500 + b"]" * 500 + b"}}",
     "huge_numbers": b'{"method":"notifications/tools/list_changed","params":{"a":1e400,"b":18446744073709551616,"c":-0}}',
     "trailing_garbage": b'{"method":"notifications/tools/list_changed"}x',
+    # notifications/tasks (the Tasks extension): every status, and the ways a task is refused
+    "task_working": j({"method": "notifications/tasks", "params": dict(TASK, statusMessage="step 2 of 5",
+                                                                        pollIntervalMs=5000)}),
+    "task_completed": j({"tenant": "acme", "method": "notifications/tasks", "params": dict(
+        TASK, taskId="t1", status="completed", _meta={"origin/rev": 3},
+        result={"content": [{"type": "text", "text": "Operation completed successfully."}], "isError": False})}),
+    "task_failed": j({"method": "notifications/tasks", "params": dict(
+        TASK, taskId="t2", status="failed", ttlMs=None, error={"code": -32603, "message": "boom"})}),
+    "task_input_required": j({"method": "notifications/tasks", "params": dict(
+        TASK, taskId="t3", status="input_required", requestState="eyJzIjoxfQ==",
+        inputRequests={"elicit-name": {"method": "elicitation/create", "params": {"message": "name?"}}})}),
+    "task_cancelled_array": j([{"method": "notifications/tasks", "params": dict(TASK, taskId="a\u0000b",
+                                                                               status="cancelled", ttlMs=0)},
+                               {"method": "notifications/tools/list_changed"}]),
+    "task_bad_status": j({"method": "notifications/tasks", "params": dict(TASK, status="done")}),
+    "task_result_not_object": j({"method": "notifications/tasks", "params": dict(TASK, status="completed",
+                                                                                  result="x")}),
+    "task_ttl_float": b'{"method":"notifications/tasks","params":{"taskId":"t","status":"working",'
+                      b'"createdAt":"a","lastUpdatedAt":"b","ttlMs":1e3}}',
+    "task_two_ids": b'{"method":"notifications/tasks","params":{"taskId":"x","taskId":"y","status":"working",'
+                    b'"createdAt":"a","lastUpdatedAt":"b","ttlMs":1}}',
+    "task_id_missing": j({"method": "notifications/tasks", "params": {k: v for k, v in TASK.items() if k != "taskId"}}),
 }
 
 
@@ -668,9 +698,13 @@ DICTS = {
             b'"initialize"', b'"notifications/initialized"', b'"notifications/cancelled"', b'"resources/subscribe"',
             b'"resources/unsubscribe"', b'"logging/setLevel"', b'"notifications"', b'"toolsListChanged"',
             b'"promptsListChanged"', b'"resourcesListChanged"', b'"resourceSubscriptions"', b'"requestId"',
-            b'"protocolVersion"', b'"uri"', b'"listen:0"', b'"file:///project/"'],
+            b'"protocolVersion"', b'"uri"', b'"listen:0"', b'"file:///project/"', b'"taskIds"', b'"extensions"',
+            b'"io.modelcontextprotocol/tasks"'],
     "publish": [b'"tenant"', b'"acme"', b'"notifications/resources/updated"', b'"notifications/tools/list_changed"',
-                b'"notifications/prompts/list_changed"', b'"notifications/resources/list_changed"'],
+                b'"notifications/prompts/list_changed"', b'"notifications/resources/list_changed"',
+                b'"notifications/tasks"', b'"taskId"', b'"status"', b'"working"', b'"input_required"', b'"completed"',
+                b'"cancelled"', b'"failed"', b'"createdAt"', b'"lastUpdatedAt"', b'"ttlMs"', b'"pollIntervalMs"',
+                b'"inputRequests"', b'"requestState"', b'"statusMessage"'],
     "http": [b"GET ", b"POST ", b"DELETE ", b"HEAD ", b"PUT ", b"OPTIONS ", b" HTTP/1.1\r\n", b" HTTP/1.0\r\n",
              b"\r\n", b"\r\n\r\n", b"/mcp", b"/v1/publish", b"/healthz", b"/metrics", b"Host: 127.0.0.1\r\n",
              b"Host: localhost\r\n", b"Content-Type: application/json\r\n",
