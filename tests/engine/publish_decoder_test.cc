@@ -195,7 +195,8 @@ TEST_P(PublishDecoderRejects, WithAMessageNamingTheProblem) {
 const std::string kTools = R"("method":"notifications/tools/list_changed")";
 const std::string kUpdated = R"("method":"notifications/resources/updated")";
 const std::string kTask = R"("method":"notifications/tasks")";
-const std::string kTaskTimes = R"("createdAt":"2026-11-28T10:00:00Z","lastUpdatedAt":"2026-11-28T10:00:01Z","ttlMs":60000)";
+const std::string kTaskTimes =
+    R"("createdAt":"2026-11-28T10:00:00Z","lastUpdatedAt":"2026-11-28T10:00:01Z","ttlMs":60000)";
 const std::string kTaskRest = R"("status":"working",)" + kTaskTimes;
 
 INSTANTIATE_TEST_SUITE_P(
@@ -264,7 +265,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(PublishDecoderTest, TaskNotificationsAreKeyedByIdAndKeptEvenWithoutAudience) {
   auto r = decoder.decode(
       R"([{"tenant":"acme","method":"notifications/tasks","params":{"taskId":"t1","status":"completed",)"
-      R"("result":{"content":[],"isError":false},"createdAt":"a","lastUpdatedAt":"b","ttlMs":5000,"pollIntervalMs":100}},)"
+      R"("result":{"content":[],"isError":false},"createdAt":"a","lastUpdatedAt":"b","ttlMs":5000,)"
+      R"("pollIntervalMs":100}},)"
       R"({"tenant":"nobody-here","method":"notifications/tasks","params":{"taskId":"t2","status":"cancelled",)"
       R"("createdAt":"a","lastUpdatedAt":"b","ttlMs":null}},)"
       R"({"tenant":"acme","method":"notifications/tasks","params":{"taskId":"t3","status":"input_required",)"
@@ -312,7 +314,8 @@ TEST_F(PublishDecoderTest, ATaskRefusedForItsSizeOrIdNamesTheLimitHit) {
   const std::string rest = R"("status":"working","createdAt":"a","lastUpdatedAt":"b","ttlMs":1)";
   EXPECT_TRUE(small.decode(R"({"method":"notifications/tasks","params":{"taskId":"abc",)" + rest + "}}", tenants).ok());
   EXPECT_EQ(small.limit_hit(), PublishLimitHit::None);
-  EXPECT_FALSE(small.decode(R"({"method":"notifications/tasks","params":{"taskId":"abcd",)" + rest + "}}", tenants).ok());
+  EXPECT_FALSE(
+      small.decode(R"({"method":"notifications/tasks","params":{"taskId":"abcd",)" + rest + "}}", tenants).ok());
   EXPECT_EQ(small.limit_hit(), PublishLimitHit::TaskIdLength);
   EXPECT_FALSE(small
                    .decode(R"({"method":"notifications/tasks","params":{"taskId":"abc","statusMessage":")" +

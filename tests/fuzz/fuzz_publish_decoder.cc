@@ -150,8 +150,9 @@ void check_payload(dom::parser& p, const PayloadRef& ref, const Expected& e, con
     if (*e.status == "input_required") FUZZ_CHECK(object(e.input_requests), "input_required without inputRequests");
     FUZZ_CHECK(!e.created_at.empty() && e.created_at.front() == '"', "createdAt not a string");
     FUZZ_CHECK(!e.last_updated_at.empty() && e.last_updated_at.front() == '"', "lastUpdatedAt not a string");
-    FUZZ_CHECK(e.ttl_ms == "null" || (!e.ttl_ms.empty() && e.ttl_ms.find_first_not_of("0123456789") == std::string::npos),
-               "ttlMs %s accepted", printable(e.ttl_ms).c_str());
+    FUZZ_CHECK(
+        e.ttl_ms == "null" || (!e.ttl_ms.empty() && e.ttl_ms.find_first_not_of("0123456789") == std::string::npos),
+        "ttlMs %s accepted", printable(e.ttl_ms).c_str());
   } else {
     FUZZ_CHECK(pl.uri().empty(), "a list_changed payload with a uri key");
   }

@@ -64,7 +64,8 @@ class TaskStates {
   /** Drops the task's state if it is still `payload` (a publish refused after put()). */
   void forget(std::string_view tenant, const Payload* payload);
   /** The newest state of the task, or null: none kept, or it expired. */
-  [[nodiscard]] PayloadRef find(std::string_view tenant, std::string_view task_id, Clock::time_point now = Clock::now());
+  [[nodiscard]] PayloadRef find(std::string_view tenant, std::string_view task_id,
+                                Clock::time_point now = Clock::now());
   /** New bounds (a reload); what is kept already stays until it expires or is replaced. */
   void set_limits(const TaskStateLimits& limits);
 

@@ -136,7 +136,7 @@ TEST(Counters, KnownValuesInStatusJson) {
   EXPECT_TRUE(json.starts_with(R"({"server":"mcpfan","version":")")) << json;
   EXPECT_NE(json.find(R"(,"unix_ms":1000,"mono_ms":20,"workers":2,"io_uring_workers":1,"gauges":{"connections":3,)"
                       R"("streams":4,"subscriptions":0,"sessions":0,"sessions_idle":0,"sessions_parked":0,)"
-                      R"("h2_connections":0,"tenants":1},)"
+                      R"("task_states":0,"task_states_bytes":0,"h2_connections":0,"tenants":1},)"
                       R"("counters":{"published":0,"published_no_audience":0,"deliveries":12345678901234567,)"),
             std::string::npos)
       << json;

@@ -85,6 +85,14 @@ long long no_audience(const CounterInputs& in) { return ll(in.hub.no_audience())
 long long refused_full(const CounterInputs& in) { return ll(in.hub.refused_full()); }
 long long sessions(const CounterInputs& in) { return static_cast<long long>(in.sessions.size()); }
 long long sessions_idle(const CounterInputs& in) { return static_cast<long long>(in.sessions.idle()); }
+template <auto Field>
+long long task_states(const CounterInputs& in) {
+  return static_cast<long long>(in.hub.task_states().stats().*Field);
+}
+long long task_states_refused(const CounterInputs& in) {
+  TaskStates::Stats st = in.hub.task_states().stats();
+  return static_cast<long long>(st.refused_tenant_full + st.refused_too_big);
+}
 long long debounce_suppressed(const CounterInputs& in) {
   const Debouncer* d = in.hub.debouncer();
   return d ? ll(d->suppressed()) : 0;
@@ -189,6 +197,26 @@ constexpr CounterRow kRows[] = {
      "Updates replaced by a newer one for the same (tenant, method, uri) within --debounce-ms."},
     {"mcpfan_debounce_trailing_total", kCounter, counters("debounce_trailing"), debounce_trailing,
      "Held updates fanned out when their interval passed."},
+    {"mcpfan_task_replays_total", kCounter, counters("task_replays"), per_shard<&ShardStats::replays>,
+     "Task states sent to a listen right after its acknowledgement (the task moved before the listen opened)."},
+    {"mcpfan_task_replays_skipped_total", kCounter, counters("task_replays_skipped"),
+     per_shard<&ShardStats::replays_skipped>,
+     "Publishes of a task state that a listen had just been sent as its current state: not sent twice."},
+    {"mcpfan_task_states", kGauge, gauges("task_states"), task_states<&TaskStates::Stats::tasks>,
+     "Tasks whose newest state is kept for listens that name them later (bounded by --task-states-max)."},
+    {"mcpfan_task_states_bytes", kGauge, gauges("task_states_bytes"), task_states<&TaskStates::Stats::bytes>,
+     "Encoded bytes of the task states kept (bounded by --task-states-max-bytes)."},
+    {"mcpfan_task_states_stored_total", kCounter, counters("task_states_stored"),
+     task_states<&TaskStates::Stats::stored>, "Tasks whose state began to be kept."},
+    {"mcpfan_task_states_expired_total", kCounter, counters("task_states_expired"),
+     task_states<&TaskStates::Stats::expired>,
+     "Task states dropped at their ttlMs (at most --task-state-max-ttl-ms after they were kept)."},
+    {"mcpfan_task_states_evicted_total", kCounter, counters("task_states_evicted"),
+     task_states<&TaskStates::Stats::evicted>,
+     "Task states dropped before their time to make room (--task-states-max, --task-states-max-bytes)."},
+    {"mcpfan_task_states_refused_total", kCounter, counters("task_states_refused"), task_states_refused,
+     "Task states not kept: their tenant had --task-states-per-tenant already, or one was larger than all the "
+     "bytes allowed."},
     {"mcpfan_workers", kGauge, top("workers"), workers, "Worker loops."},
     {"mcpfan_build_info", kGauge, kNoJson, build_info,
      "The running mcpfan's version, compiler and build type (value 1)."},
