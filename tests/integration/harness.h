@@ -315,6 +315,20 @@ std::optional<double> ReadMetric(int port, std::string_view name);
 ::testing::AssertionResult PollMetricEq(int port, std::string_view name, double want,
                                         Ms timeout = Ms(10000));
 
+// Task status (the Tasks extension): a listen body / request whose params._meta declares
+// the extension in its clientCapabilities (or not), a task's params in `status` (terminal
+// ones with their result or error, input_required with its inputRequests; `extra` is appended
+// as more members), and the publish body of one.
+std::string TaskListenBody(std::string_view id_json, std::string_view notifications_json, bool declare = true);
+std::string TaskListen(std::string_view id_json, std::string_view notifications_json, bool declare = true);
+std::string TaskParams(std::string_view id, std::string_view status, std::string_view extra = {});
+std::string TaskPublish(std::string_view id, std::string_view status, std::string_view tenant = {});
+// Opens a task listen (the extension declared) and checks its acknowledgement's notifications.
+::testing::AssertionResult OpenTaskListen(SseStream& s, int port, std::string_view id_json,
+                                          std::string_view notifications_json, std::string_view expected_ack);
+// The next event is the task `id` in `status` (TaskParams) for subscription `sid`.
+::testing::AssertionResult NextTask(SseStream& s, std::string_view sid, std::string_view id, std::string_view status);
+
 // A fresh listen on a unique URI receives a publish for that URI.
 ::testing::AssertionResult ServesListenAndPublish(int port);
 

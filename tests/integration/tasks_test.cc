@@ -9,57 +9,6 @@
 namespace itest {
 namespace {
 
-constexpr std::string_view kNoCaps = R"("io.modelcontextprotocol/clientCapabilities":{})";
-constexpr std::string_view kTasksCaps =
-    R"("io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}})";
-
-// The body of a listen whose request declares the Tasks extension (or not).
-std::string TaskListenBody(std::string_view id_json, std::string_view notifications_json, bool declare = true) {
-  std::string body = RpcBody(id_json, "subscriptions/listen", std::string(R"("notifications":)") +
-                                                                   std::string(notifications_json));
-  if (declare) body.replace(body.find(kNoCaps), kNoCaps.size(), kTasksCaps);
-  return body;
-}
-std::string TaskListen(std::string_view id_json, std::string_view notifications_json, bool declare = true) {
-  return McpPost(TaskListenBody(id_json, notifications_json, declare), McpHeaders(kV2026, "subscriptions/listen"));
-}
-
-// The params of a task in `status` (terminal ones with their result or error).
-std::string TaskParams(std::string_view id, std::string_view status, std::string_view extra = {}) {
-  std::string p = R"({"taskId":")" + std::string(id) + R"(","status":")" + std::string(status) +
-                  R"(","createdAt":"2026-11-28T10:00:00Z","lastUpdatedAt":"2026-11-28T10:00:01Z","ttlMs":60000)";
-  if (status == "completed") p += R"(,"result":{"content":[{"type":"text","text":"done"}],"isError":false})";
-  if (status == "failed") p += R"(,"error":{"code":-32603,"message":"boom"})";
-  if (status == "input_required") p += R"(,"inputRequests":{"name":{"method":"elicitation/create","params":{}}})";
-  p += extra;
-  return p + "}";
-}
-std::string TaskPublish(std::string_view id, std::string_view status, std::string_view tenant = {}) {
-  std::string body = "{";
-  if (!tenant.empty()) body += R"("tenant":")" + std::string(tenant) + R"(",)";
-  return body + R"("method":"notifications/tasks","params":)" + TaskParams(id, status) + "}";
-}
-
-::testing::AssertionResult OpenTaskListen(SseStream& s, int port, std::string_view id_json,
-                                          std::string_view notifications_json, std::string_view expected_ack) {
-  std::string err;
-  if (!s.Open(port, TaskListen(id_json, notifications_json), kIo, &err)) return ::testing::AssertionFailure() << err;
-  if (!s.is_sse()) {
-    return ::testing::AssertionFailure() << "HTTP " << s.head().status << ": " << s.head().body.substr(0, 400);
-  }
-  auto ack = s.NextMessage(kIo, &err);
-  if (!ack) return ::testing::AssertionFailure() << "no acknowledgement: " << err;
-  return IsNotification(*ack, "notifications/subscriptions/acknowledged", id_json,
-                        R"({"notifications":)" + std::string(expected_ack) + "}");
-}
-
-::testing::AssertionResult NextTask(SseStream& s, std::string_view sid, std::string_view id, std::string_view status) {
-  std::string err;
-  auto m = s.NextMessage(kIo, &err);
-  if (!m) return ::testing::AssertionFailure() << "no event: " << err;
-  return IsNotification(*m, "notifications/tasks", sid, TaskParams(id, status));
-}
-
 TEST(Tasks, AListenForTasksWithoutTheExtensionIsRefusedWithTheMissingCapability) {
   ServerProcess srv;
   ASSERT_TRUE(srv.ok()) << srv.error();
