@@ -74,7 +74,7 @@ TEST(Http2Routes, TheFrontProxyForwardsAnH2Request) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   H2Client c;
   ASSERT_TRUE(c.Connect(srv.port()));
-  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call"),
+  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call", "t"),
                                 RpcBody("7", "tools/call", R"("name":"t","arguments":{})"));
   ASSERT_TRUE(c.RunUntil([&] { return c.stream(call).closed; }));
   EXPECT_EQ(c.stream(call).status, 200);
@@ -98,7 +98,7 @@ TEST(Http2Routes, AHalfCloseStillGetsTheProxiedAnswer) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   H2Client c;
   ASSERT_TRUE(c.Connect(srv.port()));
-  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call"),
+  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call", "t"),
                                 RpcBody("8", "tools/call", R"("name":"t","arguments":{})"));
   ASSERT_TRUE(c.ShutdownWrite());
   answer = true;
