@@ -29,8 +29,8 @@ void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
 }
 
 // The envelope's version decides; 2026-07-28 requests must mirror it (and the method, and
-// Mcp-Name's member) in headers, draft requests may omit them but must not contradict them. Answers and returns
-// false when the request cannot be served.
+// Mcp-Name's member) in headers, draft requests may omit them but must not contradict them.
+// Answers and returns false when the request cannot be served.
 bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
   const std::string& body_v = r.meta_version;
   const std::string& head_v = req.protocol_version;
