@@ -74,11 +74,17 @@ TEST(Http2Routes, TheFrontProxyForwardsAnH2Request) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   H2Client c;
   ASSERT_TRUE(c.Connect(srv.port()));
-  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call"),
+  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call", "t"),
                                 RpcBody("7", "tools/call", R"("name":"t","arguments":{})"));
   ASSERT_TRUE(c.RunUntil([&] { return c.stream(call).closed; }));
   EXPECT_EQ(c.stream(call).status, 200);
   EXPECT_EQ(c.stream(call).data, R"({"jsonrpc":"2.0","id":7,"result":{"ok":true}})");
+  // An Mcp-Name that is not the body's (SEP-2243) is refused over h2 too, and not forwarded.
+  std::int32_t wrong = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call", "other"),
+                                 RpcBody("9", "tools/call", R"("name":"t","arguments":{})"));
+  ASSERT_TRUE(c.RunUntil([&] { return c.stream(wrong).closed; }));
+  EXPECT_EQ(c.stream(wrong).status, 400);
+  EXPECT_NE(c.stream(wrong).data.find(R"("code":-32020)"), std::string::npos) << c.stream(wrong).data;
   ASSERT_EQ(up.requests().size(), 1u);
 }
 
@@ -98,7 +104,7 @@ TEST(Http2Routes, AHalfCloseStillGetsTheProxiedAnswer) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   H2Client c;
   ASSERT_TRUE(c.Connect(srv.port()));
-  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call"),
+  std::int32_t call = c.Request("POST", "/mcp", McpHeaders(kV2026, "tools/call", "t"),
                                 RpcBody("8", "tools/call", R"("name":"t","arguments":{})"));
   ASSERT_TRUE(c.ShutdownWrite());
   answer = true;

@@ -182,6 +182,9 @@ std::string RpcBody(std::string_view id_json, std::string_view method,
 // Content-Type, Accept, MCP-Protocol-Version and Mcp-Method (the latter two
 // only when non-empty).
 std::vector<Header> McpHeaders(std::string_view version, std::string_view method);
+// The same with Mcp-Name (SEP-2243: what tools/call, prompts/get, resources/read and tasks/*
+// mirror from their params), when non-empty.
+std::vector<Header> McpHeaders(std::string_view version, std::string_view method, std::string_view name);
 std::string McpPost(std::string_view body, std::vector<Header> headers);
 // A 2026-07-28 subscriptions/listen request with headers.
 std::string ListenRequest(std::string_view id_json, std::string_view notifications_json,

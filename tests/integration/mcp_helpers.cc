@@ -36,6 +36,12 @@ std::vector<Header> McpHeaders(std::string_view version, std::string_view method
   return h;
 }
 
+std::vector<Header> McpHeaders(std::string_view version, std::string_view method, std::string_view name) {
+  std::vector<Header> h = McpHeaders(version, method);
+  if (!name.empty()) h.push_back({"Mcp-Name", std::string(name)});
+  return h;
+}
+
 std::string McpPost(std::string_view body, std::vector<Header> headers) {
   return BuildRequest("POST", "/mcp", headers, body);
 }

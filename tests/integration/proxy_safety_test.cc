@@ -36,7 +36,7 @@ FakeUpstream::Handler AnswerEverything() {
 
 std::string ToolCallHead(std::string_view extra_fields) {
   return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, "
-         "text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n" +
+         "text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: t\r\n" +
          std::string(extra_fields);
 }
 
@@ -66,7 +66,7 @@ TEST(ProxySafety, AFramingFieldWithWhitespaceBeforeTheColonIsRefusedNotForwarded
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_TRUE(c.WaitClosed(kIo)) << "the connection stays open after a request it could not frame";
   // Something later is forwarded; the refused request never was.
-  RpcReply ok = McpCall(srv.port(), McpPost(ToolCallBody("2"), McpHeaders(kV2026, "tools/call")));
+  RpcReply ok = McpCall(srv.port(), McpPost(ToolCallBody("2"), McpHeaders(kV2026, "tools/call", "t")));
   ASSERT_EQ(ok.http.status, 200) << ok.http.body;
   ASSERT_TRUE(up.WaitRequests(1));
   EXPECT_EQ(up.requests().size(), 1u);
@@ -155,7 +155,7 @@ TEST(ProxySafety, AProxiedHeadEndsAtItsHeadAndThePipelinedRequestIsAnswered) {
   Conn c;
   ASSERT_TRUE(c.Connect(srv.port()));
   ASSERT_TRUE(c.Send("HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
-                     McpPost(ToolCallBody("6"), McpHeaders(kV2026, "tools/call"))));
+                     McpPost(ToolCallBody("6"), McpHeaders(kV2026, "tools/call", "t"))));
   HttpResponse head;
   std::string err;
   ASSERT_TRUE(c.ReadHead(head, After(kIo), &err)) << err;
@@ -201,10 +201,10 @@ TEST(ProxySafety, APostOnAPooledConnectionThatClosesIsNeverSentTwice) {
   });
   ServerProcess srv(ProxyArgs(up.url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
-  RpcReply first = McpCall(srv.port(), McpPost(ToolCallBody("1"), McpHeaders(kV2026, "tools/call")));
+  RpcReply first = McpCall(srv.port(), McpPost(ToolCallBody("1"), McpHeaders(kV2026, "tools/call", "t")));
   ASSERT_EQ(first.http.status, 200) << first.http.body;
   RpcReply second = McpCall(srv.port(), McpPost(RpcBody("2", "tools/call", R"("name":"charge-card","arguments":{})"),
-                                                McpHeaders(kV2026, "tools/call")));
+                                                McpHeaders(kV2026, "tools/call", "charge-card")));
   EXPECT_EQ(second.http.status, 502) << second.http.body;
   EXPECT_NE(second.http.body.find("not sent again"), std::string::npos) << second.http.body;
   EXPECT_EQ(up.CountBodies("charge-card"), 1) << "the POST reached the upstream twice";
@@ -222,7 +222,7 @@ TEST(ProxySafety, AGetOnAPooledConnectionThatClosesIsRetriedOnce) {
   });
   ServerProcess srv(ProxyArgs(up.url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
-  RpcReply first = McpCall(srv.port(), McpPost(ToolCallBody("1"), McpHeaders(kV2026, "tools/call")));
+  RpcReply first = McpCall(srv.port(), McpPost(ToolCallBody("1"), McpHeaders(kV2026, "tools/call", "t")));
   ASSERT_EQ(first.http.status, 200) << first.http.body;
   auto get = Roundtrip(srv.port(), BuildRequest("GET", "/mcp?probe=1", {{"Accept", "text/event-stream"}}));
   ASSERT_TRUE(get);

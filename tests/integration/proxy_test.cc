@@ -34,7 +34,7 @@ std::string SseHead(int status = 200) {
 }
 
 std::string ToolCall(std::string_view id_json) {
-  return McpPost(RpcBody(id_json, "tools/call", R"("name":"t","arguments":{})"), McpHeaders(kV2026, "tools/call"));
+  return McpPost(RpcBody(id_json, "tools/call", R"("name":"t","arguments":{})"), McpHeaders(kV2026, "tools/call", "t"));
 }
 
 std::string ToolResult(std::string_view id_json, std::string_view text) {
@@ -50,7 +50,7 @@ TEST(Proxy, ForwardsARequestWithItsHeadersAndRelaysTheAnswer) {
   });
   ServerProcess srv(ProxyArgs(up.url()));
   ASSERT_TRUE(srv.ok()) << srv.error();
-  std::vector<Header> h = McpHeaders(kV2026, "tools/call");
+  std::vector<Header> h = McpHeaders(kV2026, "tools/call", "t");
   h.push_back({"Authorization", "Bearer for-the-upstream"});
   h.push_back({"Last-Event-ID", "ev-9"});
   h.push_back({"X-Custom", "kept"});

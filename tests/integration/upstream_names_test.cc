@@ -16,7 +16,7 @@ namespace {
 constexpr std::string_view kJson = "Content-Type: application/json\r\n";
 
 std::string ToolCall(std::string_view id_json) {
-  return McpPost(RpcBody(id_json, "tools/call", R"("name":"t","arguments":{})"), McpHeaders(kV2026, "tools/call"));
+  return McpPost(RpcBody(id_json, "tools/call", R"("name":"t","arguments":{})"), McpHeaders(kV2026, "tools/call", "t"));
 }
 
 std::string ToolResult(std::string_view id_json) {

@@ -13,6 +13,7 @@ void HttpRequest::clear() {
   host.clear();
   protocol_version.clear();
   mcp_method.clear();
+  mcp_name.clear();
   expect.clear();
   session_id.clear();
   authorization.clear();
@@ -30,6 +31,7 @@ std::string* HttpRequest::named_field(std::string_view name) noexcept {
   if (ieq(name, "host")) return &host;
   if (ieq(name, "mcp-protocol-version")) return &protocol_version;
   if (ieq(name, "mcp-method")) return &mcp_method;
+  if (ieq(name, "mcp-name")) return &mcp_name;
   if (ieq(name, "expect")) return &expect;
   if (ieq(name, "mcp-session-id")) return &session_id;
   if (ieq(name, "last-event-id")) return &last_event_id;

@@ -21,8 +21,8 @@ struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
   // The fields mcpfan reads itself. A repeated field is combined as a list (", ").
-  std::string content_type, accept, origin, host, protocol_version, mcp_method, expect, session_id, authorization,
-      connection;
+  std::string content_type, accept, origin, host, protocol_version, mcp_method, mcp_name, expect, session_id,
+      authorization, connection;
   std::string last_event_id;  // a resuming 2025 session GET
   std::vector<Field> fields;  // with keep_fields (--upstream): every field of the head, in order
   std::string body;

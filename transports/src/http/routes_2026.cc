@@ -1,4 +1,5 @@
 #include "http/exchange.h"
+#include "http/mcp_name_check.h"
 #include "http/request_checks.h"
 #include "http/routes.h"
 #include "mcp/messages.h"
@@ -27,9 +28,9 @@ void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
   c.begin_listen(grant.plan.filter, std::move(r.id), sse_event(grant.plan.ack));
 }
 
-// The envelope's version decides; 2026-07-28 requests must mirror it (and the method) in
-// headers, draft requests may omit them but must not contradict them. Answers and returns
-// false when the request cannot be served.
+// The envelope's version decides; 2026-07-28 requests must mirror it (and the method, and
+// Mcp-Name's member) in headers, draft requests may omit them but must not contradict them.
+// Answers and returns false when the request cannot be served.
 bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std::string& version) {
   const std::string& body_v = r.meta_version;
   const std::string& head_v = req.protocol_version;
@@ -67,10 +68,9 @@ bool check_version(Exchange& c, const HttpRequest& req, const RpcRequest& r, std
     rpc_error(c, 400, r.id, missing->code, missing->message);
     return false;
   }
-  if (r.has_id && (strict || !req.mcp_method.empty()) && req.mcp_method != r.method) {
-    rpc_error(c, r.id, rpc_code::kHeaderMismatch,
-              req.mcp_method.empty() ? "missing Mcp-Method header (must be " + r.method + ")"
-                                     : "Mcp-Method header " + req.mcp_method + " does not match method " + r.method);
+  // SEP-2243: Mcp-Method and Mcp-Name against the body (http/mcp_name_check.h).
+  if (auto mismatch = routing_header_mismatch(req.mcp_method, req.mcp_name, r, req.body, strict)) {
+    rpc_error(c, 400, r.id, rpc_code::kHeaderMismatch, std::move(*mismatch));
     return false;
   }
   version = body_v;

@@ -5,6 +5,7 @@
 #include "http/exchange.h"
 #include "http/routes.h"
 #include "http/field_syntax.h"
+#include "http/mcp_name_check.h"
 #include "http/upstream_request.h"
 #include "mcp/messages.h"
 #include "mcp/session_journal.h"
@@ -85,7 +86,8 @@ void proxied_post(Exchange& c, HttpRequest& req) {
   LoopContext& w = c.context();
   RpcRequest r = w.rpc_decoder().decode(req.body);  // a response, a batch: not decodable here, forwarded
   // 2026-07-28 requests are routed by their Mcp-Method header where it is present (that is
-  // what it is for); mcpfan checks it against the body for the requests it serves itself.
+  // what it is for); mcpfan checks it, and Mcp-Name, against the body before serving or
+  // forwarding the request.
   bool era_2026 = !r.meta_version.empty() || is_2026_version(req.protocol_version);
   std::string_view method = is_2026_version(req.protocol_version) && !req.mcp_method.empty()
                                 ? std::string_view(req.mcp_method)
@@ -95,6 +97,13 @@ void proxied_post(Exchange& c, HttpRequest& req) {
   auto is = [m](MethodRole role) { return m != nullptr && m->role == role; };
   if (era_2026) {
     if (is(MethodRole::Listen)) return handle_mcp_post(c, req);
+    // SEP-2243: what is forwarded must say in its headers what its body says (the listen route
+    // checks its own); a body RpcDecoder could not read to its method is the upstream's to refuse.
+    if (!r.method.empty()) {
+      bool required = r.meta_version == kRev2026 || req.protocol_version == kRev2026;
+      if (auto mismatch = routing_header_mismatch(req.mcp_method, req.mcp_name, r, req.body, required))
+        return rpc_error(c, 400, r.id, rpc_code::kHeaderMismatch, std::move(*mismatch));
+    }
     if (is(MethodRole::Discover) && !r.error) return forward_discover(c, req, r);
     return forward(c, req, r.id);
   }
