@@ -82,6 +82,27 @@ TEST_F(Nats, APublishToAnyNodeReachesEveryMatchingStreamOnEveryNodeOnce) {
   EXPECT_TRUE(PollMetricEq(port(2), "mcpfan_backplane_received_total", 0)) << "C subscribes to nothing";
 }
 
+TEST_F(Nats, ATaskUpdatePublishedOnOneNodeReachesItsListenerOnAnotherOnce) {
+  SseStream b;
+  ASSERT_TRUE(OpenTaskListen(b, port(1), R"("b")", R"({"taskIds":["t1"]})", R"({"taskIds":["t1"]})"));
+  // One interest per task id, on the task subject (nats/subjects.h: `.t.` and one hashed token).
+  ASSERT_TRUE(Eventually([&] { return HasSubject(nats_->Subscriptions("B"), ".t."); }, "B's task subject at NATS"));
+  EXPECT_EQ(nats_->Subscriptions("B").size(), 1u);
+  ASSERT_TRUE(PublishOk(port(2), TaskPublish("t2", "working")));   // nobody's task
+  ASSERT_TRUE(PublishOk(port(2), TaskPublish("t1", "working")));   // from C
+  ASSERT_TRUE(NextTask(b, R"("b")", "t1", "working"));
+  ASSERT_TRUE(PublishOk(port(0), TaskPublish("t1", "completed")));  // from A
+  EXPECT_TRUE(NextTask(b, R"("b")", "t1", "completed"));
+  // Exactly once: a marker from A is the next event.
+  ASSERT_TRUE(PublishOk(port(0), TaskPublish("t1", "cancelled")));
+  EXPECT_TRUE(NextTask(b, R"("b")", "t1", "cancelled"));
+  // B kept what it received: a late listener on B gets the newest state at once.
+  SseStream late;
+  ASSERT_TRUE(OpenTaskListen(late, port(1), R"("late")", R"({"taskIds":["t1"]})", R"({"taskIds":["t1"]})"));
+  EXPECT_TRUE(NextTask(late, R"("late")", "t1", "cancelled"));
+  EXPECT_TRUE(PollMetricEq(port(1), "mcpfan_task_replays_total", 1));
+}
+
 TEST_F(Nats, InterestLeavesNatsAfterTheLingerWhenTheLastSubscriberGoes) {
   {
     SseStream b;
