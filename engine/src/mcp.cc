@@ -136,8 +136,9 @@ PayloadRef resource_updated(std::string_view uri, TenantId tenant) {
 }
 
 PayloadRef list_changed(Kind kind, TenantId tenant) {
-  if (kind == Kind::ResourceUpdated) {  // it needs a uri: a programming error, caught at once
-    std::fputs("mcpfan: mcp::list_changed(Kind::ResourceUpdated): use mcp::resource_updated(uri)\n", stderr);
+  if (kind_info(kind).keyed()) {  // it needs a key: a programming error, caught at once
+    std::fprintf(stderr, "mcpfan: mcp::list_changed(%s): a keyed kind (use mcp::resource_updated(uri), or "
+                 "PublishDecoder for notifications/tasks)\n", std::string(method_name(kind)).c_str());
     std::abort();
   }
   NotificationParts parts;

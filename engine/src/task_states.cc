@@ -59,6 +59,7 @@ void TaskStates::put(TaskState state, Clock::time_point now) {
   const std::size_t bytes = state.payload->frame_size(Framing::Sse) + task_id.size() + state.tenant.size();
   std::lock_guard lock(mu_);
   expire(now);
+  if (limits_.max_tasks == 0) return;  // --task-states-max 0: keeping states is off
   if (bytes > limits_.max_bytes) {
     ++counts_.refused_too_big;
     return;

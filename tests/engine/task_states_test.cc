@@ -129,6 +129,20 @@ TEST(TaskStates, TheByteBoundEvictsAndAStateLargerThanAllIsNotKept) {
   EXPECT_EQ(small.stats().refused_too_big, 1u);
 }
 
+TEST(TaskStates, AZeroBoundKeepsNothing) {
+  TaskStateLimits none;
+  none.max_tasks = 0;
+  TaskStates off(none);
+  off.put(state("acme", "t1", "working"));
+  EXPECT_FALSE(off.find("acme", "t1"));
+  TaskStateLimits per_tenant;
+  per_tenant.max_per_tenant = 0;
+  TaskStates refused(per_tenant);
+  refused.put(state("acme", "t1", "working"));
+  EXPECT_FALSE(refused.find("acme", "t1"));
+  EXPECT_EQ(refused.stats().refused_tenant_full, 1u);
+}
+
 TEST(TaskStates, ForgetDropsOnlyTheStateItNames) {
   TaskStates states;
   TaskState first = state("acme", "t1", "working");

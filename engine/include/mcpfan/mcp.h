@@ -72,7 +72,12 @@ struct CapabilityRefusal {
  * JSON-escaped here. For params or _meta of your own, fill NotificationParts (payload.h).
  */
 [[nodiscard]] PayloadRef resource_updated(std::string_view uri, TenantId tenant = kDefaultTenant);
-/** `notifications/{tools,prompts,resources}/list_changed`; `kind` must not be Kind::ResourceUpdated. */
+/**
+ * `notifications/{tools,prompts,resources}/list_changed`; `kind` must not be a keyed kind
+ * (Kind::ResourceUpdated, Kind::TaskStatus). A task notification carries the whole task:
+ * decode it with PublishDecoder, which validates it and gives its TaskState to keep
+ * (Hub::task_states()), then Hub::publish() its notes.
+ */
 [[nodiscard]] PayloadRef list_changed(Kind kind, TenantId tenant = kDefaultTenant);
 
 }  // namespace mcpfan::mcp
