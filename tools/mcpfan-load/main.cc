@@ -74,6 +74,12 @@ constexpr std::string_view kEnvelope2026 =
     R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
     R"("io.modelcontextprotocol/clientInfo":{"name":"mcpfan-load","version":"0.1.0"},)"
     R"("io.modelcontextprotocol/clientCapabilities":{}})";
+// --task-listens: the same envelope, declaring the Tasks extension (a listen with taskIds needs it).
+constexpr std::string_view kEnvelope2026Tasks =
+    R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientInfo":{"name":"mcpfan-load","version":"0.1.0"},)"
+    R"("io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}})";
+constexpr std::string_view kOwnTaskBase = "task-";  // --task-listens: stream i watches task-<index base + i>
 constexpr int kMaxAttempts = 5;          // per stream handshake
 constexpr int kControlConnections = 16;  // session kind: POSTs, one in flight each
 // Publishes are written when due, never held back waiting for answers: a server that takes
@@ -105,6 +111,8 @@ struct Options {
   double slow_bps = 2048;         // --slow-read-bytes-per-s
   int slow_rcvbuf = 4096;         // --slow-rcvbuf (SO_RCVBUF of a slow stream's socket)
   int pad_bytes = 0;              // --pad-bytes: "bench/pad" string of this length in each publish
+  int params_bytes = 0;           // --params-bytes: targeted publishes' params padded to this size
+  bool task_listens = false;      // --task-listens: each listen watches task-<i>; publishes notifications/tasks
   std::string metrics_url;        // --metrics-url; default <target>/metrics for mcpfan kinds
   bool no_metrics = false;        // --no-metrics
   std::string stream_uris_s = "shared";
@@ -349,6 +357,7 @@ class Loadgen {
   struct Metrics {
     bool ok = false;
     double published = 0, deliveries = 0, coalesced = 0, slow_closes = 0, writes = 0, streams = 0;
+    double task_states = NAN, task_states_bytes = NAN;  // gauges (absent before the Tasks extension)
   };
   Metrics FetchMetrics();
 
@@ -381,7 +390,9 @@ class Loadgen {
     if (o_.stream_uris == StreamUris::Own) return false;
     return m.uri_hash == shared_hash_ || (shared_is_dir_ && m.uri_dir_hash == shared_hash_);
   }
-  std::string OwnUri(uint32_t idx) const { return o_.own_uri_base + std::to_string(o_.index_base + idx); }
+  // Stream i's own key: its URI, or with --task-listens its task id.
+  std::string OwnBase() const { return o_.task_listens ? std::string(kOwnTaskBase) : o_.own_uri_base; }
+  std::string OwnUri(uint32_t idx) const { return OwnBase() + std::to_string(o_.index_base + idx); }
   // --extra-uris: stream i also subscribes to <own URI>/x1 .. /xK, which nobody publishes: they
   // cost the server subscriptions (index entries, memory) without traffic.
   std::string ExtraUri(uint32_t idx, int k) const { return OwnUri(idx) + "/x" + std::to_string(k); }
@@ -504,6 +515,7 @@ class Loadgen {
   } storm_;
   struct {
     double pps = 0, cpu_us_per_publish = NAN, rss_bytes_per_sub = NAN, ctx_switches_per_publish = NAN;
+    double rss_growth_kib = NAN;  // server RSS at the end of the drain - with every stream open (before the warm-up)
     uint64_t subscriptions = 0, lost = 0;
     double warmup_s = 0;
     uint64_t warmup_resent = 0;
@@ -605,6 +617,16 @@ bool Loadgen::Setup(std::string* err) {
   if (o_.scenario == Scenario::Receive && o_.kind != Kind::Listen && o_.kind != Kind::Stdio &&
       o_.kind != Kind::Session) {
     *err = "--scenario receive is for the mcpfan kinds (listen, session, stdio)";
+    return false;
+  }
+  if (o_.task_listens && (o_.scenario != Scenario::Targeted || o_.stream_uris != StreamUris::Own ||
+                          o_.extra_uris > 0 || (o_.kind != Kind::Listen && o_.kind != Kind::Stdio))) {
+    *err = "--task-listens needs --scenario targeted --stream-uris own, no --extra-uris, and --kind listen or stdio "
+           "(one task per stream)";
+    return false;
+  }
+  if (o_.params_bytes < 0 || (o_.params_bytes > 0 && o_.scenario != Scenario::Targeted)) {
+    *err = "--params-bytes is for --scenario targeted (a size in bytes)";
     return false;
   }
   // Receivers hash a delivery's URI as the raw bytes between its quotes: keep URIs free of
@@ -711,7 +733,8 @@ bool Loadgen::Setup(std::string* err) {
     if (streams_[i].slow) ++slow_n_;
     if (o_.stream_uris != StreamUris::Shared) streams_[i].own_hash = UriHash(OwnUri(i));
     // Deliveries published by another process are told apart by their ts and URI.
-    if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted) streams_[i].lines.set_extras(true);
+    if (o_.scenario == Scenario::Receive || o_.scenario == Scenario::Targeted)
+      streams_[i].lines.set_extras(true, o_.task_listens ? kTaskIdMarker : kUriMarker);
   }
   shared_hash_ = UriHash(o_.uri);
   shared_is_dir_ = !o_.uri.empty() && o_.uri.back() == '/';
@@ -722,6 +745,8 @@ bool Loadgen::Setup(std::string* err) {
     // scenario (bench/cluster) writes every publish when due.
     multi_ = std::make_unique<MultiPublisher>(
         &loop_, pub_eps_, o_.pad_bytes, o_.scenario == Scenario::Targeted ? o_.pub_window : MultiPublisher::kUnbounded);
+    if (o_.task_listens) multi_->set_tasks();
+    multi_->set_params_bytes(o_.params_bytes);
   }
   publishers_ = std::make_unique<HttpPool>(&loop_, pub_.addr, 1, kPublishDepth);
   if (metrics_on_) metrics_pool_ = std::make_unique<HttpPool>(&loop_, metrics_.addr, 1, 1);
@@ -860,10 +885,12 @@ std::string Loadgen::ListenBody(uint32_t idx) const {
     uris += (uris.empty() ? "\"" : ",\"") + JsonEscape(OwnUri(idx)) + "\"";
     for (int k = 1; k <= o_.extra_uris; ++k) uris += ",\"" + JsonEscape(ExtraUri(idx, k)) + "\"";
   }
-  std::string body = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
-                     R"(","method":"subscriptions/listen","params":{"_meta":)" + std::string(kEnvelope2026) +
-                     R"(,"notifications":{"resourceSubscriptions":[)" + uris + R"(]}}})";
-  return body;
+  std::string head = R"({"jsonrpc":"2.0","id":"listen:)" + std::to_string(idx) +
+                     R"(","method":"subscriptions/listen","params":{"_meta":)";
+  if (o_.task_listens) {  // one task id, with the Tasks extension declared
+    return head + std::string(kEnvelope2026Tasks) + R"(,"notifications":{"taskIds":[")" + OwnUri(idx) + R"("]}}})";
+  }
+  return head + std::string(kEnvelope2026) + R"(,"notifications":{"resourceSubscriptions":[)" + uris + R"(]}}})";
 }
 
 std::string Loadgen::ListenRequest(uint32_t idx) const {
@@ -2033,7 +2060,7 @@ bool Loadgen::WarmUpTargeted() {
     spec.duration_ns = 120 * kSec;
     spec.via = MultiPublisher::kViaRandom;
     spec.own = true;
-    spec.own_base = o_.own_uri_base;
+    spec.own_base = OwnBase();
     spec.own_first = o_.index_base;
     spec.own_n = n_;
     spec.indices = todo;
@@ -2081,7 +2108,7 @@ bool Loadgen::RunTargeted() {
   spec.duration_ns = uint64_t(o_.duration * kSec);
   spec.via = MultiPublisher::kViaRandom;
   spec.own = true;
-  spec.own_base = o_.own_uri_base;
+  spec.own_base = OwnBase();
   spec.own_first = o_.index_base;
   spec.own_n = n_;
   spec.path_per_target = o_.kind == Kind::Nchan;  // one publisher location per channel
@@ -2111,6 +2138,7 @@ bool Loadgen::RunTargeted() {
     cpu_measured_ = true;
   }
   const auto& r = multi_->run_stats();
+  if (c1.ok && rss1_.ok) tgt_.rss_growth_kib = double(c1.rss_kib) - double(rss1_.rss_kib);
   if (c0.ok && c1.ok && r.published)
     tgt_.ctx_switches_per_publish = double(c1.ctx_switches - c0.ctx_switches) / double(r.published);
   uint64_t lost = r.published > tally_->received() ? r.published - tally_->received() : 0;
@@ -2152,7 +2180,10 @@ bool Loadgen::RunTargeted() {
       ",\"unsent\":" + std::to_string(r.unsent) + ",\"publish_errors\":" + std::to_string(r.errors) +
       ",\"publishes_per_s\":" + Num(tgt_.pps, 1) + ",\"cpu_us_per_publish\":" + Num(tgt_.cpu_us_per_publish) +
       ",\"ctx_switches_per_publish\":" + Num(tgt_.ctx_switches_per_publish) +
-      ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) + ",\"lost\":" + std::to_string(lost) +
+      ",\"rss_bytes_per_subscription\":" + Num(tgt_.rss_bytes_per_sub, 1) +
+      ",\"rss_growth_kib\":" + Num(tgt_.rss_growth_kib, 0) + ",\"task_listens\":" +
+      (o_.task_listens ? "true" : "false") + ",\"params_bytes\":" + std::to_string(o_.params_bytes) +
+      ",\"lost\":" + std::to_string(lost) +
       ",\"duplicates\":" + std::to_string(tally_->duplicates()) +
       ",\"misdelivered\":" + std::to_string(tally_->misdelivered()) +
       ",\"latency_ms\":{\"p50\":" + Num(double(h.Quantile(0.50)) / kMs) +
@@ -2197,6 +2228,8 @@ Loadgen::Metrics Loadgen::FetchMetrics() {
     pick("mcpfan_slow_consumer_closes_total", &m.slow_closes);
     pick("mcpfan_stream_writes_total", &m.writes);
     pick("mcpfan_listen_streams_open", &m.streams);
+    pick("mcpfan_task_states", &m.task_states);
+    pick("mcpfan_task_states_bytes", &m.task_states_bytes);
   };
   metrics_pool_->Submit(std::move(j));
   RunUntil([&] { return st->first; }, NowNs() + 3 * kSec, "GET /metrics", /*fatal_on_timeout=*/false);
@@ -2304,7 +2337,8 @@ void Loadgen::Report(bool ok) {
         << Num(double(lat.Quantile(0.99)) / kMs) << ", max " << Num(double(lat.max()) / kMs) << "; "
         << tgt_.subscriptions << " subscriptions (" << SubscriptionsPerStream() << " per stream); server CPU "
         << Num(tgt_.cpu_us_per_publish, 2) << " us/publish (" << Num(tgt_.ctx_switches_per_publish, 2)
-        << " context switches), RSS " << Num(tgt_.rss_bytes_per_sub, 0) << " B/subscription\n";
+        << " context switches), RSS " << Num(tgt_.rss_bytes_per_sub, 0) << " B/subscription, +"
+        << Num(tgt_.rss_growth_kib, 0) << " KiB over the run" << (o_.task_listens ? " (task listens)" : "") << "\n";
     }
   }
   std::string server;
@@ -2337,7 +2371,8 @@ void Loadgen::Report(bool ok) {
                  Num(del, 0) + R"(,"coalesced":)" + Num(m1_.coalesced - m0_.coalesced, 0) +
                  R"(,"slow_consumer_closes":)" + Num(m1_.slow_closes - m0_.slow_closes, 0) + R"(,"stream_writes":)" +
                  Num(wr, 0) + R"(,"writes_per_delivery":)" + Num(del > 0 ? wr / del : NAN, 4) +
-                 R"(,"listen_streams_open_after":)" + Num(m1_.streams, 0) + "}";
+                 R"(,"listen_streams_open_after":)" + Num(m1_.streams, 0) + R"(,"task_states_after":)" +
+                 Num(m1_.task_states, 0) + R"(,"task_states_bytes_after":)" + Num(m1_.task_states_bytes, 0) + "}";
     } else {
       h << "  server /metrics: not available (" << metrics_.hostport << metrics_.path << ")\n";
       smetrics = R"("server_metrics":null)";
@@ -2509,6 +2544,12 @@ int main(int argc, char** argv) {
       "--metrics-url", o.metrics_url,
       "server counters to read before/after the measured phase (default for listen/session/stdio: <target>/metrics)");
   app.add_flag("--no-metrics", o.no_metrics, "do not read the server's /metrics");
+  app.add_flag("--task-listens", o.task_listens,
+               "targeted: stream i's listen watches task-<--index-base + i> (taskIds, the Tasks extension declared) "
+               "and publishes are notifications/tasks (status working) to one random stream's task");
+  app.add_option("--params-bytes", o.params_bytes,
+                 "targeted: pad every publish's params to this many bytes as sent (a task's statusMessage, else a "
+                 "\"bench/pad\" in _meta)");
   app.add_option("--pad-bytes", o.pad_bytes, "add a \"bench/pad\" string of this many bytes to every publish's _meta")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_flag("--tls", o.tls,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace mcpload {
 
@@ -11,13 +12,38 @@ namespace {
 
 constexpr uint64_t kSec = 1000000000;
 
+// The padding characters that make `text` + the padding + `tail` `total` bytes long, where the
+// padding member takes `extra` bytes of JSON around its characters; -1 when it does not fit.
+long PadTo(int total, size_t text, size_t tail, size_t extra) {
+  return long(total) - long(text + tail + extra);
+}
+
 // The receivers hash a delivery's URI as raw bytes (wire.h UriIn), so a URI is sent as is;
-// main.cc refuses URIs that would need JSON escapes.
-std::string Body(const std::string& uri, uint64_t seq, uint64_t ts, int pad) {
-  std::string b = R"({"method":"notifications/resources/updated","params":{"uri":")" + uri +
-                  R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts);
-  if (pad > 0) b += R"(,"bench/pad":")" + std::string(size_t(pad), 'x') + "\"";
-  return b + "}}}";
+// main.cc refuses URIs that would need JSON escapes. params_bytes > 0: a "bench/pad" in _meta
+// makes params that many bytes long as sent when it fits (instead of `pad` bytes of padding).
+std::string ResourceBody(const std::string& uri, uint64_t seq, uint64_t ts, int pad, int params_bytes) {
+  std::string p = R"({"uri":")" + uri + R"(","_meta":{"bench/seq":)" + std::to_string(seq) + R"(,"bench/ts_ns":)" +
+                  std::to_string(ts);
+  constexpr std::string_view kPad = R"(,"bench/pad":"")";
+  long n = params_bytes > 0 ? PadTo(params_bytes, p.size(), 2, kPad.size()) : (pad > 0 ? pad : -1);
+  if (n >= 0) p += R"(,"bench/pad":")" + std::string(size_t(n), 'x') + "\"";
+  return R"({"method":"notifications/resources/updated","params":)" + p + "}}}";
+}
+
+// A task's status (the Tasks extension): task `task_id` working, with the fields mcpfan
+// requires (about 195 bytes of params with the bench _meta); params_bytes > 0: a statusMessage
+// makes params that many bytes long as sent, when it fits.
+std::string TaskBody(const std::string& task_id, uint64_t seq, uint64_t ts, int pad, int params_bytes) {
+  std::string p = R"({"taskId":")" + task_id +
+                  R"(","status":"working","createdAt":"2026-11-28T00:00:00Z","lastUpdatedAt":"2026-11-28T00:00:00Z",)"
+                  R"("ttlMs":60000,"_meta":{"bench/seq":)" +
+                  std::to_string(seq) + R"(,"bench/ts_ns":)" + std::to_string(ts);
+  if (pad > 0) p += R"(,"bench/pad":")" + std::string(size_t(pad), 'x') + "\"";
+  p += "}";
+  constexpr std::string_view kMessage = R"(,"statusMessage":"")";
+  long n = params_bytes > 0 ? PadTo(params_bytes, p.size(), 1, kMessage.size()) : -1;
+  if (n >= 0) p += R"(,"statusMessage":")" + std::string(size_t(n), 'x') + "\"";
+  return R"({"method":"notifications/tasks","params":)" + p + "}}";
 }
 
 }  // namespace
@@ -35,9 +61,14 @@ MultiPublisher::MultiPublisher(uv_loop_t* loop, std::vector<Endpoint> endpoints,
 
 MultiPublisher::~MultiPublisher() = default;
 
+std::string MultiPublisher::Body(const std::string& uri, uint64_t seq, uint64_t ts) const {
+  if (tasks_) return TaskBody(uri, seq, ts, pad_bytes_, params_bytes_);
+  return ResourceBody(uri, seq, ts, pad_bytes_, params_bytes_);
+}
+
 std::string MultiPublisher::Request(size_t via, const std::string& path, const std::string& uri, uint64_t seq,
                                     uint64_t ts) const {
-  std::string body = Body(uri, seq, ts, pad_bytes_);
+  std::string body = Body(uri, seq, ts);
   const Endpoint& e = eps_[via];
   return "POST " + path + " HTTP/1.1\r\nHost: " + e.hostport +
          "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: " +
@@ -140,7 +171,7 @@ void MultiPublisher::IssueBatch(size_t via) {
     std::string body = "[";
     for (size_t i = 0; i < indices.size(); ++i) {
       if (i) body += ',';
-      body += Body(spec_.own_base + std::to_string(indices[i]), first + i, *ts, pad_bytes_);
+      body += Body(spec_.own_base + std::to_string(indices[i]), first + i, *ts);
     }
     body += ']';
     const Endpoint& e = eps_[via];

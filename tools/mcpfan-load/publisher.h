@@ -9,6 +9,9 @@
 // every window is full it waits in the client; what is still waiting 100 ms after the
 // schedule's end is never sent (`unsent`: the server did not keep up with the rate).
 //
+// With set_tasks(), every publish is a notifications/tasks (the Tasks extension) for the task id
+// `uri` (a run's own_base + index: "task-<i>"), status working, instead of a resources/updated.
+//
 // Every body carries "bench/seq" (unique per process: wall-clock ms x 1000 + a counter,
 // below 2^53) and "bench/ts_ns" (CLOCK_MONOTONIC when the request was first written), so a
 // receiver in another process can tell the publish and its latency. Order: publishes through
@@ -90,6 +93,13 @@ class MultiPublisher {
   MultiPublisher(const MultiPublisher&) = delete;
   MultiPublisher& operator=(const MultiPublisher&) = delete;
 
+  // Before the first publish. set_tasks(): publishes become notifications/tasks whose "URI" is
+  // the task id. set_params_bytes(B), B > 0: every publish's params padded to B bytes as sent
+  // (a task's statusMessage, a resource update's "bench/pad" in _meta; none when the fields
+  // alone take more).
+  void set_tasks() { tasks_ = true; }
+  void set_params_bytes(int bytes) { params_bytes_ = bytes; }
+
   size_t endpoints() const { return eps_.size(); }
   uint64_t seq_base() const { return seq_offset_; }
   uint64_t next_seq() const { return seq_offset_ + next_; }  // the seq of the next publish
@@ -108,6 +118,7 @@ class MultiPublisher {
 
  private:
   uint64_t Submit(size_t via, std::string uri, std::string path, std::function<void(uint64_t, uint64_t, Reply&)> done);
+  std::string Body(const std::string& uri, uint64_t seq, uint64_t ts) const;
   std::string Request(size_t via, const std::string& path, const std::string& uri, uint64_t seq, uint64_t ts) const;
   static void OnTick(uv_timer_t* t);
   // Issues the run's next publish through `via` (a run's choice of URI, path and accounting).
@@ -127,6 +138,8 @@ class MultiPublisher {
   std::vector<std::unique_ptr<HttpPool>> pools_;
   std::vector<int> inflight_;  // per connection: this run's publishes not yet answered
   int pad_bytes_;
+  bool tasks_ = false;    // set_tasks(): notifications/tasks
+  int params_bytes_ = 0;  // set_params_bytes(): the params' size as sent (0: not padded to a size)
   int depth_;
   uint64_t seq_offset_ = 0;
   uint64_t next_ = 0;

@@ -5,6 +5,8 @@
 #   3. the same with 10 % slow readers (fast/slow split, mcpfan's /metrics read)
 #   4. targeted: 200 streams with their own URIs, 500 publishes/s each to one stream; then
 #      at the maximum rate over 2 publisher connections, with 2 extra URIs per stream
+#      and with 16 notifications per POST; task listens (--task-listens), task notifications of
+#      200 B and 8 KiB (--params-bytes), the task states mcpfan then keeps, and over stdio
 #   5. receive + publish driven over stdin (bench/cluster's protocol)
 #   6. HTTP/2: a burst and a targeted run as h2c streams (--h2, 4 and 2 connections); with the
 #      openssl CLI, a second mcpfan with TLS: a burst over TLS HTTP/1.1 and over TLS h2
@@ -59,7 +61,7 @@ PY
 }
 has() { local v; v="$(json_get "$1" "$2")" && [[ "$v" != "null" ]]; }
 
-"$server_bin" --listen 127.0.0.1:0 --workers 2 2>"$tmp/server.err" &
+"$server_bin" --listen 127.0.0.1:0 --workers 2 --unix "$tmp/mcpfan.sock" 2>"$tmp/server.err" &
 server_pid=$!
 port=""
 for _ in $(seq 100); do  # up to 10 s
@@ -143,6 +145,38 @@ done
 [[ "$(json_get "$tmp/targeted_batch.json" '.targeted.batch')" == "16" ]] || fail "targeted_batch: batch is not 16"
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["targeted"]; sys.exit(0 if t["published"] > 0 and t["published"] % 16 == 0 and t["tally"]["received"] == t["published"] else 1)' \
   "$tmp/targeted_batch.json" || fail "targeted_batch: published not a multiple of 16, or not all received"
+# Task listens (--task-listens): stream i's listen names task-<i> with the Tasks extension
+# declared; each publish is a notifications/tasks for one random stream's task, its params padded
+# to 200 bytes (then 8 KiB at the maximum rate over 2 connections): every one delivered once to
+# the listen of its task (matched by taskId), and mcpfan keeps the newest state of each task.
+run tasks --streams 200 --stream-uris own --task-listens --params-bytes 200 --scenario targeted --rate 500 --duration 2
+for k in lost duplicates misdelivered publish_errors; do
+  [[ "$(json_get "$tmp/tasks.json" ".targeted.$k")" == "0" ]] || fail "tasks: $k is not 0"
+done
+[[ "$(json_get "$tmp/tasks.json" '.targeted.tally.received')" == "1000" ]] || fail "tasks: want 1000 received"
+[[ "$(json_get "$tmp/tasks.json" '.targeted.task_listens')" == "true" ]] || fail "tasks: task_listens is not true"
+[[ "$(json_get "$tmp/tasks.json" '.server_metrics.task_states_after')" == "200" ]] \
+  || fail "tasks: want 200 task states kept, got $(json_get "$tmp/tasks.json" '.server_metrics.task_states_after')"
+run tasks_max --streams 200 --stream-uris own --task-listens --params-bytes 8192 --scenario targeted --rate max \
+  --duration 1 --window 4 --publish-url "$pub,$pub"
+for k in lost duplicates misdelivered publish_errors; do
+  [[ "$(json_get "$tmp/tasks_max.json" ".targeted.$k")" == "0" ]] || fail "tasks_max: $k is not 0"
+done
+# Each kept state is one 8 KiB task notification as encoded (params of 8,192 bytes plus the envelope).
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); m=t["server_metrics"]; b=m["task_states_bytes_after"]/m["task_states_after"]; sys.exit(0 if t["targeted"]["tally"]["received"] == t["targeted"]["published"] > 0 and 8192 <= b <= 8192 + 512 else 1)' \
+  "$tmp/tasks_max.json" || fail "tasks_max: not all received, or kept states not of the published size"
+# The same over stdio framing (--kind stdio on the server's --unix socket).
+timeout 60 "$load_bin" --kind stdio --unix "$tmp/mcpfan.sock" --target "http://127.0.0.1:$port" --server-pid "$server_pid" \
+  --timeout-s 45 --streams 100 --stream-uris own --task-listens --params-bytes 200 --scenario targeted --rate 200 \
+  --duration 1 >"$tmp/tasks_stdio.out" 2>&1 || fail "tasks_stdio: mcpfan-load exited $?"
+tail -n 1 "$tmp/tasks_stdio.out" >"$tmp/tasks_stdio.json"
+[[ "$(json_get "$tmp/tasks_stdio.json" '.targeted.tally.received')" == "200" ]] || fail "tasks_stdio: want 200 received"
+[[ "$(json_get "$tmp/tasks_stdio.json" '.targeted.misdelivered')" == "0" ]] || fail "tasks_stdio: misdelivered"
+# A task listen is one task per stream, and only with the targeted scenario.
+if "$load_bin" --kind listen --target "http://127.0.0.1:$port" --streams 1 --stream-uris own --extra-uris 1 --task-listens \
+  --scenario targeted >"$tmp/tasks_extra.out" 2>&1; then fail "--task-listens with --extra-uris was accepted"; fi
+grep -q -- "--task-listens needs" "$tmp/tasks_extra.out" || fail "--task-listens: no clear error: $(cat "$tmp/tasks_extra.out")"
+
 # --batch with nchan is refused by name (nchan takes one message per POST).
 if "$load_bin" --kind nchan --target "http://127.0.0.1:$port" --streams 1 --stream-uris own --scenario targeted --rate max \
   --batch 4 >"$tmp/batch_nchan.out" 2>&1; then fail "--batch with nchan was accepted"; fi

@@ -19,6 +19,7 @@ namespace mcpload {
 constexpr std::string_view kSeqMarker = "\"bench/seq\":";
 constexpr std::string_view kTsMarker = "\"bench/ts_ns\":";
 constexpr std::string_view kUriMarker = "\"uri\":\"";
+constexpr std::string_view kTaskIdMarker = "\"taskId\":\"";  // the key of a notifications/tasks (--task-listens)
 constexpr std::string_view kAckMethod = "notifications/subscriptions/acknowledged";
 constexpr size_t kMaxLine = 1 << 20;  // a longer SSE line / stdio line is a framing error
 
@@ -73,10 +74,11 @@ inline bool NumberAfter(std::string_view d, std::string_view marker, uint64_t* o
   return p && DecimalAt(p, d.data() + d.size(), out) > 0;
 }
 
-// The raw bytes of the first "uri":"..." string in d (up to the next quote; the URIs the
-// load generator uses need no escapes).
-inline std::string_view UriIn(std::string_view d) {
-  const char* p = After(d, kUriMarker);
+// The raw bytes of the first "uri":"..." string in d (or of another key's string: `marker`,
+// such as kTaskIdMarker), up to the next quote; the URIs and task ids the load generator uses
+// need no escapes.
+inline std::string_view UriIn(std::string_view d, std::string_view marker = kUriMarker) {
+  const char* p = After(d, marker);
   if (!p) return {};
   const char* end = d.data() + d.size();
   const char* q = static_cast<const char*>(memchr(p, '"', size_t(end - p)));
@@ -84,8 +86,9 @@ inline std::string_view UriIn(std::string_view d) {
 }
 
 // Classifies one JSON-RPC message text without parsing it. With `extras`, a Seq message
-// also gets ts_ns and uri_hash (two more memmem calls; off for the classic scenarios).
-inline Msg Classify(std::string_view d, bool extras = false) {
+// also gets ts_ns and uri_hash (two more memmem calls; off for the classic scenarios); the
+// "URI" is the string after `key` (kUriMarker, or kTaskIdMarker for task notifications).
+inline Msg Classify(std::string_view d, bool extras = false, std::string_view key = kUriMarker) {
   Msg m;
   m.text = d;
   if (d.size() < 2 || d.front() != '{' || d.back() != '}') {
@@ -97,7 +100,7 @@ inline Msg Classify(std::string_view d, bool extras = false) {
     m.type = digits ? MsgType::Seq : MsgType::Invalid;
     if (extras && digits) {
       NumberAfter(d, kTsMarker, &m.ts_ns);
-      std::string_view u = UriIn(d);
+      std::string_view u = UriIn(d, key);
       if (!u.empty()) {
         m.uri_hash = UriHash(u);
         size_t slash = u.rfind('/');
@@ -321,7 +324,7 @@ class LineFramer {
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (mode_ == Mode::JsonLines) {
       if (l.empty()) return h.OnFramingError("empty line on a stdio stream");
-      Msg m = Classify(l, extras_);
+      Msg m = Classify(l, extras_, key_);
       if (m.type == MsgType::Invalid) return h.OnFramingError("a stdio line that is not a JSON object");
       return h.OnMessage(m);
     }
@@ -336,7 +339,7 @@ class LineFramer {
       if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
       if (has_data_) return h.OnFramingError("two data lines in one SSE event");
       if (l.empty()) return true;  // a 2025 session's priming event (`id:` + empty data): no message
-      msg_ = Classify(l, extras_);
+      msg_ = Classify(l, extras_, key_);
       if (msg_.type == MsgType::Invalid) return h.OnFramingError("SSE data that is not a JSON object");
       msg_.text = {};  // the line's bytes may not outlive this call
       if (msg_.type == MsgType::Ack) {  // kept so the handler can check its subscription id
@@ -366,13 +369,18 @@ class LineFramer {
     ack_text_.clear();
     ack_text_.shrink_to_fit();
   }
-  // Classify with extras (ts_ns, uri_hash) from now on, and after every Reset.
-  void set_extras(bool on) { extras_ = extras_default_ = on; }
+  // Classify with extras (ts_ns, uri_hash) from now on, and after every Reset; `key` names the
+  // string hashed as the URI (kTaskIdMarker: a task notification's taskId). A static string.
+  void set_extras(bool on, std::string_view key = kUriMarker) {
+    extras_ = extras_default_ = on;
+    key_ = key;
+  }
 
  private:
   Mode mode_ = Mode::Sse;
   bool has_data_ = false;
   bool extras_ = false, extras_default_ = false;
+  std::string_view key_ = kUriMarker;
   Msg msg_;
   std::string carry_;
   std::string ack_text_;
