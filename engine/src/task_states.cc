@@ -56,7 +56,9 @@ bool TaskStates::evict_one() {
 void TaskStates::put(TaskState state, Clock::time_point now) {
   if (!state.payload) return;
   const std::string_view task_id = state.payload->uri();
-  const std::size_t bytes = state.payload->frame_size(Framing::Sse) + task_id.size() + state.tenant.size();
+  // Both encodings the payload holds (the frame and plain()), so the bound is on what is held.
+  const std::size_t bytes = state.payload->frame_size(Framing::Sse) + state.payload->plain(Framing::Sse).size() +
+                            task_id.size() + state.tenant.size();
   std::lock_guard lock(mu_);
   expire(now);
   if (limits_.max_tasks == 0) return;  // --task-states-max 0: keeping states is off

@@ -107,7 +107,8 @@ TEST(TaskStates, PastTheTotalBoundTheStateThatExpiresFirstMakesRoom) {
 
 TEST(TaskStates, TheByteBoundEvictsAndAStateLargerThanAllIsNotKept) {
   TaskState probe = state("acme", "x", "working");
-  const std::size_t one = probe.payload->frame_size(Framing::Sse) + 1 + 4;  // + task id + tenant
+  const std::size_t one = probe.payload->frame_size(Framing::Sse) + probe.payload->plain(Framing::Sse).size() + 1 +
+                          4;  // both encodings + task id + tenant
   TaskStateLimits limits;
   limits.max_bytes = 2 * one + one / 2;
   TaskStates states(limits);
