@@ -85,8 +85,9 @@ TEST(MergeCapabilities, TheUpstreamsOwnTasksEntryIsKept) {
   auto m = merge_message(
       R"({"id":1,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"mine":true}}}}})", true);
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->body, R"({"id":1,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"mine":true}},)"
-                     R"("resources":{"subscribe":true,"listChanged":true}}}})");
+  EXPECT_EQ(m->body,
+            R"({"id":1,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"mine":true}},)"
+            R"("resources":{"subscribe":true,"listChanged":true}}}})");
   // An `extensions` that is not an object is the upstream's mistake, kept as sent.
   auto odd = merge_message(R"({"id":1,"result":{"capabilities":{"extensions":7}}})", true);
   ASSERT_TRUE(odd);

@@ -211,7 +211,8 @@ void TaskPoller::track(CreatedTask task) {
   if (!sendable) {
     stats_.refused.fetch_add(1, std::memory_order_relaxed);
     log::line(LogLevel::Warn, "task_poll_refused",
-              "a task is not polled: its id is not visible ASCII within --max-task-id-length", {{"tenant", task.tenant}});
+              "a task is not polled: its id is not visible ASCII within --max-task-id-length",
+              {{"tenant", task.tenant}});
     return;
   }
   std::uint64_t cap = ctx_.config().tasks.state_max_ttl_ms;
