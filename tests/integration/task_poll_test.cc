@@ -67,9 +67,8 @@ class TaskScript {
   std::string Task(int phase) const {
     std::string t = R"({"taskId":")" + std::string(kTaskId) + R"(","status":")" + std::string(kStatuses[phase]) +
                     R"(","createdAt":"2026-11-28T10:00:00Z","lastUpdatedAt":"2026-11-28T10:00:0)" +
-                    std::to_string(phase) + R"(Z","ttlMs":)" + ttl_json_ +
-                    R"(,"pollIntervalMs":)" + std::to_string(interval_ms_) + R"(,"requestState":"rs-)" +
-                    std::to_string(phase) + '"';
+                    std::to_string(phase) + R"(Z","ttlMs":)" + ttl_json_ + R"(,"pollIntervalMs":)" +
+                    std::to_string(interval_ms_) + R"(,"requestState":"rs-)" + std::to_string(phase) + '"';
     if (phase == 1) t += R"(,"inputRequests":{"name":{"method":"elicitation/create","params":{}}})";
     if (phase == 3) t += R"(,"result":{"content":[{"type":"text","text":"done"}],"isError":false})";
     return t + "}";
@@ -142,9 +141,15 @@ struct PollServer {
   explicit PollServer(TaskScript& script, std::vector<std::string> extra = {})
       : up([&script](int fd, const UpstreamRequest& r) { return script.Serve(fd, r); }) {
     std::ofstream(dir.path() + "/secret") << kSecret << "\n";
-    std::vector<std::string> args{"--workers",         "2",      "--upstream",          up.url(),
-                                  "--jwt-secret-file", dir.path() + "/secret", "--upstream-task-poll",
-                                  "--upstream-task-poll-min-ms", "50"};
+    std::vector<std::string> args{"--workers",
+                                  "2",
+                                  "--upstream",
+                                  up.url(),
+                                  "--jwt-secret-file",
+                                  dir.path() + "/secret",
+                                  "--upstream-task-poll",
+                                  "--upstream-task-poll-min-ms",
+                                  "50"};
     args.insert(args.end(), extra.begin(), extra.end());
     srv.emplace(args);
   }
@@ -156,8 +161,8 @@ struct PollServer {
 
 // The tools/call that makes the upstream create the task, as `token`'s caller.
 ::testing::AssertionResult CreateTask(int port, const std::string& token) {
-  RpcReply r = McpCall(port, McpPost(TasksBody("1", "tools/call", R"("name":"slow","arguments":{})"),
-                                     Authorized("tools/call", token)));
+  RpcReply r = McpCall(
+      port, McpPost(TasksBody("1", "tools/call", R"("name":"slow","arguments":{})"), Authorized("tools/call", token)));
   if (r.http.status != 200) return ::testing::AssertionFailure() << "tools/call: " << r.http.status << r.http.body;
   if (r.http.body.find(R"("resultType":"task")") == std::string::npos) {
     return ::testing::AssertionFailure() << "not the upstream's CreateTaskResult: " << r.http.body;
@@ -166,7 +171,9 @@ struct PollServer {
   return PollMetricEq(port, "mcpfan_upstream_tasks_tracked_total", 1);
 }
 
-bool IsAck(const SseEvent& e) { return e.data.find("notifications/subscriptions/acknowledged") != std::string::npos; }
+bool IsAck(const SseEvent& e) {
+  return e.data.find("notifications/subscriptions/acknowledged") != std::string::npos;
+}
 
 // The statuses of the notifications/tasks a stream got, in order.
 std::vector<std::string> Statuses(const std::deque<SseEvent>& events) {
@@ -216,8 +223,8 @@ TEST(TaskPoll, OnePollPerIntervalServesAHundredListenersEachStateOnce) {
   // Another principal of the same tenant: the task id is not agreed to (left out of the ack).
   SseStream bob;
   std::string err;
-  ASSERT_TRUE(bob.Open(s.port(), McpPost(TaskListenBody("\"bob\""), Authorized("subscriptions/listen",
-                                                                                Token("acme", "bob"))),
+  ASSERT_TRUE(bob.Open(s.port(),
+                       McpPost(TaskListenBody("\"bob\""), Authorized("subscriptions/listen", Token("acme", "bob"))),
                        kIo, &err))
       << err;
   auto bob_ack = bob.NextMessage();
@@ -225,9 +232,9 @@ TEST(TaskPoll, OnePollPerIntervalServesAHundredListenersEachStateOnce) {
   EXPECT_FALSE(bob_ack->Has({"params", "notifications", "taskIds"})) << bob_ack->text();
   // Another tenant, even with the same subject: its task of that id would be another task; it hears nothing.
   SseStream globex;
-  ASSERT_TRUE(globex.Open(s.port(), McpPost(TaskListenBody("\"globex\""),
-                                            Authorized("subscriptions/listen", Token("globex", "alice"))),
-                          kIo, &err))
+  ASSERT_TRUE(globex.Open(
+      s.port(), McpPost(TaskListenBody("\"globex\""), Authorized("subscriptions/listen", Token("globex", "alice"))),
+      kIo, &err))
       << err;
   ASSERT_TRUE(globex.NextMessage());
 
@@ -299,8 +306,8 @@ TEST(TaskPoll, PollingPausesWhenTheLastListenerGoesAndResumesForANewOne) {
   {
     SseStream l;
     std::string err;
-    ASSERT_TRUE(l.Open(s.port(), McpPost(TaskListenBody("\"a\""), Authorized("subscriptions/listen", alice)), kIo,
-                       &err))
+    ASSERT_TRUE(
+        l.Open(s.port(), McpPost(TaskListenBody("\"a\""), Authorized("subscriptions/listen", alice)), kIo, &err))
         << err;
     ASSERT_TRUE(l.NextMessage());  // the ack
     ASSERT_TRUE(script.WaitPollsIn(0, 2));
@@ -309,15 +316,14 @@ TEST(TaskPoll, PollingPausesWhenTheLastListenerGoesAndResumesForANewOne) {
   // then can still come: a later tick finds nobody listening.
   ASSERT_TRUE(PollMetricEq(s.port(), "mcpfan_listen_streams_open", 0));
   std::size_t at_close = script.polls().size();
-  EXPECT_FALSE(script.WaitPolls([&](const std::vector<Poll>& p) { return p.size() > at_close + 1; },
-                                Ms(8 * kInterval)))
+  EXPECT_FALSE(script.WaitPolls([&](const std::vector<Poll>& p) { return p.size() > at_close + 1; }, Ms(8 * kInterval)))
       << "polled with nobody listening";
   // A new listener starts the polling again, within an interval.
   std::size_t before = script.polls().size();
   SseStream again;
   std::string err;
-  ASSERT_TRUE(again.Open(s.port(), McpPost(TaskListenBody("\"b\""), Authorized("subscriptions/listen", alice)), kIo,
-                         &err))
+  ASSERT_TRUE(
+      again.Open(s.port(), McpPost(TaskListenBody("\"b\""), Authorized("subscriptions/listen", alice)), kIo, &err))
       << err;
   ASSERT_TRUE(again.NextMessage());
   auto replayed = again.NextMessage();  // the newest state, kept for late listeners
@@ -370,8 +376,8 @@ TEST(TaskPoll, WithoutTheFlagNothingIsPolled) {
   ASSERT_EQ(r.http.status, 200);
   SseStream l;
   std::string err;
-  ASSERT_TRUE(l.Open(srv.port(), McpPost(TaskListenBody("\"a\""), McpHeaders(kV2026, "subscriptions/listen")), kIo,
-                     &err))
+  ASSERT_TRUE(
+      l.Open(srv.port(), McpPost(TaskListenBody("\"a\""), McpHeaders(kV2026, "subscriptions/listen")), kIo, &err))
       << err;
   ASSERT_TRUE(l.NextMessage());
   EXPECT_FALSE(l.Next(Ms(400))) << "a task state without poll-to-push";

@@ -10,11 +10,11 @@ namespace mcpfan::detail {
 namespace {
 
 TEST(TaskAnswer, ACreateTaskResultIsReadAsItsTaskWithoutTheDiscriminator) {
-  auto t = read_task_answer(
-      R"({"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t-1","status":"working",)"
-      R"("createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,)"
-      R"("pollIntervalMs":250,"requestState":"rs"}})",
-      true);
+  auto t =
+      read_task_answer(R"({"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t-1","status":"working",)"
+                       R"("createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,)"
+                       R"("pollIntervalMs":250,"requestState":"rs"}})",
+                       true);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->task_id, "t-1");
   EXPECT_FALSE(t->terminal);
@@ -40,7 +40,8 @@ TEST(TaskAnswer, WhatIsNotATaskIsRefused) {
   // A tool's ordinary result, an error, another resultType, no id, an unknown status, not JSON.
   EXPECT_FALSE(read_task_answer(R"({"id":1,"result":{"content":[]}})", true));
   EXPECT_FALSE(read_task_answer(R"({"id":1,"error":{"code":-32602,"message":"no"}})", false));
-  EXPECT_FALSE(read_task_answer(R"({"id":1,"result":{"resultType":"complete","taskId":"t","status":"working"}})", true));
+  EXPECT_FALSE(
+      read_task_answer(R"({"id":1,"result":{"resultType":"complete","taskId":"t","status":"working"}})", true));
   EXPECT_FALSE(read_task_answer(R"({"id":1,"result":{"resultType":"task","status":"working"}})", true));
   EXPECT_FALSE(read_task_answer(R"({"id":1,"result":{"resultType":"task","taskId":"","status":"working"}})", true));
   EXPECT_FALSE(read_task_answer(R"({"id":1,"result":{"resultType":"task","taskId":"t","status":"sleeping"}})", true));

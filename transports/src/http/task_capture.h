@@ -32,12 +32,12 @@ class TaskCapture final : public AnswerObserver {
   TaskPoller& poller_;
   CreatedTask context_;
   std::size_t max_;
-  bool ok_ = false;          // a 200
+  bool ok_ = false;  // a 200
   bool event_stream_ = false;
-  bool over_ = false;        // past the bound: nothing is looked at
-  std::string body_;         // JSON: the answer so far
+  bool over_ = false;  // past the bound: nothing is looked at
+  std::string body_;   // JSON: the answer so far
   std::unique_ptr<proxy::SseEventSplitter> events_;
-  std::string last_;         // SSE: the last event's data that is a task's answer
+  std::string last_;  // SSE: the last event's data that is a task's answer
 };
 
 }  // namespace mcpfan::detail

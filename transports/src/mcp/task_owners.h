@@ -48,7 +48,7 @@ class TaskOwners {
   void set_max(std::size_t max_tasks);
 
   struct Stats {
-    std::size_t owners = 0;         // kept now
+    std::size_t owners = 0;          // kept now
     std::uint64_t refused_full = 0;  // claims refused: the table was full
     std::uint64_t withheld = 0;      // task ids left out of a listen: another principal's task
   };
@@ -71,7 +71,7 @@ class TaskOwners {
 
   std::mutex mu_;
   std::size_t max_;
-  std::unordered_map<std::string, Entry> map_;  // tenant '\0' task id -> owner
+  std::unordered_map<std::string, Entry> map_;                      // tenant '\0' task id -> owner
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;  // stale items (older versions) are skipped
   std::uint64_t next_version_ = 0;
   Stats counts_;

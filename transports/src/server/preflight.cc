@@ -196,9 +196,6 @@ Result<Preflight> preflight(const ServerConfig& c) {
     return invalid("--upstream-ca-file is for an https:// --upstream");
   }
   if (c.upstream.task_poll && !out.upstream) return invalid("--upstream-task-poll needs --upstream");
-  if (c.upstream.task_poll_min_ms > c.upstream.task_poll_max_ms) {
-    return invalid("--upstream-task-poll-min-ms must not be above --upstream-task-poll-max-ms");
-  }
   if (auto e = backplane_config_error(c)) return invalid(*e);
   auto tls = load_tls(c);
   if (!tls) return tls.error();

@@ -44,8 +44,10 @@ std::optional<std::string> event_data(std::string_view event) {
     if (line.substr(0, 5) != "data:") continue;
     std::string_view v = line.substr(5);
     if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-    if (data) *data += '\n';
-    else data.emplace();
+    if (data)
+      *data += '\n';
+    else
+      data.emplace();
     *data += v;
   }
   return data;
@@ -178,7 +180,9 @@ TaskPoller::TaskPoller(LoopContext& ctx, proxy::UpstreamPool& pool, TaskOwners& 
   timer_->data = this;
 }
 
-TaskPoller::~TaskPoller() { close(); }
+TaskPoller::~TaskPoller() {
+  close();
+}
 
 void TaskPoller::close() {
   if (closed_) return;
@@ -196,7 +200,8 @@ void TaskPoller::close() {
 
 std::uint64_t TaskPoller::interval(std::optional<std::uint64_t> asked) const {
   const UpstreamConfig& u = ctx_.config().upstream;
-  return std::clamp<std::uint64_t>(asked.value_or(kDefaultIntervalMs), u.task_poll_min_ms, u.task_poll_max_ms);
+  // The floor wins over the cap when they cross: the upstream is never polled faster than the floor.
+  return std::max(u.task_poll_min_ms, std::min(asked.value_or(kDefaultIntervalMs), u.task_poll_max_ms));
 }
 
 void TaskPoller::track(CreatedTask task) {
@@ -297,7 +302,7 @@ void TaskPoller::on_timer() {
       continue;
     }
     if (p.in_flight) continue;  // its answer schedules it
-    if (!watched(p)) {  // nobody here listens: looked at again in an interval, not polled
+    if (!watched(p)) {          // nobody here listens: looked at again in an interval, not polled
       schedule(p, now + p.interval_ms);
       continue;
     }

@@ -120,7 +120,7 @@ class TaskPoller {
   proxy::UpstreamPool& pool_;
   TaskOwners& owners_;
   TaskPollStats& stats_;
-  uv_timer_t* timer_ = nullptr;  // heap-allocated, freed by its close callback
+  uv_timer_t* timer_ = nullptr;                                     // heap-allocated, freed by its close callback
   std::unordered_map<std::string, std::unique_ptr<Polled>> tasks_;  // tenant '\0' task id
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;  // stale items are skipped
   std::uint64_t next_version_ = 0;
