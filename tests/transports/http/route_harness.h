@@ -72,7 +72,10 @@ class RecordingExchange final : public Exchange {
   void release_head() override {}
   bool streams_session() const noexcept override { return false; }
   void start_upstream_leg(proxy::ForwardedRequest) override {}
-  void forward(proxy::UpstreamPool&, proxy::ForwardedRequest, std::string, AnswerRewrite) override { ++answers; }
+  void forward(proxy::UpstreamPool&, proxy::ForwardedRequest, std::string, AnswerRewrite,
+               std::unique_ptr<AnswerObserver>) override {
+    ++answers;
+  }
 
  private:
   LoopContext& w_;

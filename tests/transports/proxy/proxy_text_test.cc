@@ -16,7 +16,8 @@ TEST(MergeCapabilities, AddsResourceSubscriptionsAndListChangedKeepingTheRest) {
   auto m = merge_message(
       R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},)"
       R"("tools":{"x":1},)"
-      R"("resources":{"listChanged":false,"extra":[1,2]}},"serverInfo":{"name":"up"}}})");
+      R"("resources":{"listChanged":false,"extra":[1,2]}},"serverInfo":{"name":"up"}}})",
+      false);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->protocol_version, "2025-11-25");
   EXPECT_EQ(
@@ -27,17 +28,17 @@ TEST(MergeCapabilities, AddsResourceSubscriptionsAndListChangedKeepingTheRest) {
 }
 
 TEST(MergeCapabilities, AddsResourcesWhenTheUpstreamHasNone) {
-  auto m = merge_message(R"({"id":"a","result":{"capabilities":{}}})");
+  auto m = merge_message(R"({"id":"a","result":{"capabilities":{}}})", false);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->body, R"({"id":"a","result":{"capabilities":{"resources":{"subscribe":true,"listChanged":true}}}})");
 }
 
 TEST(MergeCapabilities, LeavesOtherMessagesAlone) {
-  EXPECT_FALSE(merge_message(R"({"id":1,"result":{"content":[]}})"));
-  EXPECT_FALSE(merge_message(R"({"id":1,"error":{"code":-32601,"message":"no"}})"));
-  EXPECT_FALSE(merge_message("not json"));
-  EXPECT_FALSE(merge_message(R"({"id":1,"result":{"capabilities":"odd"}})"));
-  MergedAnswer a = merge_capabilities("not json", false);
+  EXPECT_FALSE(merge_message(R"({"id":1,"result":{"content":[]}})", false));
+  EXPECT_FALSE(merge_message(R"({"id":1,"error":{"code":-32601,"message":"no"}})", false));
+  EXPECT_FALSE(merge_message("not json", false));
+  EXPECT_FALSE(merge_message(R"({"id":1,"result":{"capabilities":"odd"}})", false));
+  MergedAnswer a = merge_capabilities("not json", false, false);
   EXPECT_FALSE(a.merged);
   EXPECT_EQ(a.body, "not json");
 }
@@ -47,7 +48,7 @@ TEST(MergeCapabilities, RewritesTheEventThatCarriesTheResultInAnEventStream) {
       "id: p1\r\ndata: \r\n\r\n"  // a priming event, CRLF lines
       ": a comment\n"
       "event: message\nid: e2\ndata: {\"id\":1,\"result\":{\"capabilities\":{}}}\n\n";
-  MergedAnswer a = merge_capabilities(body, true);
+  MergedAnswer a = merge_capabilities(body, true, false);
   EXPECT_TRUE(a.merged);
   EXPECT_EQ(
       a.body,
@@ -57,9 +58,52 @@ TEST(MergeCapabilities, RewritesTheEventThatCarriesTheResultInAnEventStream) {
 }
 
 TEST(MergeCapabilities, KeepsMultiLineDataAndUnterminatedEvents) {
-  MergedAnswer a = merge_capabilities("data: line1\ndata: line2\n\ndata: tail", true);
+  MergedAnswer a = merge_capabilities("data: line1\ndata: line2\n\ndata: tail", true, false);
   EXPECT_FALSE(a.merged);
   EXPECT_EQ(a.body, "data: line1\ndata: line2\n\ndata: tail\n");
+}
+
+// server/discover (2026-07-28): the Tasks extension is added beside the upstream's own extensions.
+TEST(MergeCapabilities, ADiscoverAnswerGainsTheTasksExtensionKeepingTheUpstreams) {
+  auto m = merge_message(R"({"id":1,"result":{"capabilities":{"extensions":{"com.example/x":{"v":2}},"tools":{}}}})",
+                         true);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body,
+            R"({"id":1,"result":{"capabilities":{"extensions":{"com.example/x":{"v":2},)"
+            R"("io.modelcontextprotocol/tasks":{}},"tools":{"listChanged":true},)"
+            R"("resources":{"subscribe":true,"listChanged":true}}}})");
+}
+
+TEST(MergeCapabilities, ADiscoverAnswerWithoutExtensionsGetsThem) {
+  auto m = merge_message(R"({"id":1,"result":{"capabilities":{}}})", true);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body, R"({"id":1,"result":{"capabilities":{"resources":{"subscribe":true,"listChanged":true},)"
+                     R"("extensions":{"io.modelcontextprotocol/tasks":{}}}}})");
+}
+
+TEST(MergeCapabilities, TheUpstreamsOwnTasksEntryIsKept) {
+  auto m = merge_message(
+      R"({"id":1,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"mine":true}}}}})", true);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body,
+            R"({"id":1,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"mine":true}},)"
+            R"("resources":{"subscribe":true,"listChanged":true}}}})");
+  // An `extensions` that is not an object is the upstream's mistake, kept as sent.
+  auto odd = merge_message(R"({"id":1,"result":{"capabilities":{"extensions":7}}})", true);
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->body,
+            R"({"id":1,"result":{"capabilities":{"extensions":7,"resources":{"subscribe":true,"listChanged":true}}}})");
+}
+
+// initialize (2025-era sessions hear no task notifications): no Tasks extension is added.
+TEST(MergeCapabilities, AnInitializeAnswerDoesNotGainTheTasksExtension) {
+  MergedAnswer a = merge_capabilities(
+      R"({"id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"com.example/x":{}}}}})",
+      false, false);
+  ASSERT_TRUE(a.merged);
+  EXPECT_EQ(a.body, R"({"id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"extensions":)"
+                    R"({"com.example/x":{}},"resources":{"subscribe":true,"listChanged":true}}}})");
+  EXPECT_EQ(a.body.find("io.modelcontextprotocol/tasks"), std::string::npos);
 }
 
 std::vector<std::string> Split(SseEventSplitter& s, const std::vector<std::string>& pieces, bool* fits = nullptr) {

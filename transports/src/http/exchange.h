@@ -34,6 +34,19 @@ struct UpstreamAnswer {
 };
 /** Sees a whole upstream answer before it is written; may change it. */
 using AnswerRewrite = std::function<void(UpstreamAnswer&)>;
+/**
+ * Sees an upstream answer stream by as the client gets it, unchanged (poll-to-push's capture of
+ * a task handle: http/task_capture.h). Told nothing of a failure: it is simply dropped.
+ * Loop-affine; owned by the answer, destroyed with it.
+ */
+class AnswerObserver {
+ public:
+  virtual ~AnswerObserver() = default;
+  virtual void answer_head(int status, const proxy::HeaderList& headers) = 0;
+  virtual void answer_body(std::string_view bytes) = 0;
+  /** The answer is whole (and was written whole to the client's carrier). */
+  virtual void answer_end() = 0;
+};
 
 class Exchange {
  public:
@@ -84,10 +97,11 @@ class Exchange {
   /**
    * Answers the request from the upstream: `request` goes out over `pool`, the answer comes
    * back as it arrives, or read whole and passed to `rewrite` first when one is given.
-   * `id_json`: the request's JSON-RPC id, for an error answer (empty: none).
+   * `id_json`: the request's JSON-RPC id, for an error answer (empty: none). `observer`
+   * (optional) sees a streamed answer go by.
    */
   virtual void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
-                       AnswerRewrite rewrite) = 0;
+                       AnswerRewrite rewrite, std::unique_ptr<AnswerObserver> observer) = 0;
 };
 
 }  // namespace mcpfan::detail

@@ -75,6 +75,7 @@ void ProxiedAnswer::on_head(int status, const proxy::HeaderList& headers) {
     buffered_.headers = headers;
     return;
   }
+  if (observer_) observer_->answer_head(status, headers);
   std::optional<std::size_t> length;
   if (const std::string* cl = proxy::find_header(headers, "content-length")) {
     length = std::strtoull(cl->c_str(), nullptr, 10);  // http_parser has checked it
@@ -100,6 +101,7 @@ void ProxiedAnswer::on_body(std::string_view bytes) {
     return;
   }
   if (no_body_) return;
+  if (observer_) observer_->answer_body(bytes);
   carrier_.answer_body(bytes);
   if (call_ && carrier_.answer_backlogged()) pool_->pause(call_);
 }
@@ -114,12 +116,16 @@ void ProxiedAnswer::on_end() {
     if (!no_body_ && !buffered_.body.empty()) carrier_.answer_body(buffered_.body);
   }
   if (!no_body_) carrier_.answer_end();
+  // Told after the client's carrier has the whole answer; moved out first, since answer_done() may destroy this.
+  std::unique_ptr<AnswerObserver> observer = std::move(observer_);
+  if (observer && !rewrite_) observer->answer_end();
   carrier_.answer_done(true);
 }
 
 void ProxiedAnswer::on_failure(proxy::UpstreamFailure kind, const std::string& what) {
   if (done_) return;
   call_ = nullptr;
+  observer_.reset();
   ctx_.stats().upstream_failures.fetch_add(1, std::memory_order_relaxed);
   bool timeout = kind == proxy::UpstreamFailure::FirstByte || kind == proxy::UpstreamFailure::Idle;
   log_failure(proxy::failure_name(kind), what, head_written_ ? 0 : timeout ? 504 : 502);

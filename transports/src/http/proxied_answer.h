@@ -58,6 +58,8 @@ class ProxiedAnswer final : public proxy::UpstreamSink {
 
   /** Read the answer whole (bounded by --upstream-max-answer-bytes) and pass it to `rewrite` first. */
   void rewrite_with(AnswerRewrite rewrite) { rewrite_ = std::move(rewrite); }
+  /** Shows a streamed answer (not a rewritten one) to `observer` as it goes by. */
+  void observe_with(std::unique_ptr<AnswerObserver> observer) { observer_ = std::move(observer); }
   /** Sends `request` (http/upstream_request.h). Sink calls may come before it returns. */
   void start(proxy::UpstreamPool& pool, proxy::ForwardedRequest request);
   /** The client went away: the upstream call ends and nothing more is written. */
@@ -87,6 +89,7 @@ class ProxiedAnswer final : public proxy::UpstreamSink {
   bool head_written_ = false;
   bool no_body_ = false;  // HEAD, 204, 304: the client gets no body
   AnswerRewrite rewrite_;
+  std::unique_ptr<AnswerObserver> observer_;  // dropped when the answer fails
   UpstreamAnswer buffered_;  // rewrite_ set: the answer so far
 };
 

@@ -6,6 +6,7 @@
 #include "http/routes.h"
 #include "http/field_syntax.h"
 #include "http/mcp_name_check.h"
+#include "http/task_capture.h"
 #include "http/upstream_request.h"
 #include "mcp/messages.h"
 #include "mcp/session_journal.h"
@@ -35,10 +36,35 @@ bool adoptable_session_id(std::string_view id) {
   return true;
 }
 
-void forward(Exchange& c, HttpRequest& req, std::string id_json, AnswerRewrite rewrite = {}) {
+void forward(Exchange& c, HttpRequest& req, std::string id_json, AnswerRewrite rewrite = {},
+             std::unique_ptr<AnswerObserver> observer = nullptr) {
   proxy::UpstreamPool& pool = *c.context().upstream();
   // The answer may come at once (the pool is closed): forward() is the route's last call.
-  c.forward(pool, upstream_request(req, pool.target()), std::move(id_json), std::move(rewrite));
+  c.forward(pool, upstream_request(req, pool.target()), std::move(id_json), std::move(rewrite), std::move(observer));
+}
+
+// A 2026-07-28 tools/call with poll-to-push on (--upstream-task-poll): forwarded as any other,
+// its answer watched for a task handle (http/task_capture.h), which the loop's TaskPoller then
+// polls for the listens of the caller's tenant and principal. A caller mcpfan cannot identify
+// (client auth on, a token it does not accept) is forwarded without the capture: the upstream
+// judges its credentials, and no listen of mcpfan's could be that caller's anyway.
+void forward_tool_call(Exchange& c, HttpRequest& req, const RpcRequest& r) {
+  LoopContext& w = c.context();
+  CreatedTask context;
+  ClientCore& core = w.clients();
+  if (core.auth_enabled()) {
+    auto verified = core.verify(req.authorization, /*bare_token_ok=*/false, ClientTransport::Http);
+    auto* v = std::get_if<ClientCore::Verified>(&verified);
+    if (!v) return forward(c, req, r.id);
+    context.tenant = v->identity.tenant;
+    context.principal = v->identity.subject;
+  } else {
+    context.tenant = std::string(kDefaultTenantName);
+  }
+  context.authorization = req.authorization;
+  context.protocol_version = req.protocol_version.empty() ? r.meta_version : req.protocol_version;
+  std::size_t bound = w.config().tasks.max_bytes + 64 * 1024;
+  forward(c, req, r.id, {}, std::make_unique<TaskCapture>(*w.task_poller(), std::move(context), bound));
 }
 
 // initialize: the upstream makes the session; mcpfan adopts its id for the session it holds
@@ -46,7 +72,8 @@ void forward(Exchange& c, HttpRequest& req, std::string id_json, AnswerRewrite r
 void forward_initialize(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller) {
   forward(c, req, r.id, [&c, caller, id = r.id, requested = r.init_version](UpstreamAnswer& a) {
     if (a.status != 200) return;
-    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
+    // A 2025-era session hears no task notifications: its answer does not gain the Tasks extension.
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers), /*tasks=*/false);
     if (!m.merged) return;  // not an initialize result: the client hears what the upstream said
     std::string session_id;
     if (const std::string* sid = proxy::find_header(a.headers, "mcp-session-id")) session_id = *sid;
@@ -71,7 +98,7 @@ void forward_initialize(Exchange& c, HttpRequest& req, const RpcRequest& r, cons
 void forward_discover(Exchange& c, HttpRequest& req, const RpcRequest& r) {
   forward(c, req, r.id, [](UpstreamAnswer& a) {
     if (a.status != 200) return;
-    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers));
+    proxy::MergedAnswer m = proxy::merge_capabilities(a.body, proxy::is_event_stream(a.headers), /*tasks=*/true);
     if (m.merged) a.body = std::move(m.body);
   });
 }
@@ -105,6 +132,7 @@ void proxied_post(Exchange& c, HttpRequest& req) {
         return rpc_error(c, 400, r.id, rpc_code::kHeaderMismatch, std::move(*mismatch));
     }
     if (is(MethodRole::Discover) && !r.error) return forward_discover(c, req, r);
+    if (method == "tools/call" && !r.error && r.has_id && w.task_poller()) return forward_tool_call(c, req, r);
     return forward(c, req, r.id);
   }
   if (!req.session_id.empty()) {

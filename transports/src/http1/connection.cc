@@ -319,9 +319,10 @@ void Http1Conn::sweep(std::uint64_t now) {
 bool Http1Conn::keeps_alive() { return !close_after_ && parser_.keep_alive() && !w_.stopping(); }
 
 void Http1Conn::forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
-                        AnswerRewrite rewrite) {
+                        AnswerRewrite rewrite, std::unique_ptr<AnswerObserver> observer) {
   auto exchange = std::make_unique<ProxiedAnswer>(w_, static_cast<AnswerCarrier&>(*this), std::move(id_json), head_);
   if (rewrite) exchange->rewrite_with(std::move(rewrite));
+  if (observer) exchange->observe_with(std::move(observer));
   ProxiedAnswer* x = exchange.get();
   // The upstream's own timeouts (connect, first byte, idle) govern from here.
   mode_ = Mode::Proxying;

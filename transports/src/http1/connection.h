@@ -72,7 +72,8 @@ class Http1Conn final : public Conn,
    * pipelined requests wait (their bytes are kept, bounded) until it calls answer_done().
    */
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
-               AnswerRewrite rewrite) override;
+               AnswerRewrite rewrite,
+               std::unique_ptr<AnswerObserver> observer) override;
 
   // Conn
   void begin_shutdown() override;

@@ -368,10 +368,11 @@ void H2Stream::abort() {
 // ---- AnswerCarrier: a proxied answer ----
 
 void H2Stream::forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
-                       AnswerRewrite rewrite) {
+                       AnswerRewrite rewrite, std::unique_ptr<AnswerObserver> observer) {
   auto exchange = std::make_unique<ProxiedAnswer>(conn_.context(), static_cast<AnswerCarrier&>(*this),
                                                   std::move(id_json), head_request_);
   if (rewrite) exchange->rewrite_with(std::move(rewrite));
+  if (observer) exchange->observe_with(std::move(observer));
   ProxiedAnswer* x = exchange.get();
   proxy_ = std::move(exchange);
   conn_.proxy_started(this);

@@ -87,7 +87,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] TenantBinding& binding() noexcept override;
   void respond(Response r) override;
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
-               AnswerRewrite rewrite) override;
+               AnswerRewrite rewrite,
+               std::unique_ptr<AnswerObserver> observer) override;
 
  private:
   /** One piece of the queue: bytes of its own, or a shard batch whose buffers it holds. */

@@ -259,6 +259,13 @@ std::optional<AuthError> read_claims(simdjson::dom::object& claims, Claims& out)
     return fail(AuthFailure::BadClaims, "claim tenant must be at most 64 characters of [A-Za-z0-9._-]");
   id.tenant = std::string(t);
 
+  simdjson::dom::element sub;
+  if (!claims["sub"].get(sub)) {
+    std::string_view subject;
+    if (sub.get_string().get(subject)) return fail(AuthFailure::BadClaims, "claim sub must be a string");
+    id.subject = std::string(subject);
+  }
+
   simdjson::dom::element uris;
   if (claims["uris"].get(uris)) return std::nullopt;  // unrestricted
   simdjson::dom::array list;

@@ -27,6 +27,9 @@ struct ClientIdentity {
   std::vector<std::string> uri_prefixes;  // claim `uris`, when present
   bool uris_restricted = false;           // true when the token carries `uris` (even an empty array)
   std::int64_t exp = 0;                   // claim `exp`, 0 when the token has none
+  // claim `sub` (or the host's ClientGrant::subject): the principal a task belongs to
+  // (poll-to-push, mcp/task_owners.h); empty when the token has none
+  std::string subject{};
 
   /** True when the token does not restrict URIs, or `uri` starts with one of its prefixes. */
   [[nodiscard]] bool uri_allowed(std::string_view uri) const noexcept;

@@ -71,6 +71,7 @@ std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view cred
   id.tenant = std::move(grant.tenant);
   id.uris_restricted = grant.uri_prefixes.has_value();
   if (grant.uri_prefixes) id.uri_prefixes = std::move(*grant.uri_prefixes);
+  id.subject = std::move(grant.subject);
   return id;
 }
 
@@ -130,6 +131,14 @@ std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller
     return Refusal{missing->error.code, std::move(missing->error.message), 400, {}, false, std::move(missing->data)};
   }
   if (auto r = check_uris(caller, spec.resource_uris)) return std::move(*r);
+  if (task_owners_ && !spec.task_ids.empty()) {
+    // A task belongs to its creator's authorization context (SEP-2663): the ids of another
+    // principal's tasks are not agreed to, so the acknowledgement does not list them.
+    const std::string tenant = tenants_.name(caller.tenant);
+    std::string_view principal = caller.identity ? std::string_view(caller.identity->subject) : std::string_view();
+    std::erase_if(spec.task_ids,
+                  [&](const std::string& id) { return !task_owners_->may_watch(tenant, id, principal); });
+  }
   ListenGrant grant;
   auto subs = static_cast<std::int64_t>(spec.resource_uris.size() + spec.task_ids.size());
   if (auto refused = StreamUsage::acquire(limits_, caller.tenant, subs, grant.usage))

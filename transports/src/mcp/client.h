@@ -19,6 +19,7 @@
 #include "mcp/limits.h"
 #include "mcp/messages.h"
 #include "mcp/swappable.h"
+#include "mcp/task_owners.h"
 #include "mcp/usage.h"
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
@@ -97,7 +98,8 @@ class ClientCore {
    * Admits a listen: task notifications only for a client that declared the Tasks extension
    * on this request (`declares_tasks`; else -32021), every URI allowed for the caller, then
    * one stream and its subscriptions (URIs and task ids) within the tenant's ceilings. `spec`
-   * is consumed only when admitted.
+   * is consumed only when admitted. A task id that names a task polled here for another
+   * principal (set_task_owners) is left out: not agreed, not acknowledged, never delivered.
    */
   [[nodiscard]] std::variant<ListenGrant, Refusal> admit_listen(const Caller& caller, ListenSpec& spec,
                                                                 std::string_view id, bool declares_tasks);
@@ -108,6 +110,13 @@ class ClientCore {
   void replay_task_states(Shard& shard, SubId sub, const Filter& filter);
   /** Where task states are kept (the hub's); set once by the server before any client. */
   void set_task_states(TaskStates* states) noexcept { task_states_ = states; }
+  /**
+   * Poll-to-push's owners of the tasks it polls (--upstream-task-poll); set once by the server
+   * before any client. With it, a listen's task ids that name another principal's task are
+   * left out of what it agrees to (mcp/task_owners.h).
+   */
+  void set_task_owners(TaskOwners* owners) noexcept { task_owners_ = owners; }
+  [[nodiscard]] TaskOwners* task_owners() noexcept { return task_owners_; }
 
   /** A 2025 session's subscription: its URIs and every list_changed kind (sessions get them all). */
   [[nodiscard]] static Filter session_filter(TenantId tenant, const SessionUris& uris);
@@ -125,6 +134,7 @@ class ClientCore {
   std::size_t max_uris_;
   std::size_t max_listens_;
   TaskStates* task_states_ = nullptr;
+  TaskOwners* task_owners_ = nullptr;
 };
 
 }  // namespace mcpfan::detail

@@ -41,15 +41,38 @@ void append_with_flags(std::string& out, object obj, std::initializer_list<std::
   out += '}';
 }
 
-void append_capabilities(std::string& out, object caps) {
+constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+
+// `extensions` with the Tasks extension added when the upstream has not declared it.
+void append_extensions(std::string& out, object ext) {
+  out += '{';
+  bool first = true;
+  bool tasks = false;
+  for (auto [k, v] : ext) {
+    tasks = tasks || k == kTasksExtension;
+    append_key(out, first, k);
+    append_value(out, v);
+  }
+  if (!tasks) {
+    append_key(out, first, kTasksExtension);
+    out += "{}";
+  }
+  out += '}';
+}
+
+void append_capabilities(std::string& out, object caps, bool tasks) {
   out += '{';
   bool first = true;
   bool resources = false;
+  bool extensions = false;
   for (auto [k, v] : caps) {
     append_key(out, first, k);
     object o;
     bool is_object = v.get(o) == simdjson::SUCCESS;
-    if (k == "resources" && is_object) {
+    if (tasks && k == "extensions" && is_object) {
+      extensions = true;
+      append_extensions(out, o);
+    } else if (k == "resources" && is_object) {
       resources = true;
       append_with_flags(out, o, {"subscribe", "listChanged"});
     } else if ((k == "tools" || k == "prompts") && is_object) {
@@ -61,6 +84,13 @@ void append_capabilities(std::string& out, object caps) {
   if (!resources) {
     append_key(out, first, "resources");
     out += R"({"subscribe":true,"listChanged":true})";
+  }
+  if (tasks && !extensions) {  // an `extensions` that is not an object was kept as it was
+    element ignored;
+    if (caps["extensions"].get(ignored) != simdjson::SUCCESS) {
+      append_key(out, first, "extensions");
+      out += R"({"io.modelcontextprotocol/tasks":{}})";
+    }
   }
   out += '}';
 }
@@ -89,7 +119,7 @@ void append_data_lines(std::string& out, std::string_view data) {
 
 }  // namespace
 
-std::optional<MergedAnswer> merge_message(std::string_view json) {
+std::optional<MergedAnswer> merge_message(std::string_view json, bool tasks) {
   simdjson::dom::parser parser;
   object msg;
   if (parser.parse(json.data(), json.size()).get(msg) != simdjson::SUCCESS) return std::nullopt;
@@ -115,7 +145,7 @@ std::optional<MergedAnswer> merge_message(std::string_view json) {
     bool rfirst = true;
     for (auto [rk, rv] : result) {
       append_key(out, rfirst, rk);
-      if (rk == "capabilities") append_capabilities(out, caps);
+      if (rk == "capabilities") append_capabilities(out, caps, tasks);
       else append_value(out, rv);
     }
     out += '}';
@@ -124,9 +154,9 @@ std::optional<MergedAnswer> merge_message(std::string_view json) {
   return a;
 }
 
-MergedAnswer merge_capabilities(std::string_view body, bool event_stream) {
+MergedAnswer merge_capabilities(std::string_view body, bool event_stream, bool tasks) {
   if (!event_stream) {
-    if (auto m = merge_message(body)) return std::move(*m);
+    if (auto m = merge_message(body, tasks)) return std::move(*m);
     return MergedAnswer{std::string(body), {}, false};
   }
   // SSE: each event's data lines form one message; an event whose message merges is written
@@ -136,7 +166,7 @@ MergedAnswer merge_capabilities(std::string_view body, bool event_stream) {
   bool has_data = false;
   auto flush_event = [&] {
     std::optional<MergedAnswer> m;
-    if (has_data) m = merge_message(data);
+    if (has_data) m = merge_message(data, tasks);
     if (m) {
       out.merged = true;
       if (out.protocol_version.empty()) out.protocol_version = m->protocol_version;

@@ -66,6 +66,17 @@ long long tls_counter(const CounterInputs& in) {
 template <auto Member>
 constexpr CounterSource::Gather pool = per_worker<&WorkerStats::upstream, Member>;
 
+/** A counter of the loops' poll-to-push (server/task_poller.h), summed. */
+template <auto Member>
+constexpr CounterSource::Gather task_poll = per_worker<&WorkerStats::tasks, Member>;
+
+long long task_owners_kept(const CounterInputs& in) {
+  return static_cast<long long>(const_cast<ServerState&>(in.state).task_owners.stats().owners);
+}
+long long task_ids_withheld(const CounterInputs& in) {
+  return static_cast<long long>(const_cast<ServerState&>(in.state).task_owners.stats().withheld);
+}
+
 template <auto Member>
 long long session_counter(const CounterInputs& in) {
   return load(in.sessions.counters().*Member);
@@ -274,6 +285,33 @@ constexpr CounterRow kRows[] = {
      "address).", kUpstream},
     {"mcpfan_upstream_resolve_failures_total", kCounter, kNoJson, pool<&Up::resolve_failures>,
      "Look-ups of the upstream's host name that failed; the requests waiting on them were answered 502.", kUpstream},
+    {"mcpfan_upstream_tasks_tracked", kGauge, kNoJson, task_poll<&TaskPollStats::tracked>,
+     "Tasks the upstream created that are polled now (--upstream-task-poll): while a listen here watches each.",
+     kUpstream},
+    {"mcpfan_upstream_tasks_tracked_total", kCounter, kNoJson, task_poll<&TaskPollStats::tracked_total>,
+     "Tasks the upstream created for a tools/call proxied here and mcpfan took on to poll.", kUpstream},
+    {"mcpfan_upstream_tasks_refused_total", kCounter, kNoJson, task_poll<&TaskPollStats::refused>,
+     "Tasks not taken on: --upstream-task-poll-max-tasks reached, an id another principal's task has, or an id "
+     "that cannot be sent in Mcp-Name.", kUpstream},
+    {"mcpfan_upstream_task_polls_total", kCounter, kNoJson, task_poll<&TaskPollStats::polls>,
+     "tasks/get requests sent to the upstream (one per task and interval, whatever the number of listeners).",
+     kUpstream},
+    {"mcpfan_upstream_task_poll_failures_total", kCounter, kNoJson, task_poll<&TaskPollStats::failures>,
+     "Polls that failed: unreachable, timed out, an error status or JSON-RPC error, or not a valid task.", kUpstream},
+    {"mcpfan_upstream_task_states_published_total", kCounter, kNoJson, task_poll<&TaskPollStats::published>,
+     "Task states published as notifications/tasks by poll-to-push: each task's first, then each change.", kUpstream},
+    {"mcpfan_upstream_task_polls_stopped_terminal_total", kCounter, kNoJson,
+     task_poll<&TaskPollStats::stopped_terminal>,
+     "Tasks whose polling stopped at a terminal status (completed, cancelled, failed).", kUpstream},
+    {"mcpfan_upstream_task_polls_stopped_ttl_total", kCounter, kNoJson, task_poll<&TaskPollStats::stopped_ttl>,
+     "Tasks whose polling stopped at their TTL (ttlMs from creation, at most --task-state-max-ttl-ms).", kUpstream},
+    {"mcpfan_upstream_task_polls_stopped_failures_total", kCounter, kNoJson,
+     task_poll<&TaskPollStats::stopped_failures>,
+     "Tasks whose polling stopped after --upstream-task-poll-max-failures failed polls in a row.", kUpstream},
+    {"mcpfan_upstream_task_owners", kGauge, kNoJson, task_owners_kept,
+     "Owners (tenant and principal) kept for the tasks polled, until each task's TTL.", kUpstream},
+    {"mcpfan_upstream_task_ids_withheld_total", kCounter, kNoJson, task_ids_withheld,
+     "Task ids left out of a listen's acknowledgement: a task polled here for another principal.", kUpstream},
     {"mcpfan_callback_exceptions_total", kCounter, counters("callback_exceptions"), callback_exceptions,
      "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on)."},
     {"mcpfan_limit_hits_total", kCounter, counters("limit_hits"), limit_hits,

@@ -25,6 +25,7 @@
 #include "net/socket.h"
 #include "proxy/upstream.h"
 #include "server/stats_snapshot.h"
+#include "server/task_poller.h"
 
 namespace mcpfan::detail {
 
@@ -52,6 +53,7 @@ struct WorkerStats {
   std::atomic<std::uint64_t> proxied_requests{0};   // requests sent to the --upstream server
   std::atomic<std::uint64_t> upstream_failures{0};  // of those: unreachable, timed out, invalid, cut short, too large
   proxy::UpstreamCounters upstream;                 // this loop's upstream pool (connections, retries)
+  TaskPollStats tasks;                              // this loop's poll-to-push (server/task_poller.h)
   SendRingStats sends;  // this loop's io_uring sends (send_ring.h)
 };
 
@@ -103,6 +105,8 @@ class LoopContext {
   [[nodiscard]] const WorkerStats& stats() const noexcept { return stats_; }
   /** This loop's connections to the --upstream MCP server, or null (no --upstream). Lives while the loop runs. */
   [[nodiscard]] proxy::UpstreamPool* upstream() noexcept { return upstream_.get(); }
+  /** This loop's poll-to-push (--upstream-task-poll), or null. Lives while the loop runs. */
+  [[nodiscard]] TaskPoller* task_poller() noexcept { return task_poller_.get(); }
   /** The loop is stopping: no new stream or connection is begun. */
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
   /** The whole server's numbers now, for /metrics and /status.json. */
@@ -165,6 +169,7 @@ class LoopContext {
   std::string read_buf_;  // the loop-wide read buffer: every read is consumed before the next, so one suffices
   net::LoopIo io_;
   std::unique_ptr<proxy::UpstreamPool> upstream_;  // made and closed on the loop by the Worker
+  std::unique_ptr<TaskPoller> task_poller_;        // the same, closed before the pool
   uv_loop_t loop_{};
   Conn* conns_ = nullptr;  // intrusive list of open connections
   bool stopping_ = false;

@@ -195,6 +195,7 @@ Result<Preflight> preflight(const ServerConfig& c) {
   if (!c.upstream.ca_file.empty() && (!out.upstream || !out.upstream->https)) {
     return invalid("--upstream-ca-file is for an https:// --upstream");
   }
+  if (c.upstream.task_poll && !out.upstream) return invalid("--upstream-task-poll needs --upstream");
   if (auto e = backplane_config_error(c)) return invalid(*e);
   auto tls = load_tls(c);
   if (!tls) return tls.error();

@@ -66,6 +66,8 @@ ServerState::ServerState(ServerConfig cfg)
   hub->set_debounce(std::chrono::milliseconds(config.debounce_ms));
   hub->task_states().set_limits(config.task_state_limits());
   clients.set_task_states(&hub->task_states());
+  task_owners.set_max(config.upstream.task_poll_max_tasks);
+  if (config.upstream.task_poll) clients.set_task_owners(&task_owners);
   install_transports(*this);
 }
 }  // namespace detail

@@ -11,6 +11,7 @@
 #include "mcp/publishers.h"
 #include "mcp/sessions.h"
 #include "mcp/swappable.h"
+#include "mcp/task_owners.h"
 #include "backplane/backplane.h"
 #include "proxy/upstream.h"
 #include "tls/context.h"
@@ -44,6 +45,7 @@ struct ServerState {
   AuthCounters auth_counters;
   Publishers publishers;     // keys loaded and rate sized by Server::start(), replaced by Server::reload()
   ClientCore clients;
+  TaskOwners task_owners;  // poll-to-push: who created each task polled here (--upstream-task-poll)
   std::optional<proxy::UpstreamTarget>
       upstream;                          // with --upstream: parsed by start(); each worker pools its own connections
   std::unique_ptr<Backplane> backplane;  // with --nats: created by start(), destroyed by stop() after the workers

@@ -157,6 +157,9 @@ void Worker::run(int listen_fd, int publish_fd) {
     ul.keepalive_ms = ctx_.config_.upstream.keepalive_ms;
     ul.resolve_ttl_ms = ctx_.config_.upstream.resolve_ttl_ms;
     ctx_.upstream_ = std::make_unique<proxy::UpstreamPool>(&ctx_.loop_, *upstream_target_, ul, &ctx_.stats_.upstream);
+    if (TaskOwners* owners = ctx_.clients_.task_owners()) {  // --upstream-task-poll
+      ctx_.task_poller_ = std::make_unique<TaskPoller>(ctx_, *ctx_.upstream_, *owners, ctx_.stats_.tasks);
+    }
   }
   (void)open_listener(listener_, listen_fd, "");
   if (publish_fd >= 0) {
@@ -200,6 +203,7 @@ void Worker::run(int listen_fd, int publish_fd) {
       &sweep_timer_, [](uv_timer_t* t) { guarded(self(t)->ctx_.stats_, [&] { self(t)->sweep(); }); }, sweep_every,
       sweep_every);
   uv_run(&ctx_.loop_, UV_RUN_DEFAULT);
+  ctx_.task_poller_.reset();  // closed in maybe_finish_stop(), before the pool
   ctx_.upstream_.reset();  // closed in maybe_finish_stop(); the loop has run its close callbacks
   ctx_.io_.ring = nullptr;
   send_ring_.reset();  // on this thread, which set it up
@@ -297,6 +301,7 @@ void Worker::maybe_finish_stop() {
   // here (an Adopt's fds closed), and post() refuses the rest.
   ControlMsg msg;
   while (control_.try_dequeue(msg)) refuse_adopt(msg, StdioEnd::ServerStopped);
+  if (ctx_.task_poller_) ctx_.task_poller_->close();  // its calls cancelled, its timer closed
   if (ctx_.upstream_) ctx_.upstream_->close();  // every connection is gone: no call is in flight
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),

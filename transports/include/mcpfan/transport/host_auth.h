@@ -71,6 +71,7 @@ struct ClientCredentials {
 struct ClientGrant {
   std::string tenant;                                     // 1..64 characters of [A-Za-z0-9._-]
   std::optional<std::vector<std::string>> uri_prefixes;  // nullopt: any URI; empty: none
+  std::string subject{};  // the principal (as a token's `sub`): a task polled for it is its alone (poll-to-push)
 };
 
 /** Refused: `message` is shown to the client (401) and must not contain secrets. */

@@ -184,6 +184,14 @@ struct UpstreamConfig {
   // An answer mcpfan rewrites (initialize, server/discover) is read whole up to this.
   std::size_t max_answer_bytes = 1u << 20;
   bool forward_subscribe = false;           // also send 2025 resources/(un)subscribe to the upstream
+  // Poll-to-push (docs/protocol.md "Poll-to-push"): a task the upstream creates for a tools/call
+  // proxied here is polled with tasks/get while a listen on this node watches it, and each
+  // change is published as notifications/tasks.
+  bool task_poll = false;
+  std::uint64_t task_poll_min_ms = 100;     // a task's pollIntervalMs is raised to this
+  std::uint64_t task_poll_max_ms = 60000;   // and lowered to this (also the interval of a task without one)
+  std::size_t task_poll_max_tasks = 10000;  // tasks tracked at once, over every loop
+  unsigned task_poll_max_failures = 5;      // failed polls in a row before a task's polling stops
 };
 
 /**

@@ -264,6 +264,23 @@ void for_each_setting(Config& c, Visit&& v) {
   v(plain("--upstream-forward-subscribe", "upstream.forward_subscribe",
           "also forward 2025-era resources/subscribe and unsubscribe to the upstream (its answer is relayed)"),
     c.upstream.forward_subscribe);
+  v(plain("--upstream-task-poll", "upstream.task_poll",
+          "poll-to-push: a task the upstream creates for a tools/call proxied here is polled with tasks/get (with "
+          "the creating request's credentials) while a listen on this node watches it, and each change is "
+          "published as notifications/tasks to the listens of the same tenant and principal"),
+    c.upstream.task_poll);
+  v(ranged("--upstream-task-poll-min-ms", "upstream.task_poll_min_ms", 10, kDay,
+           "the shortest interval between two polls of a task (its pollIntervalMs is raised to it)", kParsed),
+    c.upstream.task_poll_min_ms);
+  v(ranged("--upstream-task-poll-max-ms", "upstream.task_poll_max_ms", 10, kDay,
+           "the longest interval between two polls of a task (its pollIntervalMs is lowered to it)", kParsed),
+    c.upstream.task_poll_max_ms);
+  v(ranged("--upstream-task-poll-max-tasks", "upstream.task_poll_max_tasks", 1, 1e9,
+           "tasks polled (and their owners kept) at once; a task past it is not polled (counted)"),
+    c.upstream.task_poll_max_tasks);
+  v(ranged("--upstream-task-poll-max-failures", "upstream.task_poll_max_failures", 1, 1000,
+           "failed polls of a task in a row before its polling stops (counted)"),
+    c.upstream.task_poll_max_failures);
   v(ranged("--max-line-bytes", "mcp.max_line_bytes", 1, 1e12, "longest stdio-framed message"), c.mcp.max_line_bytes);
   // Limits (docs/security.md "Limits"): each hit is counted in mcpfan_limit_hits_total.
   v(ranged("--max-header-bytes", "http.max_header_bytes", 256, 1 << 24, "largest request header block (431 above)"),
