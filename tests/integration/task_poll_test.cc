@@ -130,8 +130,8 @@ std::string TasksBody(std::string_view id_json, std::string_view method, std::st
 std::string TaskListenBody(std::string_view id_json) {
   return TasksBody(id_json, "subscriptions/listen", R"("notifications":{"taskIds":[")" + std::string(kTaskId) + "\"]}");
 }
-std::vector<Header> Authorized(std::string_view method, const std::string& token) {
-  std::vector<Header> h = McpHeaders(kV2026, method);
+std::vector<Header> Authorized(std::string_view method, const std::string& token, std::string_view name = {}) {
+  std::vector<Header> h = name.empty() ? McpHeaders(kV2026, method) : McpHeaders(kV2026, method, name);
   h.push_back({"Authorization", "Bearer " + token});
   return h;
 }
@@ -162,7 +162,9 @@ struct PollServer {
 // The tools/call that makes the upstream create the task, as `token`'s caller.
 ::testing::AssertionResult CreateTask(int port, const std::string& token) {
   RpcReply r = McpCall(
-      port, McpPost(TasksBody("1", "tools/call", R"("name":"slow","arguments":{})"), Authorized("tools/call", token)));
+      port,
+      McpPost(TasksBody("1", "tools/call", R"("name":"slow","arguments":{})"),
+              Authorized("tools/call", token, "slow")));
   if (r.http.status != 200) return ::testing::AssertionFailure() << "tools/call: " << r.http.status << r.http.body;
   if (r.http.body.find(R"("resultType":"task")") == std::string::npos) {
     return ::testing::AssertionFailure() << "not the upstream's CreateTaskResult: " << r.http.body;
@@ -372,7 +374,7 @@ TEST(TaskPoll, WithoutTheFlagNothingIsPolled) {
   ServerProcess srv({"--workers", "1", "--upstream", up.url()});
   ASSERT_TRUE(srv.ok()) << srv.error();
   RpcReply r = McpCall(srv.port(), McpPost(TasksBody("1", "tools/call", R"("name":"slow","arguments":{})"),
-                                           McpHeaders(kV2026, "tools/call")));
+                                           McpHeaders(kV2026, "tools/call", "slow")));
   ASSERT_EQ(r.http.status, 200);
   SseStream l;
   std::string err;
