@@ -144,6 +144,13 @@ bool Hub::publish(const std::vector<PayloadRef>& payloads) {
   return true;
 }
 
+bool Hub::publish(std::vector<Notification> notes, const std::vector<TaskState>& tasks) {
+  for (const TaskState& t : tasks) task_states_.put(t);
+  if (publish(std::move(notes))) return true;
+  for (const TaskState& t : tasks) task_states_.forget(t.tenant, t.payload.get());
+  return false;
+}
+
 bool Hub::publish(std::vector<Notification> notes) {
   PublishGate gate(publishing_, closed_);
   if (!gate.open()) return false;

@@ -259,6 +259,30 @@ TEST(Hub, CloseWaitsOutPublishesInFlightAndRefusesLaterOnes) {
   go = false;
 }
 
+TEST(Hub, APublishOfTasksKeepsTheirStatesAndARefusedOneKeepsNone) {
+  Hub hub(1);
+  auto state = [](std::string_view id) {
+    TaskState t;
+    t.tenant = "default";
+    t.payload = test::make_task(id, "working");
+    return t;
+  };
+  auto notes = [](const std::vector<TaskState>& tasks) {
+    std::vector<Notification> n;
+    for (const TaskState& t : tasks) n.emplace_back().local = t.payload;
+    return n;
+  };
+  std::vector<TaskState> first = {state("t1")};
+  ASSERT_TRUE(hub.publish(notes(first), first));
+  EXPECT_EQ(hub.task_states().find("default", "t1").get(), first[0].payload.get());
+  // Refused (the hub closed): the state it would have replaced stays, its own is not kept.
+  hub.close();
+  std::vector<TaskState> refused = {state("t2")};
+  EXPECT_FALSE(hub.publish(notes(refused), refused));
+  EXPECT_FALSE(hub.task_states().find("default", "t2"));
+  EXPECT_EQ(hub.task_states().stats().tasks, 1u);
+}
+
 TEST(Hub, CloseFansOutWhatTheDebouncerHolds) {
   Hub hub(1);
   hub.set_debounce(std::chrono::hours(1));

@@ -85,9 +85,10 @@ class Hub {
   /** The routing table, or null before route_by_interest(): reserve() a shard ahead of a key it is about to get. */
   [[nodiscard]] LocalInterest* interest() noexcept { return interest_.get(); }
   /**
-   * The newest state of each task seen here (task_states.h): who accepts a notifications/tasks
-   * keeps it there (PublishDecoder gives each as a TaskState), and a listen naming the task
-   * replays it. Hub::publish() does not: a payload alone does not say its tenant's name or TTL.
+   * The newest state of each task seen here (task_states.h): publish(notes, tasks) keeps each
+   * state of a body it accepts, a node receiving one from another node keeps it, and a listen
+   * naming the task replays it. publish(payload) does not: a payload alone does not say its
+   * tenant's name or TTL.
    */
   [[nodiscard]] TaskStates& task_states() noexcept { return task_states_; }
   /** The debouncer, if set_debounce() turned one on (for its counters). */
@@ -117,6 +118,14 @@ class Hub {
    * nothing is delivered here nor forwarded, and nothing is counted but refused_full().
    */
   [[nodiscard]] bool publish(std::vector<Notification> notes);
+  /**
+   * The same for a decoded body that may hold task notifications (PublishDecoder's
+   * `notifications` and `tasks`): each task's state is kept in task_states() before the
+   * fan-out, so a listen that subscribes meanwhile finds it (its shard then skips the copy it
+   * also matches), and forgotten again when the publish is refused: nothing of a refused body
+   * stays. Every accepted notifications/tasks goes through here.
+   */
+  [[nodiscard]] bool publish(std::vector<Notification> notes, const std::vector<TaskState>& tasks);
   /** What became of a payload another node accepted. */
   enum class Delivery : std::uint8_t {
     Posted,     // queued to every shard that may match

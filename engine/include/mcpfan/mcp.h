@@ -75,8 +75,7 @@ struct CapabilityRefusal {
 /**
  * `notifications/{tools,prompts,resources}/list_changed`; `kind` must not be a keyed kind
  * (Kind::ResourceUpdated, Kind::TaskStatus). A task notification carries the whole task:
- * decode it with PublishDecoder, which validates it and gives its TaskState to keep
- * (Hub::task_states()), then Hub::publish() its notes.
+ * decode it with PublishDecoder, which validates it, then Hub::publish(notes, tasks).
  */
 [[nodiscard]] PayloadRef list_changed(Kind kind, TenantId tenant = kDefaultTenant);
 

@@ -89,15 +89,8 @@ void handle_publish(Exchange& c, HttpRequest& req) {
   }
   // The hub debounces whole notifications, delivers them here and, with a backplane, forwards
   // them (Hub::set_forwarder): a suppressed update never crosses the backplane. It counts
-  // those with no audience anywhere.
-  // Each task's state, for the listens that name it later (mcpfan/task_states.h). Kept before
-  // the fan-out, so a listen that subscribes meanwhile finds it (the shard skips the copy it
-  // then also matches), and forgotten again if the publish is refused: nothing of a refused
-  // body stays.
-  TaskStates& states = w.hub().task_states();
-  for (const TaskState& t : decoded.value().tasks) states.put(t);
-  if (!w.hub().publish(std::move(decoded.value().notifications))) {
-    for (const TaskState& t : decoded.value().tasks) states.forget(t.tenant, t.payload.get());
+  // those with no audience anywhere, and keeps each task's state for later listens.
+  if (!w.hub().publish(std::move(decoded.value().notifications), decoded.value().tasks)) {
     if (w.hub().closed()) {
       c.respond(503, "application/json", json_error_body("the server is shutting down; nothing was published"));
     } else {  // a worker loop's inbox is at --shard-inbox-max (mcpfan/hub.h): refused whole, try again soon

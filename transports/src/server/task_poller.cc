@@ -414,12 +414,7 @@ bool TaskPoller::publish(Polled& p, const std::string& task_json) {
     return false;
   }
   if (backplane && backplane->admit(decoded.value().notifications)) return false;
-  TaskStates& states = hub.task_states();
-  for (const TaskState& t : decoded.value().tasks) states.put(t);
-  if (!hub.publish(std::move(decoded.value().notifications))) {
-    for (const TaskState& t : decoded.value().tasks) states.forget(t.tenant, t.payload.get());
-    return false;
-  }
+  if (!hub.publish(std::move(decoded.value().notifications), decoded.value().tasks)) return false;
   stats_.published.fetch_add(1, std::memory_order_relaxed);
   p.task.task_json = task_json;
   return true;
