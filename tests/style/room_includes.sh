@@ -11,6 +11,7 @@ declare -A may=(
   [http2]="http mcp net proxy server tls"
   [http]="mcp proxy server status backplane"
   [mcp]="server"
+  [oauth]="mcp"
   [stdio]="mcp net server"
   [proxy]="http server tls"
   [backplane]="nats"
