@@ -76,6 +76,13 @@ class RecordingExchange final : public Exchange {
                std::unique_ptr<AnswerObserver>) override {
     ++answers;
   }
+  /** A suspended request counts as answered (later); the test may call the Resume itself. */
+  Resume suspend(const HttpRequest&) override {
+    ++answers;
+    suspended = true;
+    return [](std::shared_ptr<const AuthWait>) {};
+  }
+  bool suspended = false;
 
  private:
   LoopContext& w_;

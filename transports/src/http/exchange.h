@@ -102,6 +102,18 @@ class Exchange {
    */
   virtual void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                        AnswerRewrite rewrite, std::unique_ptr<AnswerObserver> observer) = 0;
+
+  /** Routes the suspended request again, with what it waited for; loop-affine; nothing once the exchange ended. */
+  using Resume = std::function<void(std::shared_ptr<const AuthWait>)>;
+  /**
+   * The request cannot be answered on this loop turn: it waits for something off the loop (the
+   * OAuth agent: keys, an introspection, the application's --authorize-url answer). The
+   * exchange keeps a copy of `req` (later pipelined requests wait behind it, bounded) and
+   * answers nothing now. Calling the Resume (on this loop, once) routes the copy again with
+   * `waited` set; if the client went away meanwhile it does nothing. Not answered at all, the
+   * exchange ends at its request timeout (503).
+   */
+  [[nodiscard]] virtual Resume suspend(const HttpRequest& req) = 0;
 };
 
 }  // namespace mcpfan::detail

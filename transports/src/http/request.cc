@@ -17,6 +17,7 @@ void HttpRequest::clear() {
   expect.clear();
   session_id.clear();
   authorization.clear();
+  waited.reset();
   connection.clear();
   last_event_id.clear();
   fields.clear();

@@ -6,6 +6,7 @@
 //
 // Thread affinity: a plain value, used on one thread at a time.
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,8 @@ struct Field {
   std::string value;  // without leading and trailing SP/HTAB
 };
 
+struct AuthWait;  // mcp/client.h: what a request waited for (Exchange::suspend)
+
 struct HttpRequest {
   unsigned method = 0;  // enum http_method
   std::string url;
@@ -27,6 +30,7 @@ struct HttpRequest {
   std::vector<Field> fields;  // with keep_fields (--upstream): every field of the head, in order
   std::string body;
   std::size_t header_bytes = 0;
+  std::shared_ptr<const AuthWait> waited{};  // routed again after Exchange::suspend: what it waited for
   void clear();
   /** The member a field of this name is kept in (case-insensitive), or null: one of the fields mcpfan reads itself. */
   [[nodiscard]] std::string* named_field(std::string_view name) noexcept;

@@ -91,6 +91,8 @@ void route_request(Exchange& c, HttpRequest& req) {
     c.respond(200, "text/plain; version=0.0.4", render_prometheus(s));
   } else if (is_status_path(path)) {
     route_status(c, req, path);
+  } else if (is_oauth_path(path)) {
+    route_oauth_metadata(c, req, path);  // routes_oauth.cc
   } else {
     c.respond(404, "application/json", json_error_body("no such path: " + std::string(path)));
   }

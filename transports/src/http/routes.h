@@ -31,6 +31,8 @@ void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> up
 /** 2025-era POSTs, handed over by handle_mcp_post: `initialize`, and requests naming a session. */
 void handle_initialize(Exchange& c, const RpcRequest& r, const Caller& caller);
 void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, const Caller& caller);
+/** resources/subscribe and --authorize-url: whether the application allows `r.uri` (else answered). */
+[[nodiscard]] bool authorize_subscribe(Exchange& c, const HttpRequest& req, const RpcRequest& r, const Caller& caller);
 void handle_mcp_delete(Exchange& c, HttpRequest& req);
 /**
  * A new 2025-era session of `caller` at `version`, counted against its tenant; `id` empty for a
@@ -49,6 +51,10 @@ bool end_session(LoopContext& w, const std::string& id);
 /** With --upstream: every /mcp request (routes_proxy.cc decides what mcpfan serves and what it forwards). */
 void handle_mcp_proxied(Exchange& c, HttpRequest& req);
 void handle_publish(Exchange& c, HttpRequest& req);
+/** /.well-known/oauth-* and openid-configuration (routes_oauth.cc). */
+[[nodiscard]] bool is_oauth_path(std::string_view path) noexcept;
+/** The protected resource metadata with --oauth-issuer; else the upstream's documents passed through, or 404. */
+void route_oauth_metadata(Exchange& c, HttpRequest& req, std::string_view path);
 
 // ---- answers.cc ----
 /**
@@ -70,6 +76,14 @@ void respond_refusal(Exchange& c, std::string_view id, const Refusal& refusal);
  * Answers 401/429/503 itself and returns nullopt when refused.
  */
 [[nodiscard]] std::optional<Caller> authenticate(Exchange& c, const HttpRequest& req, std::string_view id = {});
+/**
+ * --authorize-url, before a listen or a 2025 resources/subscribe is acknowledged: narrows
+ * `spec` to what the application allows. False: answered (refused: 403 when nothing is
+ * allowed, 503 when the application did not answer; or suspended until it answers, then
+ * routed again). True: go on with what is left of `spec`.
+ */
+[[nodiscard]] bool authorize_watch(Exchange& c, const HttpRequest& req, std::string_view id, const Caller& caller,
+                                   std::string_view method, ListenSpec& spec);
 /** The decoder hit a size limit while rejecting a request: count it. */
 void count_rpc_limit(Exchange& c, const RpcRequest& r);
 

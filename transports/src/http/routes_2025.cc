@@ -114,6 +114,7 @@ std::optional<Refusal> apply_subscription(LoopContext& w, const std::shared_ptr<
   const McpMethod* m = find_mcp_method(r.method);
   bool add = m && m->role == MethodRole::Subscribe;
   if (add) {
+    if (auto refused = w.clients().check_listen_scope(caller)) return refused;
     if (auto refused = w.clients().check_uri(caller, r.uri)) return refused;
   }
   if (auto refused = change_session_uri(w, s, r.uri, add)) return w.clients().refusal(*refused, s->tenant);
@@ -140,6 +141,7 @@ void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, con
     Error e = method_not_found(r.method, kOnly2025);
     rpc_error(c, r.id, e.code, std::move(e.message));
   } else if (m->role == MethodRole::Subscribe || m->role == MethodRole::Unsubscribe) {
+    if (!authorize_subscribe(c, req, r, caller)) return;
     if (auto refused = apply_subscription(w, s, r, caller)) return respond_refusal(c, r.id, *refused);
     respond_result(c, r, "{}");
   } else if (m->role == MethodRole::Initialize) {
@@ -149,9 +151,19 @@ void handle_session_post(Exchange& c, HttpRequest& req, const RpcRequest& r, con
   }
 }
 
+bool authorize_subscribe(Exchange& c, const HttpRequest& req, const RpcRequest& r, const Caller& caller) {
+  const McpMethod* m = find_mcp_method(r.method);
+  if (!m || m->role != MethodRole::Subscribe) return true;  // an unsubscribe needs nobody's leave
+  ListenSpec one;
+  one.resource_uris.push_back(r.uri);
+  return authorize_watch(c, req, r.id, caller, r.method, one);
+}
+
 void handle_mcp_get(Exchange& c, HttpRequest& req, std::optional<std::string> upstream_cursor) {
   auto caller = authenticate(c, req);
   if (!caller) return;
+  // The session's stream carries its notifications: a listen in all but name.
+  if (auto refused = c.context().clients().check_listen_scope(*caller)) return respond_refusal(c, {}, *refused);
   if (req.session_id.empty()) {
     c.respond(400, "application/json",
               json_error_body("GET /mcp needs an Mcp-Session-Id header (send initialize first); "

@@ -16,11 +16,14 @@ void respond_discover(Exchange& c, const RpcRequest& r, std::string_view version
             {{"MCP-Protocol-Version", std::string(version)}});
 }
 
-void start_listen(Exchange& c, RpcRequest& r, const Caller& caller) {
+void start_listen(Exchange& c, const HttpRequest& req, RpcRequest& r, const Caller& caller) {
   if (!r.has_id) {
     rpc_error(c, {}, rpc_code::kInvalidRequest, "subscriptions/listen must be a request with an id");
     return;
   }
+  // The acknowledgement then names only what the application allows (the spec: "the subset the server agreed to
+  // honor").
+  if (!authorize_watch(c, req, r.id, caller, r.method, r.listen)) return;
   auto admitted = c.context().clients().admit_listen(caller, r.listen, r.id, r.declares_tasks);
   if (auto* refused = std::get_if<Refusal>(&admitted)) return respond_refusal(c, r.id, *refused);
   auto& grant = std::get<ListenGrant>(admitted);
@@ -118,7 +121,7 @@ void handle_mcp_post(Exchange& c, HttpRequest& req) {
     Error e = method_not_found(r.method, kOnly2026, version);
     rpc_error(c, 404, r.id, e.code, std::move(e.message));
   } else if (m->role == MethodRole::Listen) {
-    start_listen(c, r, *caller);
+    start_listen(c, req, r, *caller);
   } else if (m->role == MethodRole::Discover) {
     respond_discover(c, r, version);
   } else if (auto reply = stateless_reply(*m, Era::Rev2026)) {

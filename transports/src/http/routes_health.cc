@@ -34,6 +34,8 @@ Readiness readiness(const StatsSnapshot& s, const ServerConfig& cfg) {
   if (cfg.readyz_backplane == "require" && s.backplane && !s.backplane->health.connected) {
     return {false, "backplane disconnected"};
   }
+  // Without the issuer's keys every token would be refused: new clients go to a node that has them.
+  if (s.oauth && !s.oauth->keys_loaded) return {false, "oauth keys not loaded"};
   return {true, "ready"};
 }
 
@@ -77,6 +79,19 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
     b += R"(,"connects":)" + std::to_string(u.connects);
     b += R"(,"resolutions":)" + std::to_string(u.resolutions);
     b += R"(,"resolve_failures":)" + std::to_string(u.resolve_failures);
+    b += '}';
+  } else {
+    b += "null";
+  }
+  b += R"(,"oauth":)";
+  if (s.oauth) {
+    b += R"({"issuer":)";
+    append_json_string(b, cfg.oauth.issuer);
+    b += R"(,"keys_loaded":)";
+    b += s.oauth->keys_loaded ? "true" : "false";
+    b += R"(,"keys":)" + std::to_string(s.oauth->keys);
+    b += R"(,"last_error":)";
+    append_json_string(b, s.oauth->last_error);
     b += '}';
   } else {
     b += "null";

@@ -144,6 +144,7 @@ void proxied_post(Exchange& c, HttpRequest& req) {
       if (!caller) return;
       auto s = caller_session(c, req, *caller);
       if (!s) return forward(c, req, r.id);
+      if (!authorize_subscribe(c, req, r, *caller)) return;
       if (auto refused = apply_subscription(w, s, r, *caller)) return respond_refusal(c, r.id, *refused);
     }
     return forward(c, req, r.id);

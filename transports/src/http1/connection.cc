@@ -96,6 +96,7 @@ void Http1Conn::close() {
     proxy_->cancel();
     retired_ = std::move(proxy_);
   }
+  wait_token_.reset();  // a suspended request's Resume does nothing now
   events_.close();
   binding_.release();  // last: it holds the tenant's entry, reclaimed only at zero usage
   sock_->close();  // on_closed() follows, once the socket's last write is handed over
@@ -109,7 +110,7 @@ void Http1Conn::on_closed(net::Socket&) {
 
 void Http1Conn::on_read_end(net::Socket&, int status) {
   // EOF or error: for a listen this is the client cancelling.
-  if (status == UV_EOF && mode_ == Mode::Proxying) {
+  if (status == UV_EOF && answer_pending()) {
     // A half-close ends the client's requests, not its wish for the answer (RFC 9112 §9.6):
     // the upstream's answer is written, then the connection closes. A client that is gone
     // for good is found by the first write that fails, and the exchange is cancelled then.
@@ -128,7 +129,7 @@ void Http1Conn::on_data(net::Socket&, const char* data, std::size_t len) {
     if (lingered_bytes_ > kLingerMaxBytes) close();
     return;
   }
-  if (mode_ == Mode::Proxying) return keep_proxied_input(data, len);
+  if (answer_pending()) return keep_proxied_input(data, len);
   if (mode_ != Mode::Requests) return;  // bytes after a listen are ignored
   if (sniffing_ && sniff(data, len)) return;
   parse(data, len);
@@ -230,7 +231,7 @@ void Http1Conn::parse_some(const char* data, std::size_t len) {
       }
       case RequestParser::Status::Paused:  // a request was answered; continue with the pipelined rest
         parser_.resume();
-        if (mode_ == Mode::Proxying) {  // the upstream answers it: the rest waits for that answer
+        if (answer_pending()) {  // the upstream answers it, or it waits: the rest waits for that answer
           keep_proxied_input(data + off, len - off);
           return;
         }
@@ -310,6 +311,12 @@ void Http1Conn::sweep(std::uint64_t now) {
     deadline_ = Deadline::None;
     if (in_message_ && mode_ == Mode::Requests) {
       reject(408, "request not received in full within " + std::to_string(cfg.http.request_timeout_ms) + " ms");
+    } else if (mode_ == Mode::Waiting) {
+      // What it waited for never answered (each wait has a shorter bound of its own): answered, not dropped.
+      wait_token_.reset();
+      waiting_req_.reset();
+      mode_ = Mode::Requests;
+      reject(503, "authorization did not complete within " + std::to_string(cfg.http.request_timeout_ms) + " ms");
     } else {
       close();
     }
@@ -368,6 +375,10 @@ void Http1Conn::answer_done(bool complete) {
   if (!complete) return close();
   if (!keeps_alive()) return linger();
   mode_ = Mode::Requests;
+  continue_requests();
+}
+
+void Http1Conn::continue_requests() {
   deadline_ = Deadline::Idle;
   deadline_ms_ = uv_now(w_.loop()) + w_.config().http.idle_timeout_ms;
   if (in_parse_) return;  // parse() goes on with the rest of its input itself
@@ -381,5 +392,34 @@ void Http1Conn::answer_done(bool complete) {
   else if (peer_eof_) linger();
 }
 
+
+Exchange::Resume Http1Conn::suspend(const HttpRequest& req) {
+  mode_ = Mode::Waiting;
+  waiting_req_ = std::make_unique<HttpRequest>(req);
+  wait_token_ = std::make_shared<char>(0);
+  deadline_ = Deadline::Request;
+  deadline_ms_ = uv_now(w_.loop()) + w_.config().http.request_timeout_ms;
+  std::weak_ptr<char> token = wait_token_;
+  return [this, token](std::shared_ptr<const AuthWait> waited) {
+    if (!token.expired()) resume_waiting(std::move(waited));  // else: closed, or timed out meanwhile
+  };
+}
+
+void Http1Conn::resume_waiting(std::shared_ptr<const AuthWait> waited) {
+  if (mode_ != Mode::Waiting) return;
+  wait_token_.reset();
+  std::unique_ptr<HttpRequest> req = std::move(waiting_req_);
+  req->waited = std::move(waited);
+  mode_ = Mode::Requests;
+  deadline_ = Deadline::None;
+  try {
+    route_request(*this, *req);
+  } catch (const std::exception&) {
+    close_after_ = true;
+    respond(500, "application/json", R"({"error":"internal error"})");
+  }
+  if (mode_ != Mode::Proxying) head_ = false;
+  if (mode_ == Mode::Requests) continue_requests();
+}
 
 }  // namespace mcpfan::detail

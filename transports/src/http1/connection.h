@@ -74,6 +74,8 @@ class Http1Conn final : public Conn,
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                AnswerRewrite rewrite,
                std::unique_ptr<AnswerObserver> observer) override;
+  /** Waiting: later pipelined requests wait (bounded) as behind a proxied answer. */
+  [[nodiscard]] Resume suspend(const HttpRequest& req) override;
 
   // Conn
   void begin_shutdown() override;
@@ -81,7 +83,7 @@ class Http1Conn final : public Conn,
   void sweep(std::uint64_t now_ms) override;
 
  private:
-  enum class Mode : std::uint8_t { Requests, Proxying, Listen, Draining, Lingering, Closing };
+  enum class Mode : std::uint8_t { Requests, Proxying, Waiting, Listen, Draining, Lingering, Closing };
   enum class Deadline : std::uint8_t { None, Request, Idle };
 
   // What its writes are, given back when one completes.
@@ -118,6 +120,12 @@ class Http1Conn final : public Conn,
   [[nodiscard]] bool keeps_alive();
 
   void answer_written(bool last);
+  /** The request a suspend() kept is routed again (Waiting only). */
+  void resume_waiting(std::shared_ptr<const AuthWait> waited);
+  /** Between requests again: the idle deadline, then the pipelined input kept meanwhile. */
+  void continue_requests();
+  /** The answer to the request in hand comes later (Proxying, Waiting): input meanwhile is kept. */
+  [[nodiscard]] bool answer_pending() const noexcept { return mode_ == Mode::Proxying || mode_ == Mode::Waiting; }
   void parse(const char* data, std::size_t len);
   void parse_some(const char* data, std::size_t len);
   /** Bytes of answers queued and not yet written (streams are bounded by their shard). */
@@ -167,6 +175,8 @@ class Http1Conn final : public Conn,
   EventStream events_;  // Listen: the stream this connection carries (idle before)
   std::unique_ptr<ProxiedAnswer> proxy_;    // Proxying: the request the upstream answers
   std::unique_ptr<ProxiedAnswer> retired_;  // an answer that ended inside its own callback: freed later
+  std::unique_ptr<HttpRequest> waiting_req_;  // Waiting: the request routed again on resume
+  std::shared_ptr<char> wait_token_;          // Waiting: its Resume holds a weak reference (gone: do nothing)
 };
 
 }  // namespace mcpfan::detail

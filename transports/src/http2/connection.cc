@@ -459,7 +459,11 @@ void Http2Conn::sweep(std::uint64_t now) {
   }
   for (auto& [id, s] : streams_) {
     (void)id;
-    if (s->receiving() && now - s->begun_ms() >= cfg.http.request_timeout_ms) {
+    std::uint64_t since = 0;
+    if (s->waiting_since(since) && now - since >= cfg.http.request_timeout_ms) {
+      hit(Limit::RequestTimeout);
+      s->wait_timed_out(cfg.http.request_timeout_ms);
+    } else if (s->receiving() && now - s->begun_ms() >= cfg.http.request_timeout_ms) {
       hit(Limit::RequestTimeout);
       s->reset(NGHTTP2_CANCEL);
     } else if (s->stalled(now, cfg.http.write_timeout_ms)) {

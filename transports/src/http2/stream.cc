@@ -154,8 +154,40 @@ void H2Stream::on_request_end() {
     else
       reset(NGHTTP2_INTERNAL_ERROR);
   }
-  // What the routes kept they copied: a listen's stream holds no request.
+  // What the routes kept they copied: a listen's stream holds no request (a suspended one keeps it).
+  if (!wait_token_) free_request();
+}
+
+Exchange::Resume H2Stream::suspend(const HttpRequest&) {
+  // The request suspended is req_ itself: kept (and its body counted) until it is routed again.
+  wait_token_ = std::make_shared<char>(0);
+  wait_begun_ms_ = uv_now(conn_.context().loop());
+  std::weak_ptr<char> token = wait_token_;
+  return [this, token](std::shared_ptr<const AuthWait> waited) {
+    if (!token.expired()) resume_waiting(std::move(waited));  // else: closed, reset or timed out meanwhile
+  };
+}
+
+void H2Stream::resume_waiting(std::shared_ptr<const AuthWait> waited) {
+  wait_token_.reset();
+  if (closed_ || reset_ || !req_) return free_request();
+  req_->waited = std::move(waited);
+  try {
+    route_request(*this, *req_);
+  } catch (const std::exception&) {
+    if (!head_sent_)
+      respond(500, "application/json", R"({"error":"internal error"})");
+    else
+      reset(NGHTTP2_INTERNAL_ERROR);
+  }
+  if (!wait_token_) free_request();
+}
+
+void H2Stream::wait_timed_out(std::uint64_t timeout_ms) {
+  if (!wait_token_) return;
+  wait_token_.reset();
   free_request();
+  refuse(503, "authorization did not complete within " + std::to_string(timeout_ms) + " ms");
 }
 
 void H2Stream::refuse(int status, std::string message) {
@@ -166,6 +198,10 @@ void H2Stream::on_closed() {
   if (closed_) return;
   closed_ = true;
   if (!routed_) free_request();  // a routed one is freed by on_request_end(), which may be running now
+  if (wait_token_) {             // suspended: nothing will route it again
+    wait_token_.reset();
+    free_request();
+  }
   if (proxy_) {
     proxy_->cancel();
     retired_ = std::move(proxy_);

@@ -54,6 +54,13 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] std::uint64_t begun_ms() const noexcept { return begun_ms_; }
   /** Carries an EventStream (a listen, a 2025 session's GET). */
   [[nodiscard]] bool streaming() const noexcept { return streaming_; }
+  /** Suspended (Exchange::suspend) since `since_ms`: waits for the OAuth agent. */
+  [[nodiscard]] bool waiting_since(std::uint64_t& since_ms) const noexcept {
+    since_ms = wait_begun_ms_;
+    return wait_token_ != nullptr;
+  }
+  /** A wait that outlived the request timeout: answered 503. */
+  void wait_timed_out(std::uint64_t timeout_ms);
   /** The upstream answers it (--upstream), and has not finished. */
   [[nodiscard]] bool proxying() const noexcept { return proxy_ != nullptr; }
 
@@ -89,8 +96,10 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   void forward(proxy::UpstreamPool& pool, proxy::ForwardedRequest request, std::string id_json,
                AnswerRewrite rewrite,
                std::unique_ptr<AnswerObserver> observer) override;
+  [[nodiscard]] Resume suspend(const HttpRequest& req) override;
 
  private:
+  void resume_waiting(std::shared_ptr<const AuthWait> waited);
   /** One piece of the queue: bytes of its own, or a shard batch whose buffers it holds. */
   struct Piece {
     std::string bytes;
@@ -149,6 +158,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   EventStream events_;
   std::unique_ptr<ProxiedAnswer> proxy_;
   std::unique_ptr<ProxiedAnswer> retired_;
+  std::shared_ptr<char> wait_token_;  // suspended: its Resume holds a weak reference; req_ is kept meanwhile
+  std::uint64_t wait_begun_ms_ = 0;
 };
 
 }  // namespace mcpfan::detail

@@ -323,6 +323,11 @@ std::string_view auth_failure_name(AuthFailure kind) noexcept {
     case AuthFailure::BadClaims: return "bad_claims";
     case AuthFailure::Rejected: return "rejected";
     case AuthFailure::HostError: return "host_error";
+    case AuthFailure::UnknownKey: return "unknown_key";
+    case AuthFailure::WrongIssuer: return "wrong_issuer";
+    case AuthFailure::WrongAudience: return "wrong_audience";
+    case AuthFailure::InsufficientScope: return "insufficient_scope";
+    case AuthFailure::Unavailable: return "unavailable";
   }
   return "unknown";
 }

@@ -30,6 +30,10 @@ struct ClientIdentity {
   // claim `sub` (or the host's ClientGrant::subject): the principal a task belongs to
   // (poll-to-push, mcp/task_owners.h); empty when the token has none
   std::string subject{};
+  // An OAuth access token's scopes (`scope` or `scp`); `scoped`: a listen needs --oauth-listen-scope among them
+  std::vector<std::string> scopes{};
+  bool scoped = false;
+  std::string client_id{};  // an OAuth token's `client_id` (or `azp`): told to --authorize-url
 
   /** True when the token does not restrict URIs, or `uri` starts with one of its prefixes. */
   [[nodiscard]] bool uri_allowed(std::string_view uri) const noexcept;
@@ -47,8 +51,14 @@ enum class AuthFailure : std::uint8_t {
   // The host's own authenticator (ServerConfig::auth.authenticate_client) in place of tokens:
   Rejected,        // it denied the credentials (ClientDenial)
   HostError,       // it threw, or granted an invalid tenant name: the host's bug, answered 500
+  // OAuth access tokens (oauth/access_token.h):
+  UnknownKey,         // its `kid` is not in the issuer's JWKS, even after fetching it again
+  WrongIssuer,        // `iss` is not --oauth-issuer (and nothing else takes the token)
+  WrongAudience,      // `aud` names no audience of this server (RFC 8707)
+  InsufficientScope,  // valid, but without --oauth-listen-scope for a listen or subscription: 403
+  Unavailable,        // the authorization server could not be asked (no keys yet, introspection down): 503
 };
-inline constexpr std::size_t kAuthFailureCount = static_cast<std::size_t>(AuthFailure::HostError) + 1;
+inline constexpr std::size_t kAuthFailureCount = static_cast<std::size_t>(AuthFailure::Unavailable) + 1;
 
 /** snake_case name of a failure, for a Prometheus label value ("bad_signature"). */
 [[nodiscard]] std::string_view auth_failure_name(AuthFailure kind) noexcept;

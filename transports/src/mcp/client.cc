@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <ctime>
 #include <exception>
 
@@ -9,8 +10,10 @@
 
 namespace mcpfan::detail {
 
-std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view credential, bool bare_token_ok,
-                                                              ClientTransport transport) {
+std::variant<ClientCore::Verified, Refusal, AuthPending> ClientCore::verify(std::string_view credential,
+                                                                          bool bare_token_ok,
+                                                                          ClientTransport transport,
+                                                                          const AuthWait* waited) {
   ClientIdentity id;
   if (host_) {
     auto answer = ask_host(credential, transport);
@@ -20,14 +23,35 @@ std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view 
     auto now = static_cast<std::int64_t>(std::time(nullptr));
     bool bearer = credential.size() > 7 && strncasecmp(credential.data(), "bearer ", 7) == 0;
     std::shared_ptr<const ClientAuth> auth = auth_.load();  // this request's keys, whatever a reload does meanwhile
-    AuthResult res =
-        bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
-    if (auto* e = std::get_if<AuthError>(&res)) {
-      counters_.client[static_cast<std::size_t>(e->kind)].fetch_add(1, std::memory_order_relaxed);
-      log_auth_failure("client", auth_failure_name(e->kind), e->message);
-      return Refusal{rpc_code::kUnauthorized, e->message, 401, e->kind, false};
+    std::optional<oauth::TokenPeek> peek;
+    std::string_view token = credential;
+    oauth::Agent* tokens = oauth_ && oauth_->tokens() ? oauth_ : nullptr;
+    if (tokens) {
+      if (bearer || !bare_token_ok) {
+        auto parsed = parse_bearer(credential);
+        if (auto* e = std::get_if<AuthError>(&parsed)) return auth_refusal(e->kind, e->message);
+        token = std::get<std::string_view>(parsed);
+      }
+      peek = oauth::peek_token(token);
     }
-    id = std::move(std::get<ClientIdentity>(res));
+    bool ours = tokens && peek && peek->iss == tokens->issuer();
+    // Which method takes the token (client.h): the OAuth verifier for its issuer's JWTs, the
+    // static keys for other JWTs, introspection for the rest.
+    if (tokens && (ours || ((!peek || !auth->enabled()) && tokens->introspection()))) {
+      auto r = verify_oauth(token, ours, waited);
+      if (auto* refused = std::get_if<Refusal>(&r)) return std::move(*refused);
+      if (auto* pending = std::get_if<AuthPending>(&r)) return std::move(*pending);
+      id = std::move(std::get<ClientIdentity>(r));
+    } else if (tokens && !auth->enabled()) {
+      if (!peek) return auth_refusal(AuthFailure::Malformed, "the access token is not a JWT");
+      return auth_refusal(AuthFailure::WrongIssuer,
+                          "the access token's issuer is not " + tokens->issuer() + " (iss \"" + peek->iss + "\")");
+    } else {
+      AuthResult res =
+          bearer || !bare_token_ok ? auth->verify_bearer(credential, now) : auth->verify_token(credential, now);
+      if (auto* e = std::get_if<AuthError>(&res)) return auth_refusal(e->kind, e->message);
+      id = std::move(std::get<ClientIdentity>(res));
+    }
   }
   std::optional<TenantId> t = tenants_.acquire(id.tenant);
   if (!t) {
@@ -35,6 +59,142 @@ std::variant<ClientCore::Verified, Refusal> ClientCore::verify(std::string_view 
     return refusal(Limit::Tenants, Limits::kNoTenant);
   }
   return Verified{std::move(id), *t, TenantRef(tenants_, *t)};
+}
+
+Refusal ClientCore::auth_refusal(AuthFailure kind, std::string message) {
+  counters_.client[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+  log_auth_failure("client", auth_failure_name(kind), message);
+  if (kind == AuthFailure::Unavailable) {
+    // Not the client's fault: its token may be fine. No challenge; worth a retry.
+    Refusal r{rpc_code::kInternalError, std::move(message), 503, std::nullopt, true};
+    return r;
+  }
+  return Refusal{rpc_code::kUnauthorized, std::move(message), 401, kind, false};
+}
+
+namespace {
+
+AuthFailure failure_of(oauth::TokenFailure f) {
+  using F = oauth::TokenFailure;
+  switch (f) {
+    case F::Malformed: return AuthFailure::Malformed;
+    case F::UnknownKey: return AuthFailure::UnknownKey;
+    case F::WrongAlgorithm: return AuthFailure::WrongAlgorithm;
+    case F::BadSignature: return AuthFailure::BadSignature;
+    case F::WrongIssuer: return AuthFailure::WrongIssuer;
+    case F::WrongAudience: return AuthFailure::WrongAudience;
+    case F::Expired: return AuthFailure::Expired;
+    case F::NotYetValid:
+    case F::IssuedInFuture: return AuthFailure::NotYetValid;
+    case F::MissingTenant: return AuthFailure::MissingTenant;
+    case F::BadTenant:
+    case F::BadClaims: return AuthFailure::BadClaims;
+    case F::Inactive: return AuthFailure::Rejected;
+  }
+  return AuthFailure::BadClaims;
+}
+
+ClientIdentity identity_of(oauth::AccessClaims&& c) {
+  ClientIdentity id;
+  id.tenant = std::move(c.tenant);
+  id.uri_prefixes = std::move(c.uri_prefixes);
+  id.uris_restricted = c.uris_restricted;
+  id.exp = c.exp;
+  id.subject = std::move(c.subject);
+  id.scopes = std::move(c.scopes);
+  id.scoped = true;
+  id.client_id = std::move(c.client_id);
+  return id;
+}
+
+}  // namespace
+
+std::variant<ClientIdentity, Refusal, AuthPending> ClientCore::verify_oauth(std::string_view token, bool ours,
+                                                                            const AuthWait* waited) {
+  oauth::Agent* agent = oauth_;
+  auto now = static_cast<std::int64_t>(std::time(nullptr));
+  oauth::TokenVerdict verdict{oauth::TokenError{oauth::TokenFailure::Malformed, ""}};
+  if (ours) {
+    std::shared_ptr<const oauth::KeySet> keys = agent->keys();
+    bool refetched = waited && waited->keys_refetched;
+    if (keys) verdict = oauth::verify_access_token(token, *keys, agent->policy(), now);
+    auto* e = std::get_if<oauth::TokenError>(&verdict);
+    bool unknown = !keys || (e && e->kind == oauth::TokenFailure::UnknownKey);
+    if (unknown && !refetched) {
+      // A key the set lacks may be a new one (rotation): fetch the JWKS again, rate-limited, and decide then.
+      return AuthPending{[agent](std::function<void(AuthWait)> done) {
+        return agent->refetch_keys([done = std::move(done)] { done(AuthWait{true, std::nullopt}); });
+      }};
+    }
+    if (!keys) {
+      std::string why = agent->last_error();
+      return auth_refusal(AuthFailure::Unavailable, "the authorization server's keys are not available" +
+                                                        (why.empty() ? std::string() : ": " + why));
+    }
+  } else if (waited && waited->introspected) {
+    if (!waited->introspected->ok) {
+      return auth_refusal(AuthFailure::Unavailable, "the token could not be introspected: " +
+                                                        waited->introspected->error);
+    }
+    verdict = waited->introspected->verdict;
+  } else if (auto kept = agent->cached_introspection(std::string(token), now)) {
+    verdict = std::move(*kept);
+  } else {
+    return AuthPending{[agent, t = std::string(token)](std::function<void(AuthWait)> done) mutable {
+      return agent->introspect(std::move(t), [done = std::move(done)](oauth::Introspected i) {
+        done(AuthWait{false, std::move(i)});
+      });
+    }};
+  }
+  if (auto* e = std::get_if<oauth::TokenError>(&verdict)) return auth_refusal(failure_of(e->kind), e->message);
+  return identity_of(std::move(std::get<oauth::AccessClaims>(verdict)));
+}
+
+std::variant<std::monostate, Refusal, AuthPending> ClientCore::authorize(const Caller& caller, std::string_view method,
+                                                                         ListenSpec& spec, const AuthWait* waited) {
+  oauth::Agent* agent = oauth_;
+  if (!agent || !agent->authorizes()) return std::monostate{};
+  std::string tenant = caller.identity ? caller.identity->tenant : std::string(kDefaultTenantName);
+  std::string question = oauth::authorize_question(tenant, caller.identity ? caller.identity->subject : "",
+                                                   caller.identity ? caller.identity->client_id : "", method, spec);
+  std::optional<oauth::AuthorizeAnswer> answer;
+  if (waited && waited->authorized) {
+    if (!waited->authorized->ok) {
+      std::string message = "the application's authorization (--authorize-url) did not answer: " +
+                            waited->authorized->error;
+      return Refusal{rpc_code::kInternalError, std::move(message), 503, std::nullopt, true};
+    }
+    answer = waited->authorized->answer;
+  } else {
+    answer = agent->cached_authorization(question);
+  }
+  if (!answer) {
+    return AuthPending{[agent, q = std::move(question)](std::function<void(AuthWait)> done) mutable {
+      return agent->authorize(std::move(q), [done = std::move(done)](oauth::Authorized a) {
+        AuthWait w;
+        w.authorized = std::move(a);
+        done(std::move(w));
+      });
+    }};
+  }
+  if (oauth::narrow_to(spec, answer->allowed)) return std::monostate{};
+  counters_.client_forbidden_uri.fetch_add(1, std::memory_order_relaxed);
+  return Refusal{rpc_code::kForbidden, "the application allows " + tenant + " none of what " + std::string(method) +
+                                           " asked to watch (--authorize-url)",
+                 403, std::nullopt, false};
+}
+
+std::optional<Refusal> ClientCore::check_listen_scope(const Caller& caller) {
+  if (!oauth_ || !oauth_->tokens() || oauth_->listen_scope().empty() || !caller.identity ||
+      !caller.identity->scoped) {
+    return std::nullopt;
+  }
+  const auto& scopes = caller.identity->scopes;
+  if (std::find(scopes.begin(), scopes.end(), oauth_->listen_scope()) != scopes.end()) return std::nullopt;
+  counters_.client[static_cast<std::size_t>(AuthFailure::InsufficientScope)].fetch_add(1, std::memory_order_relaxed);
+  std::string message = "the access token lacks the scope " + oauth_->listen_scope() + " that listens need";
+  log_auth_failure("client", auth_failure_name(AuthFailure::InsufficientScope), message);
+  return Refusal{rpc_code::kForbidden, std::move(message), 403, AuthFailure::InsufficientScope, false};
 }
 
 std::variant<ClientIdentity, Refusal> ClientCore::ask_host(std::string_view credential, ClientTransport transport) {
@@ -127,6 +287,7 @@ std::optional<Refusal> ClientCore::check_uris(const Caller& caller, const std::v
 
 std::variant<ListenGrant, Refusal> ClientCore::admit_listen(const Caller& caller, ListenSpec& spec,
                                                             std::string_view id, bool declares_tasks) {
+  if (auto r = check_listen_scope(caller)) return std::move(*r);
   if (auto missing = mcp::check_listen_capabilities(spec, declares_tasks)) {
     return Refusal{missing->error.code, std::move(missing->error.message), 400, {}, false, std::move(missing->data)};
   }

@@ -9,6 +9,7 @@
 // it holds only immutable configuration and thread-safe tables (Limits, TenantTable,
 // AuthCounters, the swappable client keys, the host's authenticator, itself thread-safe by
 // contract: mcpfan/transport/host_auth.h). Lifetime: owned by the Server's state, outlives every worker.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "mcpfan/shard.h"
 #include "mcpfan/tenants.h"
 #include "mcpfan/transport/host_auth.h"
+#include "oauth/agent.h"
 
 namespace mcpfan::detail {
 
@@ -44,6 +46,22 @@ struct Refusal {
   std::string data{};                    // the JSON-RPC error's data (JSON text), if any
 };
 
+/** What a request brings back after waiting for the OAuth agent (HttpRequest::waited, Exchange::suspend). */
+struct AuthWait {
+  bool keys_refetched = false;                      // the JWKS was fetched again: a kid still unknown is final
+  std::optional<oauth::Introspected> introspected;  // the agent's verdict on the request's token
+  std::optional<oauth::Authorized> authorized{};    // the application's answer (--authorize-url)
+};
+
+/**
+ * verify() cannot decide on this loop turn: `start` queues the question to the OAuth agent,
+ * whose thread calls `done` with what the request waits for (the caller posts it to its loop).
+ * TooSoon (keys): decide now as if the keys were fetched again; Full: 503.
+ */
+struct AuthPending {
+  std::function<oauth::Agent::Wait(std::function<void(AuthWait)> done)> start;
+};
+
 /** A listen admitted: what the shard needs, the acknowledgement, and the usage it holds until it ends. */
 struct ListenGrant {
   ListenPlan plan;
@@ -62,7 +80,15 @@ class ClientCore {
 
   /** Whether clients authenticate (tokens or the host's callback); a reload never changes it (Server::reload refuses
    * that). */
-  [[nodiscard]] bool auth_enabled() const { return host_auth() || auth_.load()->enabled(); }
+  [[nodiscard]] bool auth_enabled() const {
+    return host_auth() || (oauth_ && oauth_->tokens()) || auth_.load()->enabled();
+  }
+  /**
+   * The OAuth agent (--oauth-issuer, --authorize-url), or null; set once by the server before
+   * any client.
+   */
+  void set_oauth(oauth::Agent* agent) noexcept { oauth_ = agent; }
+  [[nodiscard]] oauth::Agent* oauth() const noexcept { return oauth_; }
   /** Whether the host's own authenticator decides (ServerConfig::auth.authenticate_client). */
   [[nodiscard]] bool host_auth() const noexcept { return static_cast<bool>(host_); }
   [[nodiscard]] TenantTable& tenants() noexcept { return tenants_; }
@@ -80,9 +106,28 @@ class ClientCore {
    * answer for (credential, transport) instead. Counts a failure by its reason. A full tenant
    * table refuses a valid token or grant (503, Limit::Tenants). Never throws what the host's
    * callable throws: that is a 500 (-32603).
+   *
+   * The order tokens are tried in (docs/security.md "Which method takes a token"): the host's
+   * authenticator alone when set; else a JWT whose `iss` is --oauth-issuer goes to the OAuth
+   * verifier, another JWT to the static keys (--jwt-*-file) when configured, and what is left
+   * to introspection when configured; else it is refused, worded by the method it came closest
+   * to. AuthPending: the OAuth agent must be asked first (the request waits, then calls again
+   * with `waited`).
    */
-  [[nodiscard]] std::variant<Verified, Refusal> verify(std::string_view credential, bool bare_token_ok,
-                                                       ClientTransport transport);
+  [[nodiscard]] std::variant<Verified, Refusal, AuthPending> verify(std::string_view credential, bool bare_token_ok,
+                                                                    ClientTransport transport,
+                                                                    const AuthWait* waited = nullptr);
+  /**
+   * --authorize-url: narrows `spec` (a listen's, or a resources/subscribe's one URI) to what
+   * the application allows `caller` to watch. monostate: go on with what is left of `spec`;
+   * AuthPending: ask first (then again with `waited`); a refusal: 403 when nothing is
+   * allowed, 503 when the application did not answer (fail closed). Without it: monostate.
+   */
+  [[nodiscard]] std::variant<std::monostate, Refusal, AuthPending> authorize(const Caller& caller,
+                                                                             std::string_view method, ListenSpec& spec,
+                                                                             const AuthWait* waited);
+  /** A caller whose OAuth token lacks --oauth-listen-scope: the 403 insufficient_scope refusal (counted). */
+  [[nodiscard]] std::optional<Refusal> check_listen_scope(const Caller& caller);
   /** A stdio client that must authenticate and sent no token (counted as missing). */
   [[nodiscard]] Refusal credentials_required();
   /** A token for another tenant than the one the connection is bound to (counted). */
@@ -127,6 +172,10 @@ class ClientCore {
   /** The host's answer, as a verified identity or a refusal (host_auth.h: the outcomes). */
   [[nodiscard]] std::variant<ClientIdentity, Refusal> ask_host(std::string_view credential, ClientTransport transport);
   [[nodiscard]] Refusal host_error(std::string message);
+  /** The OAuth leg of verify(): a JWT of the issuer, or introspection. */
+  [[nodiscard]] std::variant<ClientIdentity, Refusal, AuthPending> verify_oauth(std::string_view token, bool ours,
+                                                                                const AuthWait* waited);
+  [[nodiscard]] Refusal auth_refusal(AuthFailure kind, std::string message);
 
   const Swappable<ClientAuth>& auth_;
   const ClientAuthenticator& host_;  // ServerState::config's: fixed once the server exists
@@ -135,6 +184,7 @@ class ClientCore {
   std::size_t max_listens_;
   TaskStates* task_states_ = nullptr;
   TaskOwners* task_owners_ = nullptr;
+  oauth::Agent* oauth_ = nullptr;
 };
 
 }  // namespace mcpfan::detail

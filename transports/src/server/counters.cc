@@ -21,6 +21,7 @@ namespace {
 constexpr MetricType kCounter = MetricType::Counter;
 constexpr MetricType kGauge = MetricType::Gauge;
 constexpr CounterGroup kUpstream = CounterGroup::Upstream;
+constexpr CounterGroup kOAuth = CounterGroup::OAuth;
 
 constexpr JsonSlot kNoJson{};
 constexpr JsonSlot top(std::string_view key) { return {JsonPlace::Top, key}; }
@@ -45,6 +46,12 @@ long long per_worker(const CounterInputs& in) {
 }
 
 /** A ShardStats atomic, summed over the shards. */
+/** A counter of the OAuth agent (oauth/agent.h); 0 without one. */
+template <auto Member>
+long long oauth_counter(const CounterInputs& in) {
+  return in.state.oauth ? load(in.state.oauth->counters().*Member) : 0;
+}
+
 template <auto Member>
 long long per_shard(const CounterInputs& in) {
   long long n = 0;
@@ -312,6 +319,32 @@ constexpr CounterRow kRows[] = {
      "Owners (tenant and principal) kept for the tasks polled, until each task's TTL.", kUpstream},
     {"mcpfan_upstream_task_ids_withheld_total", kCounter, kNoJson, task_ids_withheld,
      "Task ids left out of a listen's acknowledgement: a task polled here for another principal.", kUpstream},
+    {"mcpfan_oauth_jwks_fetches_total", kCounter, kNoJson, oauth_counter<&oauth::AgentCounters::jwks_fetches>,
+     "JWKS documents fetched from the authorization server and installed (--oauth-issuer).", kOAuth},
+    {"mcpfan_oauth_jwks_failures_total", kCounter, kNoJson, oauth_counter<&oauth::AgentCounters::jwks_failures>,
+     "Discovery or JWKS fetches that failed (the keys held before stay in use).", kOAuth},
+    {"mcpfan_oauth_keys", kGauge, kNoJson, oauth_counter<&oauth::AgentCounters::keys>,
+     "Verification keys held from the issuer's JWKS.", kOAuth},
+    {"mcpfan_oauth_unknown_kid_refetches_total", kCounter, kNoJson,
+     oauth_counter<&oauth::AgentCounters::unknown_kid_refetches>,
+     "JWKS fetches made because a token named a key id the set lacked.", kOAuth},
+    {"mcpfan_oauth_unknown_kid_limited_total", kCounter, kNoJson,
+     oauth_counter<&oauth::AgentCounters::unknown_kid_limited>,
+     "Unknown key ids not fetched for: the JWKS was fetched within --oauth-jwks-min-refresh-s.", kOAuth},
+    {"mcpfan_oauth_introspections_total", kCounter, kNoJson, oauth_counter<&oauth::AgentCounters::introspections>,
+     "Introspection requests sent (RFC 7662; one per distinct token in flight).", kOAuth},
+    {"mcpfan_oauth_introspection_failures_total", kCounter, kNoJson,
+     oauth_counter<&oauth::AgentCounters::introspection_failures>,
+     "Introspection requests that got no verdict (the client was answered 503).", kOAuth},
+    {"mcpfan_oauth_introspection_cache_hits_total", kCounter, kNoJson,
+     oauth_counter<&oauth::AgentCounters::introspection_hits>, "Introspection verdicts served from the cache.", kOAuth},
+    {"mcpfan_oauth_introspection_cache_misses_total", kCounter, kNoJson,
+     oauth_counter<&oauth::AgentCounters::introspection_misses>, "Tokens not found in the introspection cache.",
+     kOAuth},
+    {"mcpfan_oauth_waiting", kGauge, kNoJson, oauth_counter<&oauth::AgentCounters::waiting>,
+     "Requests waiting now for the authorization server.", kOAuth},
+    {"mcpfan_oauth_waiting_refused_total", kCounter, kNoJson, oauth_counter<&oauth::AgentCounters::waiting_refused>,
+     "Requests answered 503 because --oauth-max-waiting were already waiting.", kOAuth},
     {"mcpfan_callback_exceptions_total", kCounter, counters("callback_exceptions"), callback_exceptions,
      "Exceptions caught at a loop callback boundary (the affected connection was closed; the server went on)."},
     {"mcpfan_limit_hits_total", kCounter, counters("limit_hits"), limit_hits,
@@ -346,6 +379,7 @@ bool counter_present(const StatsSnapshot& s, const CounterRow& row) noexcept {
   switch (row.group) {
     case CounterGroup::Server: return true;
     case CounterGroup::Upstream: return s.upstream.has_value();
+    case CounterGroup::OAuth: return s.oauth.has_value();
   }
   return false;
 }

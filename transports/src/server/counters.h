@@ -58,6 +58,7 @@ struct CounterSource {
 enum class CounterGroup : std::uint8_t {
   Server,     // always
   Upstream,   // with --upstream: StatsSnapshot::upstream is set
+  OAuth,      // with --oauth-issuer: StatsSnapshot::oauth is set
 };
 // A backplane's families are not rows here: the backplane lists its own (BackplaneReport in
 // backplane/backplane.h), and /metrics and /status.json render them after the rows.

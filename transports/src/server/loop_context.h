@@ -109,6 +109,12 @@ class LoopContext {
   [[nodiscard]] TaskPoller* task_poller() noexcept { return task_poller_.get(); }
   /** The loop is stopping: no new stream or connection is begun. */
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+  /**
+   * Any thread: runs `fn` on this loop (an answer from another thread, e.g. the OAuth agent's).
+   * False once the loop has stopped (or in a route test without a Worker): `fn` was not taken
+   * and is destroyed on the caller's thread, so it must hold nothing loop-affine to destroy.
+   */
+  [[nodiscard]] bool post(std::function<void()> fn) { return post_ ? post_(std::move(fn)) : false; }
   /** The whole server's numbers now, for /metrics and /status.json. */
   [[nodiscard]] StatsSnapshot stats_snapshot() const { return snapshot_(); }
 
@@ -163,6 +169,7 @@ class LoopContext {
   tls::ServerContext* tls_;  // ServerState's (set by start() before the workers are made); outlive the context
   tls::ServerContext* publish_tls_;
   std::function<StatsSnapshot()> snapshot_;
+  std::function<bool(std::function<void()>)> post_;  // the Worker's control queue
   WorkerStats stats_;
   PublishDecoder publish_decoder_;
   RpcDecoder rpc_decoder_;

@@ -83,10 +83,10 @@ bool is_loopback(const sockaddr_storage& addr) noexcept {
 std::optional<std::string> open_listener_error(const ServerConfig& c, const Preflight& at) {
   if (c.listen.insecure) return std::nullopt;
   const bool clients = !c.auth.jwt_secret_file.empty() || !c.auth.jwt_public_key_file.empty() ||
-                       static_cast<bool>(c.auth.authenticate_client);
+                       static_cast<bool>(c.auth.authenticate_client) || !c.oauth.issuer.empty();
   const bool publishers = !c.auth.publish_keys_file.empty();
   const bool split = !c.listen.publish_host.empty();
-  static constexpr const char* kClientKeys = "--jwt-secret-file or --jwt-public-key-file";
+  static constexpr const char* kClientKeys = "--jwt-secret-file, --jwt-public-key-file or --oauth-issuer";
   static constexpr const char* kAdvice =
       "; use a loopback address, configure it, or pass --insecure (ServerConfig::listen.insecure)";
   auto refuse = [&](const std::string& listener, const std::string& missing, const std::string& why) {

@@ -48,6 +48,12 @@ TenantTable& make_hub(ServerConfig& config, std::unique_ptr<Hub>& hub) {
 }
 }  // namespace
 
+std::string default_resource(const ServerConfig& c, std::uint16_t port) {
+  std::string host = c.listen.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return (c.tls.cert_file.empty() ? "http://" : "https://") + host + ":" + std::to_string(port) + "/mcp";
+}
+
 TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept {
   return TenantCeilings{c.tenants.max_connections_per_tenant, c.tenants.max_streams_per_tenant,
                         c.tenants.max_subscriptions_per_tenant, c.tenants.max_idle_sessions_per_tenant};
@@ -92,6 +98,9 @@ Result<std::string> Server::check(const ServerConfig& config) {
   if (!pre) return pre.error();
   auto loaded = detail::load_reloadable(config, static_cast<bool>(config.auth.authenticate_client));
   if (!loaded) return loaded.error();
+  // The OAuth settings (URLs, files, the tenant rule); nothing is fetched.
+  if (auto agent = detail::oauth::Agent::make(config, detail::default_resource(config, config.listen.port)); !agent)
+    return agent.error();
   return std::move(loaded.value().summary);
 }
 
@@ -165,6 +174,19 @@ Result<std::uint16_t> Server::start() {
       return Error{rpc_code::kInternalError, "cannot listen on Unix socket " + m.config.listen.unix_path + ": " + err};
     }
   }
+  // The OAuth agent (--oauth-issuer), once the port is known (the default resource names it).
+  auto agent = detail::oauth::Agent::make(m.config, detail::default_resource(m.config, port_of(addr)));
+  if (!agent) {
+    for (int f : fds) ::close(f);
+    for (int f : publish_fds) ::close(f);
+    if (unix_fd >= 0) ::close(unix_fd);
+    return agent.error();
+  }
+  m.state.oauth = std::move(agent.value());
+  if (m.state.oauth) {
+    m.state.clients.set_oauth(m.state.oauth.get());
+    m.state.oauth->start(&m.state.logger);
+  }
   auto snapshot = [impl = impl_.get()] { return impl->snapshot(); };
   for (unsigned i = 0; i < m.config.workers; ++i) {
     m.workers.push_back(std::make_unique<Worker>(i, m.state, snapshot));
@@ -196,6 +218,9 @@ Status Server::stop() {
   m.hub->close();
   for (auto& w : m.workers) (void)w->post(detail::ControlMsg(detail::ControlMsg::Type::Stop));
   for (auto& w : m.workers) w->join();
+  // After the loops: what it still calls back posts to closed loops (refused, dropped); before
+  // the workers are destroyed, whose contexts those posts name.
+  if (m.state.oauth) m.state.oauth->stop();
   // After the workers: no route forwards through it; and shards destroyed later with streams
   // still open must not report to it.
   m.hub->detach_key_listener();

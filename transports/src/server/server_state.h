@@ -29,6 +29,9 @@ namespace mcpfan::detail {
  */
 void install_transports(ServerState& state);
 
+/** This server's /mcp URL as --listen gives it (the OAuth resource when --oauth-resource is not set). */
+[[nodiscard]] std::string default_resource(const ServerConfig& c, std::uint16_t port);
+
 /** The per-tenant ceilings a configuration sets. */
 [[nodiscard]] TenantCeilings tenant_ceilings(const ServerConfig& c) noexcept;
 
@@ -53,6 +56,8 @@ struct ServerState {
   std::shared_ptr<tls::ServerContext> tls;
   std::shared_ptr<tls::ServerContext> publish_tls;
   Acceptors acceptors;  // how workers serve clients: install_transports()
+  // With --oauth-issuer: made and started by start() (the clients' core points at it), stopped by stop().
+  std::unique_ptr<oauth::Agent> oauth;
 };
 
 }  // namespace mcpfan::detail

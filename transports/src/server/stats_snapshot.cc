@@ -72,6 +72,10 @@ detail::StatsSnapshot Server::Impl::snapshot() {
         s.value("mcpfan_upstream_connects_total"), s.value("mcpfan_upstream_resolutions_total"),
         s.value("mcpfan_upstream_resolve_failures_total")};
   }
+  if (state.oauth) {
+    s.oauth = detail::StatsSnapshot::OAuth{state.oauth->ready(), s.value("mcpfan_oauth_keys"),
+                                           state.oauth->last_error()};
+  }
   return s;
 }
 

@@ -45,6 +45,13 @@ struct StatsSnapshot {
     long long resolve_failures = 0;
   };
   std::optional<Upstream> upstream;
+  /** With --oauth-issuer: the agent's state (/healthz, /readyz). */
+  struct OAuth {
+    bool keys_loaded = false;
+    long long keys = 0;
+    std::string last_error{};  // why the last JWKS fetch failed ("" after a success)
+  };
+  std::optional<OAuth> oauth;
   /** By detail::Limit. */
   std::array<long long, static_cast<std::size_t>(Limit::kCount)> limit_hits{};
 

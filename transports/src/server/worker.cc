@@ -26,6 +26,11 @@ Worker::Worker(unsigned index, ServerState& state, std::function<StatsSnapshot()
       upstream_target_(state.upstream) {
   ctx_.on_unlinked_ = [](void* a) { static_cast<Worker*>(a)->maybe_finish_stop(); };
   ctx_.on_unlinked_arg_ = this;
+  ctx_.post_ = [this](std::function<void()> fn) {
+    ControlMsg msg(ControlMsg::Type::Call);
+    msg.call = std::move(fn);
+    return post(std::move(msg));
+  };
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&inbox_async_), reinterpret_cast<uv_handle_t*>(&control_async_),
                   reinterpret_cast<uv_handle_t*>(&flush_check_), reinterpret_cast<uv_handle_t*>(&flush_idle_),
                   reinterpret_cast<uv_handle_t*>(&keepalive_timer_), reinterpret_cast<uv_handle_t*>(&grace_timer_),
@@ -247,6 +252,8 @@ void Worker::on_control() {
     guarded(ctx_.stats_, [&] {
       if (msg.type == ControlMsg::Type::Stop) {
         begin_stop();
+      } else if (msg.type == ControlMsg::Type::Call) {
+        msg.call();
       } else if (msg.type == ControlMsg::Type::Detach) {
         // Gone already (or never here): its on_end ran or is about to; nothing to do.
         if (auto it = ctx_.stdio_clients_.find(msg.client); it != ctx_.stdio_clients_.end()) it->second->detach();

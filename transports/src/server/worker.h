@@ -47,7 +47,7 @@ struct Acceptors {
 };
 
 struct ControlMsg {
-  enum class Type { Stop, Adopt, Detach };
+  enum class Type { Stop, Adopt, Detach, Call };
   ControlMsg() = default;
   explicit ControlMsg(Type t) noexcept : type(t) {}
   ControlMsg(Type t, int in, int out) noexcept : type(t), in_fd(in), out_fd(out) {}
@@ -58,6 +58,7 @@ struct ControlMsg {
   bool from_unix_listener = false;  // a --unix client: authenticates unless --unix-tenant is set
   std::uint64_t client = 0;         // Adopt, Detach: the StdioClient's number (0: a --unix client, no handle)
   StdioEndFn on_end;                // Adopt: may be empty
+  std::function<void()> call;       // Call: runs on the loop (LoopContext::post)
 };
 
 class Worker {

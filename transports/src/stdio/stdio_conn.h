@@ -88,6 +88,8 @@ class StdioConn final : public Conn, public StreamSink, private net::SocketEvent
   void on_input(std::string_view data);
   void handle_line(std::string_view line);
   void handle_request(RpcRequest& r);
+  /** --authorize-url: narrows `spec`; false when refused (answered), or being asked (the client is told to retry). */
+  [[nodiscard]] bool authorized(const RpcRequest& r, ListenSpec& spec);
   void start_listen(RpcRequest& r);
   void reply(std::string json);
   void reply_error(std::string_view id, int code, std::string message, std::string_view data = {});

@@ -37,6 +37,21 @@ bool StdioConn::authenticate(RpcRequest& r) {
   bool ask = !r.auth_token.empty() || (needs_auth_ && core.host_auth());
   if (ask && core.auth_enabled()) {
     auto verified = core.verify(r.auth_token, /*bare_token_ok=*/true, transport_);
+    if (auto* pending = std::get_if<AuthPending>(&verified)) {
+      // A stdio client's requests are answered in order and do not wait off the loop: the agent
+      // is asked now (keys fetched again, or the token introspected and cached) and the client
+      // told to retry, which then finds the answer.
+      auto wait = pending->start([](AuthWait) {});
+      if (wait == oauth::Agent::Wait::TooSoon) {
+        AuthWait fetched{true, std::nullopt};
+        verified = core.verify(r.auth_token, true, transport_, &fetched);
+      } else {
+        reply_refusal(r, Refusal{rpc_code::kUnauthorized,
+                                 "the authorization server is being asked about this token; retry in a moment", 401,
+                                 std::nullopt, true});
+        return false;
+      }
+    }
     if (auto* refused = std::get_if<Refusal>(&verified)) {
       reply_refusal(r, *refused);
       return false;
@@ -131,6 +146,10 @@ void StdioConn::handle_session_request(const McpMethod& method, RpcRequest& r) {
   }
   if (method.role == MethodRole::Subscribe) {
     if (auto refused = core.check_uri(caller_, r.uri)) return reply_refusal(r, *refused);
+    if (auto refused = core.check_listen_scope(caller_)) return reply_refusal(r, *refused);
+    ListenSpec one;
+    one.resource_uris.push_back(r.uri);
+    if (!authorized(r, one)) return;
     if (auto refused = session_.uris->add(r.uri)) return reply_refusal(r, core.refusal(*refused, caller_.tenant));
     shard.add_uri(session_.sub, caller_.tenant, r.uri);
   } else {
@@ -138,6 +157,23 @@ void StdioConn::handle_session_request(const McpMethod& method, RpcRequest& r) {
     shard.remove_uri(session_.sub, caller_.tenant, r.uri);
   }
   reply(rpc_result_json(r.id, "{}"));
+}
+
+bool StdioConn::authorized(const RpcRequest& r, ListenSpec& spec) {
+  auto verdict = w_.clients().authorize(caller_, r.method, spec, nullptr);
+  if (auto* pending = std::get_if<AuthPending>(&verdict)) {
+    // As with tokens (authenticate()): asked now, the answer kept for its ttlMs; the client retries.
+    (void)pending->start([](AuthWait) {});
+    reply_refusal(r, Refusal{rpc_code::kInternalError,
+                             "the application's authorization (--authorize-url) is being asked; retry in a moment", 503,
+                             std::nullopt, true});
+    return false;
+  }
+  if (auto* refused = std::get_if<Refusal>(&verdict)) {
+    reply_refusal(r, *refused);
+    return false;
+  }
+  return true;
 }
 
 void StdioConn::start_listen(RpcRequest& r) {
@@ -152,6 +188,7 @@ void StdioConn::start_listen(RpcRequest& r) {
   }
   ClientCore& core = w_.clients();
   if (auto refused = core.check_uris(caller_, r.listen.resource_uris)) return reply_refusal(r, *refused);
+  if (!authorized(r, r.listen)) return;
   if (listens_.size() >= w_.config().mcp.max_listens_per_connection) {
     w_.limits().hit(Limit::ListensPerConnection, caller_.tenant);
     return reply_refusal(r, core.refusal(Limit::ListensPerConnection, caller_.tenant));

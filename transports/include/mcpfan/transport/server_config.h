@@ -128,6 +128,43 @@ struct AuthConfig {
   double publish_burst = 0;  // bucket size; 0 = one second's worth
 };
 
+/**
+ * OAuth 2.1 resource server (docs/security.md "OAuth"): access tokens from an authorization
+ * server, verified with the keys of its JWKS (RFC 9068 JWTs) or by introspection (RFC 7662).
+ * Empty `issuer`: off.
+ */
+struct OAuthConfig {
+  std::string issuer;    // its `iss`; discovery (RFC 8414, then OpenID Connect) finds the JWKS; https, or http on loopback
+  std::string jwks_url;  // overrides the discovered jwks_uri
+  // This server's canonical /mcp URL (RFC 9728 `resource`; the default audience, RFC 8707).
+  // Empty: http(s)://<--listen>/mcp.
+  std::string resource;
+  std::vector<std::string> audiences;  // `aud` must name one of these; empty: `resource`
+  std::string listen_scope;            // required for listens and subscriptions; empty: none
+  std::string tenant_claim;            // the claim naming the tenant ("org_id"); or:
+  std::string tenant;                  // one fixed tenant for every token of the issuer
+  std::string uris_claim = "uris";     // optional claim: URI prefixes the token may watch
+  std::string ca_file;                 // roots for an https issuer (empty: the system's)
+  std::int64_t leeway_s = 60;          // for exp, nbf, iat
+  std::uint64_t fetch_timeout_ms = 5000;      // each request to the authorization server
+  std::size_t max_document_bytes = 256 * 1024;  // a discovery document, a JWKS or an introspection answer
+  std::uint64_t jwks_refresh_s = 300;  // refreshed this often at most (or its Cache-Control max-age, if shorter)
+  std::uint64_t jwks_min_refresh_s = 10;  // an unknown `kid` refetches at most this often
+  std::string introspection_url;          // RFC 7662 endpoint: tokens that are not our JWTs are introspected
+  std::string introspection_credentials_file;  // "client_id:client_secret" (HTTP Basic)
+  std::size_t introspection_cache = 10000;     // verdicts kept (each until its token's exp at most)
+  std::uint64_t introspection_cache_s = 60;    // an active verdict is kept at most this long
+  std::size_t max_waiting = 10000;             // requests waiting for a fetch at once; more get 503
+};
+
+/** Per-subscription authorization by the application (docs/security.md "--authorize-url"). */
+struct AuthorizeConfig {
+  std::string url;                     // POSTed before a listen or a resources/subscribe is acknowledged; empty: off
+  std::uint64_t timeout_ms = 2000;     // an answer not back by then fails closed
+  std::size_t cache_entries = 10000;   // answers kept
+  std::uint64_t max_ttl_ms = 60000;    // an answer's ttlMs is capped at this
+};
+
 /** Logging (transport/log.h; what is logged and on which thread: server.h "Logging"). */
 struct LogConfig {
   /**
@@ -226,6 +263,8 @@ struct ServerConfig {
   TasksConfig tasks;
   TenantsConfig tenants;
   AuthConfig auth;
+  OAuthConfig oauth;
+  AuthorizeConfig authorize;
   LogConfig log;
   NatsConfig nats;
   UpstreamConfig upstream;

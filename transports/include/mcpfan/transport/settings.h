@@ -367,6 +367,70 @@ void for_each_setting(Config& c, Visit&& v) {
   v(plain("--unix-tenant", "auth.unix_tenant",
           "tenant of --unix clients, which then need no token (the socket's permissions are the access control)"),
     c.auth.unix_tenant);
+  // OAuth 2.1 resource server (docs/security.md "OAuth").
+  v(plain("--oauth-issuer", "oauth.issuer",
+          "accept access tokens of this OAuth authorization server (its JWKS found by RFC 8414 or OpenID Connect "
+          "discovery; https, or http on loopback)"),
+    c.oauth.issuer);
+  v(plain("--oauth-jwks-url", "oauth.jwks_url", "the issuer's JWKS URL, in place of the discovered jwks_uri"),
+    c.oauth.jwks_url);
+  v(plain("--oauth-resource", "oauth.resource",
+          "this server's canonical /mcp URL, as clients reach it (RFC 9728 resource; default: http(s)://--listen/mcp)"),
+    c.oauth.resource);
+  v(plain("--oauth-audience", "oauth.audiences",
+          "an audience access tokens must carry in `aud` (repeatable; default: --oauth-resource, RFC 8707)"),
+    c.oauth.audiences);
+  v(plain("--oauth-listen-scope", "oauth.listen_scope", "scope required for listens and resources/subscribe"),
+    c.oauth.listen_scope);
+  v(plain("--oauth-tenant-claim", "oauth.tenant_claim",
+          "the access-token claim naming the tenant (e.g. org_id); its value must be a valid tenant name"),
+    c.oauth.tenant_claim);
+  v(plain("--oauth-tenant", "oauth.tenant", "one tenant for every access token (instead of --oauth-tenant-claim)"),
+    c.oauth.tenant);
+  v(plain("--oauth-uris-claim", "oauth.uris_claim", "the access-token claim listing the URI prefixes it may watch"),
+    c.oauth.uris_claim);
+  v(file("--oauth-ca-file", "oauth.ca_file", "PEM roots an https issuer's certificate must chain to"),
+    c.oauth.ca_file);
+  v(ranged("--oauth-leeway-s", "oauth.leeway_s", 0, 600, "clock leeway for exp, nbf and iat"), c.oauth.leeway_s);
+  v(ranged("--oauth-fetch-timeout-ms", "oauth.fetch_timeout_ms", 100, 120'000,
+           "each request to the authorization server (discovery, JWKS, introspection)"),
+    c.oauth.fetch_timeout_ms);
+  v(ranged("--oauth-max-document-bytes", "oauth.max_document_bytes", 1024, 16 << 20,
+           "the largest discovery document, JWKS or introspection answer read"),
+    c.oauth.max_document_bytes);
+  v(ranged("--oauth-jwks-refresh-s", "oauth.jwks_refresh_s", 10, 86'400,
+           "the JWKS is fetched again this often (sooner when its Cache-Control max-age says so)"),
+    c.oauth.jwks_refresh_s);
+  v(ranged("--oauth-jwks-min-refresh-s", "oauth.jwks_min_refresh_s", 1, 3600,
+           "a token naming an unknown key id fetches the JWKS again at most this often"),
+    c.oauth.jwks_min_refresh_s);
+  v(plain("--oauth-introspection-url", "oauth.introspection_url",
+          "RFC 7662 introspection endpoint: tokens that are not JWTs of --oauth-issuer are introspected"),
+    c.oauth.introspection_url);
+  v(file("--oauth-introspection-credentials-file", "oauth.introspection_credentials_file",
+         "\"client_id:client_secret\" for the introspection endpoint (HTTP Basic)"),
+    c.oauth.introspection_credentials_file);
+  v(ranged("--oauth-introspection-cache", "oauth.introspection_cache", 0, 10'000'000,
+           "introspection verdicts kept (never past the token's exp)"),
+    c.oauth.introspection_cache);
+  v(ranged("--oauth-introspection-cache-s", "oauth.introspection_cache_s", 0, 86'400,
+           "an active introspection verdict is kept at most this long"),
+    c.oauth.introspection_cache_s);
+  v(ranged("--oauth-max-waiting", "oauth.max_waiting", 1, 10'000'000,
+           "requests waiting at once for the authorization server or --authorize-url; more get 503"),
+    c.oauth.max_waiting);
+  // Per-subscription authorization by the application (docs/security.md "--authorize-url").
+  v(plain("--authorize-url", "authorize.url",
+          "ask this URL which of the URIs and kinds a listen or resources/subscribe requests its principal may "
+          "watch; the acknowledgement is narrowed to the answer"),
+    c.authorize.url);
+  v(ranged("--authorize-timeout-ms", "authorize.timeout_ms", 10, 120'000,
+           "an --authorize-url answer not back by then fails the request closed"),
+    c.authorize.timeout_ms);
+  v(ranged("--authorize-cache", "authorize.cache_entries", 0, 10'000'000, "--authorize-url answers kept"),
+    c.authorize.cache_entries);
+  v(ranged("--authorize-max-ttl-ms", "authorize.max_ttl_ms", 0, kDay, "an --authorize-url answer's ttlMs is capped at this"),
+    c.authorize.max_ttl_ms);
   v(ranged("--publish-rate", "auth.publish_rate", 0, 1e12,
            "notifications per second per publisher key; 429 above (0 = unlimited)", kReload | kNonNegative),
     c.auth.publish_rate);
