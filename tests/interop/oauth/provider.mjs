@@ -39,7 +39,6 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import Provider, { errors as oidcErrors } from 'oidc-provider';
 
 const USAGE = `usage: node provider.mjs --port N --keys KEYS.json [--resource URL]... [--opaque-resource URL]... [--ttl S]
        node provider.mjs --make-keys OUT.json [--kid K] [--alg RS256|PS256|ES256|EdDSA]`;
@@ -83,6 +82,8 @@ if (one('make-keys')) {
 }
 
 // ------------------------------------------------------------------------------ provider
+// Imported here, so that --make-keys needs no installed package.
+const { default: Provider, errors: oidcErrors } = await import('oidc-provider');
 const PORT = Number(one('port') ?? 'x');
 if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535) usage('--port N required (0: a free port)');
 if (!one('keys')) usage('--keys KEYS.json required');
