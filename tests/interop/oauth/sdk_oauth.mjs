@@ -4,7 +4,8 @@
 //   node sdk_oauth.mjs MCP_URL --notify-url URL                  # directly: protected_server.mjs
 //   node sdk_oauth.mjs MCP_URL --publish-url URL --publish-key K # through mcpfan (--upstream)
 //
-// 1. connect() to MCP_URL gets 401 with WWW-Authenticate: Bearer resource_metadata="..."; the
+// 1. connect() to MCP_URL gets 401 with WWW-Authenticate: Bearer resource_metadata="..." (a URL
+//    /.well-known/oauth-protected-resource[/...] on MCP_URL's origin); the
 //    SDK's auth() reads the protected resource metadata it names, discovers the issuer (OIDC
 //    discovery), registers a client dynamically, and starts an authorization code flow with
 //    PKCE and the resource parameter; redirectToAuthorization() below follows the provider's
@@ -153,7 +154,13 @@ test.run(async () => {
     const challenge = rec.exchanges.find(x => x.status === 401);
     if (!challenge) fail('no 401 answer seen');
     const wwwAuth = challenge.resHeaders['www-authenticate'] ?? '';
-    if (!/^Bearer\b/i.test(wwwAuth) || !/resource_metadata="[^"]+"/.test(wwwAuth)) fail(`401 without WWW-Authenticate: Bearer resource_metadata="...": '${wwwAuth}'`);
+    const rm = /resource_metadata="([^"]+)"/.exec(wwwAuth);
+    if (!/^Bearer\b/i.test(wwwAuth) || !rm) fail(`401 without WWW-Authenticate: Bearer resource_metadata="...": '${wwwAuth}'`);
+    // The metadata of the server the client talks to (mcpfan's own, when in front).
+    const rmUrl = URL.parse(rm[1]);
+    if (rmUrl?.origin !== new URL(MCP_URL).origin || !rmUrl.pathname.startsWith('/.well-known/oauth-protected-resource'))
+        fail(`resource_metadata="${rm[1]}" is not ${new URL(MCP_URL).origin}/.well-known/oauth-protected-resource[...]`);
+    if (!rec.exchanges.some(x => x.url === rm[1] && x.status === 200)) fail(`the SDK did not fetch ${rm[1]} (200)`);
     if (!auth.code) fail('no authorization code was obtained');
     const a = auth.authorizationUrl;
     if (a.searchParams.get('code_challenge_method') !== 'S256' || !a.searchParams.get('code_challenge')) fail(`authorization request without PKCE S256: ${a.href}`);
