@@ -261,7 +261,12 @@ async function interaction(req, res) {
 }
 
 const callback = provider.callback();
+const ISSUER_HOST = new URL(ISSUER).host;
 server.on('request', (req, res) => {
+    // oidc-provider builds its endpoint URLs (discovery, redirects) from the request's Host;
+    // every request here is for the issuer, so a client that sends a Host without the port
+    // (the C++ test harness sends "Host: 127.0.0.1") still gets the issuer's URLs.
+    req.headers.host = ISSUER_HOST;
     if (req.method === 'GET' && req.url.startsWith('/interaction/')) return void interaction(req, res);
     return callback(req, res);
 });
