@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -144,6 +143,7 @@ struct OidcProvider::State {
   std::string node;
   std::vector<std::string> resources;
   std::vector<std::string> opaque_resources;
+  int token_ttl_s = 0;
   std::string keys_file;
   std::string tmp_dir;  // made by start() when it made the keys; removed at the end
   std::uint16_t port = 0;
@@ -179,6 +179,7 @@ struct OidcProvider::State {
                                   "--keys", keys_file};
     for (const auto& r : resources) argv.insert(argv.end(), {"--resource", r});
     for (const auto& r : opaque_resources) argv.insert(argv.end(), {"--opaque-resource", r});
+    if (token_ttl_s > 0) argv.insert(argv.end(), {"--ttl", std::to_string(token_ttl_s)});
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       last_error = std::string("pipe2: ") + std::strerror(errno);
@@ -275,7 +276,7 @@ OidcProvider& OidcProvider::operator=(OidcProvider&&) noexcept = default;
 
 std::optional<OidcProvider> OidcProvider::start(std::vector<std::string> resources, std::string keys_file,
                                                 std::uint16_t port, std::string* error,
-                                                std::vector<std::string> opaque_resources) {
+                                                std::vector<std::string> opaque_resources, int token_ttl_s) {
   std::string ignored;
   std::string& err = error ? *error : ignored;
   auto s = std::make_unique<State>();
@@ -292,6 +293,7 @@ std::optional<OidcProvider> OidcProvider::start(std::vector<std::string> resourc
   if (!OidcEnsureDeps(bash, &err)) return std::nullopt;
   s->resources = std::move(resources);
   s->opaque_resources = std::move(opaque_resources);
+  s->token_ttl_s = token_ttl_s;
   if (keys_file.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "mcpfan-oidc-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) {

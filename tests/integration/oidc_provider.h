@@ -27,11 +27,13 @@ class OidcProvider {
   // (no default). `keys_file`: a private JWKS (make_keys); empty = one RS256 key made in a
   // temporary folder. `port` 0 = a free port below the ephemeral range (so that a restart finds
   // it free), else that port. `opaque_resources`: resources whose access tokens are opaque, for
-  // introspection (oidc-provider does not introspect JWTs). nullopt with *error set when node is
-  // missing, the packages cannot be installed or the provider does not start in time.
+  // introspection (oidc-provider does not introspect JWTs). `token_ttl_s`: access token
+  // lifetime (0: the provider's default, 600 s). nullopt with *error set when node is missing
+  // ("... not found in PATH": skip), the packages cannot be installed or the provider does not
+  // start in time.
   static std::optional<OidcProvider> start(std::vector<std::string> resources, std::string keys_file = {},
                                            std::uint16_t port = 0, std::string* error = nullptr,
-                                           std::vector<std::string> opaque_resources = {});
+                                           std::vector<std::string> opaque_resources = {}, int token_ttl_s = 0);
   ~OidcProvider();  // stop()
   OidcProvider(OidcProvider&&) noexcept;
   OidcProvider& operator=(OidcProvider&&) noexcept;

@@ -195,7 +195,7 @@ TEST(OidcProviderFixture, KeyRotationByRestartOnTheSamePort) {
 TEST(OidcProviderFixture, IntrospectionOfAnOpaqueToken) {
   std::string err;
   auto op = OidcProvider::start({std::string(kOidcTestResource)}, std::string(), 0, &err,
-                                {std::string(kOidcTestOpaque)});
+                                {std::string(kOidcTestOpaque)}, 120);
   if (!op) {
     if (err.find("not found in PATH") != std::string::npos) GTEST_SKIP() << err;
     FAIL() << err;
@@ -214,6 +214,9 @@ TEST(OidcProviderFixture, IntrospectionOfAnOpaqueToken) {
   EXPECT_EQ(j.GetString({"scope"}).value_or(""), "mcp:listen") << body;
   EXPECT_EQ(j.GetString({"org_id"}).value_or(""), "beta") << body;
   EXPECT_EQ(j.GetString({"client_id"}).value_or(""), "svc-beta") << body;
+  auto iat = j.GetInt({"iat"}), exp = j.GetInt({"exp"});
+  ASSERT_TRUE(iat && exp) << body;
+  EXPECT_EQ(*exp - *iat, 120) << body;  // token_ttl_s
 
   body = op->introspect("not-a-token", "svc-acme", "svc-acme-secret-0123456789", &err);
   EXPECT_TRUE(JsonMatches(Json(body).Get({"active"}), "false")) << body << err;
