@@ -105,6 +105,9 @@ const JWT_RESOURCES = args.resource ?? [];
 const OPAQUE_RESOURCES = args['opaque-resource'] ?? [];
 const ANY_LOOPBACK = JWT_RESOURCES.length === 0 && OPAQUE_RESOURCES.length === 0;
 const RESOURCE_SCOPE = 'mcp:listen mcp:tools';
+// mcp:* are static scopes as well, so that a client's `scope` metadata limits them (oidc-provider
+// checks a client's allowed scopes against the static ones only).
+const STATIC_SCOPES = ['openid', 'offline_access', 'mcp:listen', 'mcp:tools'];
 
 function resourceFormat(resource) {
     if (JWT_RESOURCES.includes(resource)) return 'jwt';
@@ -147,7 +150,7 @@ const configuration = {
         staticClient('svc-nolisten', 'acme', 'mcp:tools')
     ],
     jwks,
-    scopes: ['openid', 'offline_access', 'mcp:listen', 'mcp:tools'],
+    scopes: STATIC_SCOPES,
     extraClientMetadata: { properties: ['org_id'] },
     clientDefaults: {
         grant_types: ['authorization_code'],
@@ -189,7 +192,9 @@ const configuration = {
         const grant = (grantId && (await ctx.oidc.provider.Grant.find(grantId))) ||
             new ctx.oidc.provider.Grant({ accountId: session.accountId, clientId: client.clientId });
         const requested = String(params.scope ?? '').split(' ').filter(Boolean);
-        grant.addOIDCScope(requested.filter(s => s === 'openid' || s === 'offline_access').join(' '));
+        // Every scope here is a static one (configuration.scopes), which the consent prompt
+        // checks as OIDC scopes too; the resource scopes go to the resource's grant.
+        grant.addOIDCScope(requested.filter(s => STATIC_SCOPES.includes(s)).join(' '));
         const resources = params.resource ? [].concat(params.resource) : [];
         for (const r of resources) {
             if (resourceFormat(r)) grant.addResourceScope(r, requested.filter(s => RESOURCE_SCOPE.split(' ').includes(s)).join(' '));
