@@ -39,7 +39,9 @@ constexpr OidcMs kOidcInstall{330000};  // ensure_deps.sh: up to 300 s for the l
 constexpr OidcMs kOidcMakeKeys{30000};  // one key pair (RSA 2048)
 constexpr int kOidcPortTries = 5;
 
-std::string OidcFolder() { return std::string(MCPFAN_SOURCE_DIR) + "/tests/interop/oauth"; }
+std::string OidcFolder() {
+  return std::string(MCPFAN_SOURCE_DIR) + "/tests/interop/oauth";
+}
 
 // `name` found in $PATH as an executable file, or "".
 std::string OidcWhich(const std::string& name) {
@@ -175,8 +177,8 @@ struct OidcProvider::State {
   // READY line. On failure *addr_in_use says whether the port was taken.
   bool Launch(std::uint16_t want_port, bool* addr_in_use) {
     *addr_in_use = false;
-    std::vector<std::string> argv{node, OidcFolder() + "/provider.mjs", "--port", std::to_string(want_port),
-                                  "--keys", keys_file};
+    std::vector<std::string> argv{
+        node, OidcFolder() + "/provider.mjs", "--port", std::to_string(want_port), "--keys", keys_file};
     for (const auto& r : resources) argv.insert(argv.end(), {"--resource", r});
     for (const auto& r : opaque_resources) argv.insert(argv.end(), {"--opaque-resource", r});
     if (token_ttl_s > 0) argv.insert(argv.end(), {"--ttl", std::to_string(token_ttl_s)});
@@ -244,12 +246,12 @@ struct OidcProvider::State {
   std::string PostForm(const std::string& path, const std::vector<std::pair<std::string, std::string>>& fields,
                        std::string* error) {
     std::string err;
-    auto r = Roundtrip(port,
-                       BuildRequest("POST", path,
-                                    {{"Content-Type", "application/x-www-form-urlencoded"},
-                                     {"Accept", "application/json"}},
-                                    OidcForm(fields)),
-                       kIo, &err);
+    auto r =
+        Roundtrip(port,
+                  BuildRequest("POST", path,
+                               {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}},
+                               OidcForm(fields)),
+                  kIo, &err);
     std::string e;
     if (!r) {
       e = "POST " + issuer + path + ": " + err;
@@ -312,13 +314,27 @@ std::optional<OidcProvider> OidcProvider::start(std::vector<std::string> resourc
   return OidcProvider(std::move(s));
 }
 
-const std::string& OidcProvider::issuer() const { return s_->issuer; }
-std::uint16_t OidcProvider::port() const { return s_->port; }
-const std::string& OidcProvider::keys_file() const { return s_->keys_file; }
-std::string OidcProvider::introspection_endpoint() const { return s_->issuer + "/token/introspection"; }
-std::string OidcProvider::token_endpoint() const { return s_->issuer + "/token"; }
-std::string OidcProvider::jwks_uri() const { return s_->issuer + "/jwks"; }
-const std::string& OidcProvider::last_error() const { return s_->last_error; }
+const std::string& OidcProvider::issuer() const {
+  return s_->issuer;
+}
+std::uint16_t OidcProvider::port() const {
+  return s_->port;
+}
+const std::string& OidcProvider::keys_file() const {
+  return s_->keys_file;
+}
+std::string OidcProvider::introspection_endpoint() const {
+  return s_->issuer + "/token/introspection";
+}
+std::string OidcProvider::token_endpoint() const {
+  return s_->issuer + "/token";
+}
+std::string OidcProvider::jwks_uri() const {
+  return s_->issuer + "/jwks";
+}
+const std::string& OidcProvider::last_error() const {
+  return s_->last_error;
+}
 
 std::string OidcProvider::log() const {
   if (!s_) return "";
@@ -346,10 +362,10 @@ std::string OidcProvider::client_token(std::string client_id, std::string secret
   return *tok;
 }
 
-std::string OidcProvider::introspect(const std::string& token, const std::string& client_id,
-                                     const std::string& secret, std::string* error) {
-  return s_->PostForm("/token/introspection",
-                      {{"token", token}, {"client_id", client_id}, {"client_secret", secret}}, error);
+std::string OidcProvider::introspect(const std::string& token, const std::string& client_id, const std::string& secret,
+                                     std::string* error) {
+  return s_->PostForm("/token/introspection", {{"token", token}, {"client_id", client_id}, {"client_secret", secret}},
+                      error);
 }
 
 bool OidcProvider::restart_with_keys(std::string keys_file) {

@@ -42,7 +42,7 @@ class OidcProvider {
 
   const std::string& issuer() const;  // http://127.0.0.1:PORT
   std::uint16_t port() const;
-  const std::string& keys_file() const;  // the private JWKS in use
+  const std::string& keys_file() const;        // the private JWKS in use
   std::string introspection_endpoint() const;  // issuer + "/token/introspection"
   std::string token_endpoint() const;          // issuer + "/token"
   std::string jwks_uri() const;                // issuer + "/jwks"

@@ -21,14 +21,10 @@ std::optional<std::string> OidcTestB64Url(std::string_view in) {
   std::string out;
   unsigned acc = 0;
   int bits = 0;
+  constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '-') v = 62;
-    else if (c == '_') v = 63;
-    else return std::nullopt;
+    size_t v = kAlphabet.find(c);
+    if (v == std::string_view::npos) return std::nullopt;
     acc = (acc << 6) | static_cast<unsigned>(v);
     bits += 6;
     if (bits >= 8) {
@@ -88,12 +84,12 @@ bool OidcTestHas(const std::vector<std::string>& v, const std::string& x) {
 }
 
 // Skips when node is missing; any other start failure is a failure.
-#define OIDC_TEST_START(var, ...)                                                    \
-  std::string var##_err;                                                             \
-  auto var = OidcProvider::start(__VA_ARGS__, &var##_err);                           \
-  if (!var) {                                                                        \
+#define OIDC_TEST_START(var, ...)                                                            \
+  std::string var##_err;                                                                     \
+  auto var = OidcProvider::start(__VA_ARGS__, &var##_err);                                   \
+  if (!var) {                                                                                \
     if (var##_err.find("not found in PATH") != std::string::npos) GTEST_SKIP() << var##_err; \
-    FAIL() << var##_err;                                                             \
+    FAIL() << var##_err;                                                                     \
   }
 
 TEST(OidcProviderFixture, DiscoveryAndJwtClientCredentialsToken) {
@@ -112,8 +108,8 @@ TEST(OidcProviderFixture, DiscoveryAndJwtClientCredentialsToken) {
   ASSERT_EQ(kids.size(), 1u) << ::testing::PrintToString(kids);
 
   std::string err;
-  std::string tok = op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource),
-                                     "mcp:listen", &err);
+  std::string tok =
+      op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource), "mcp:listen", &err);
   ASSERT_FALSE(tok.empty()) << err;
   auto jwt = OidcTestDecode(tok);
   ASSERT_TRUE(jwt) << "not a JWT: " << tok;
@@ -149,15 +145,14 @@ TEST(OidcProviderFixture, DiscoveryAndJwtClientCredentialsToken) {
                              "mcp:listen", &err),
             "");
   EXPECT_NE(err.find("invalid_scope"), std::string::npos) << err;
-  tok = op->client_token("svc-nolisten", "svc-nolisten-secret-0123456789", std::string(kOidcTestResource),
-                         "mcp:tools", &err);
+  tok = op->client_token("svc-nolisten", "svc-nolisten-secret-0123456789", std::string(kOidcTestResource), "mcp:tools",
+                         &err);
   ASSERT_FALSE(tok.empty()) << err;
   jwt = OidcTestDecode(tok);
   ASSERT_TRUE(jwt) << "not a JWT: " << tok;
   EXPECT_EQ(jwt->payload.GetString({"scope"}).value_or(""), "mcp:tools") << jwt->payload.text();
   err.clear();
-  EXPECT_EQ(op->client_token("svc-acme", "svc-acme-secret-0123456789", "http://127.0.0.1:3/other", "mcp:listen",
-                             &err),
+  EXPECT_EQ(op->client_token("svc-acme", "svc-acme-secret-0123456789", "http://127.0.0.1:3/other", "mcp:listen", &err),
             "");
   EXPECT_NE(err.find("invalid_target"), std::string::npos) << err;
   err.clear();
@@ -181,8 +176,8 @@ TEST(OidcProviderFixture, KeyRotationByRestartOnTheSamePort) {
 
   auto after = OidcTestKids(*op);
   EXPECT_EQ(after, std::vector<std::string>{"rotated-es256"});
-  std::string tok = op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource),
-                                     "mcp:listen", &err);
+  std::string tok =
+      op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource), "mcp:listen", &err);
   ASSERT_FALSE(tok.empty()) << err;
   auto jwt = OidcTestDecode(tok);
   ASSERT_TRUE(jwt) << "not a JWT: " << tok;
@@ -200,8 +195,8 @@ TEST(OidcProviderFixture, IntrospectionOfAnOpaqueToken) {
     if (err.find("not found in PATH") != std::string::npos) GTEST_SKIP() << err;
     FAIL() << err;
   }
-  std::string tok = op->client_token("svc-beta", "svc-beta-secret-0123456789", std::string(kOidcTestOpaque),
-                                     "mcp:listen", &err);
+  std::string tok =
+      op->client_token("svc-beta", "svc-beta-secret-0123456789", std::string(kOidcTestOpaque), "mcp:listen", &err);
   ASSERT_FALSE(tok.empty()) << err;
   EXPECT_FALSE(OidcTestDecode(tok)) << "a JWT for an --opaque-resource: " << tok;
 
@@ -222,8 +217,8 @@ TEST(OidcProviderFixture, IntrospectionOfAnOpaqueToken) {
   EXPECT_TRUE(JsonMatches(Json(body).Get({"active"}), "false")) << body << err;
 
   // oidc-provider does not introspect JWT access tokens (a resource server verifies them).
-  std::string jwt = op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource),
-                                     "mcp:listen", &err);
+  std::string jwt =
+      op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource), "mcp:listen", &err);
   ASSERT_FALSE(jwt.empty()) << err;
   err.clear();
   EXPECT_EQ(op->introspect(jwt, "svc-acme", "svc-acme-secret-0123456789", &err), "");
