@@ -376,14 +376,16 @@ bool OidcProvider::restart_with_keys(std::string keys_file) {
 }
 
 bool OidcProvider::make_keys(const std::string& path, const std::string& kid, const std::string& alg,
-                             std::string* error) {
+                             std::string* error, const std::string& keep_file) {
   std::string node = OidcWhich("node");
   std::string out;
   if (node.empty()) {
     out = "node not found in PATH";
-  } else if (OidcRun({node, OidcFolder() + "/provider.mjs", "--make-keys", path, "--kid", kid, "--alg", alg},
-                     kOidcMakeKeys, &out)) {
-    return true;
+  } else {
+    std::vector<std::string> argv{node, OidcFolder() + "/provider.mjs", "--make-keys", path, "--kid", kid, "--alg",
+                                  alg};
+    if (!keep_file.empty()) argv.insert(argv.end(), {"--keep", keep_file});
+    if (OidcRun(argv, kOidcMakeKeys, &out)) return true;
   }
   if (error) *error = "provider.mjs --make-keys " + path + " failed: " + out;
   return false;

@@ -58,9 +58,11 @@ class OidcProvider {
   // Stops the provider and starts it again on the same port with `keys_file` (key rotation;
   // tokens issued before are forgotten: its store is in memory). False (last_error()) on failure.
   bool restart_with_keys(std::string keys_file);
-  // Writes a private JWKS with one key: `alg` RS256, PS256, ES256 or EdDSA.
+  // Writes a private JWKS with one new key: `alg` RS256, PS256, ES256 or EdDSA. With `keep_file`,
+  // the keys of that file follow the new one: still published, no longer signing (a rotation
+  // with overlap).
   static bool make_keys(const std::string& path, const std::string& kid, const std::string& alg,
-                        std::string* error = nullptr);
+                        std::string* error = nullptr, const std::string& keep_file = {});
   const std::string& last_error() const;
   // The provider's log so far (stderr); printed by the destructor when the test failed.
   std::string log() const;

@@ -184,7 +184,22 @@ TEST(OidcProviderFixture, KeyRotationByRestartOnTheSamePort) {
   EXPECT_EQ(jwt->header.GetString({"kid"}).value_or(""), "rotated-es256") << jwt->header.text();
   EXPECT_EQ(jwt->header.GetString({"alg"}).value_or(""), "ES256") << jwt->header.text();
   EXPECT_EQ(jwt->payload.GetString({"aud"}).value_or(""), kOidcTestResource) << jwt->payload.text();
+
+  // With overlap: a new EdDSA key signs, the ES256 one is still published.
+  std::string overlap = op->keys_file() + ".overlap.json";
+  ASSERT_TRUE(OidcProvider::make_keys(overlap, "next-eddsa", "EdDSA", &err, rotated)) << err;
+  ASSERT_TRUE(op->restart_with_keys(overlap)) << op->last_error();
+  EXPECT_EQ(op->port(), port);
+  after = OidcTestKids(*op);
+  EXPECT_EQ(after, (std::vector<std::string>{"next-eddsa", "rotated-es256"}));
+  tok = op->client_token("svc-acme", "svc-acme-secret-0123456789", std::string(kOidcTestResource), "mcp:listen", &err);
+  ASSERT_FALSE(tok.empty()) << err;
+  jwt = OidcTestDecode(tok);
+  ASSERT_TRUE(jwt) << "not a JWT: " << tok;
+  EXPECT_EQ(jwt->header.GetString({"kid"}).value_or(""), "next-eddsa") << jwt->header.text();
+  EXPECT_EQ(jwt->header.GetString({"alg"}).value_or(""), "EdDSA") << jwt->header.text();
   std::remove(rotated.c_str());
+  std::remove(overlap.c_str());
 }
 
 TEST(OidcProviderFixture, IntrospectionOfAnOpaqueToken) {

@@ -17,8 +17,10 @@
 //       --opaque-resource URL (repeatable): the same, but its access tokens are opaque
 //       (introspectable at /token/introspection; the provider refuses to introspect JWTs).
 //       --ttl S: access token lifetime in seconds (default 600).
-//   node provider.mjs --make-keys OUT.json [--kid K] [--alg RS256|PS256|ES256|EdDSA]
-//       Writes a new private JWKS with one signing key (default alg RS256, kid random).
+//   node provider.mjs --make-keys OUT.json [--kid K] [--alg RS256|PS256|ES256|EdDSA] [--keep OLD.json]
+//       Writes a new private JWKS with one signing key (default alg RS256, kid random); with
+//       --keep, the keys of OLD.json follow it (still published in the JWKS, no longer signing:
+//       a rotation with overlap).
 //
 // Configuration: scopes openid, offline_access, mcp:listen, mcp:tools; grants
 // authorization_code (PKCE S256 required for every client), refresh_token, client_credentials;
@@ -41,7 +43,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 
 const USAGE = `usage: node provider.mjs --port N --keys KEYS.json [--resource URL]... [--opaque-resource URL]... [--ttl S]
-       node provider.mjs --make-keys OUT.json [--kid K] [--alg RS256|PS256|ES256|EdDSA]`;
+       node provider.mjs --make-keys OUT.json [--kid K] [--alg RS256|PS256|ES256|EdDSA] [--keep OLD.json]`;
 
 function usage(msg) {
     if (msg) console.error(`provider: ${msg}`);
@@ -61,7 +63,7 @@ function parseArgs(argv) {
 }
 const args = parseArgs(process.argv.slice(2));
 const one = name => (args[name] ? args[name][args[name].length - 1] : undefined);
-const known = new Set(['port', 'keys', 'resource', 'opaque-resource', 'ttl', 'make-keys', 'kid', 'alg']);
+const known = new Set(['port', 'keys', 'resource', 'opaque-resource', 'ttl', 'make-keys', 'kid', 'alg', 'keep']);
 for (const k of Object.keys(args)) if (!known.has(k)) usage(`unknown option --${k}`);
 
 // ------------------------------------------------------------------------------ --make-keys
@@ -77,7 +79,15 @@ if (one('make-keys')) {
     if (!ALGS[alg]) usage(`--alg must be one of ${Object.keys(ALGS).join(', ')}`);
     const { privateKey } = ALGS[alg]();
     const jwk = { ...privateKey.export({ format: 'jwk' }), kid: one('kid') ?? randomUUID(), alg, use: 'sig' };
-    writeFileSync(one('make-keys'), JSON.stringify({ keys: [jwk] }, null, 2) + '\n', { mode: 0o600 });
+    let kept = [];
+    if (one('keep')) {
+        try {
+            kept = JSON.parse(readFileSync(one('keep'), 'utf8')).keys;
+        } catch (e) {
+            usage(`cannot read --keep ${one('keep')}: ${e.message}`);
+        }
+    }
+    writeFileSync(one('make-keys'), JSON.stringify({ keys: [jwk, ...kept] }, null, 2) + '\n', { mode: 0o600 });
     process.exit(0);
 }
 
