@@ -21,9 +21,13 @@ void program_log(const ServerConfig& cfg, LogLevel level, std::string_view kind,
 namespace {
 
 std::string client_auth(const ServerConfig& c) {
-  if (!c.auth.jwt_secret_file.empty()) return "jwt-hs256";
-  if (!c.auth.jwt_public_key_file.empty()) return "jwt-public-key";
-  return "none";
+  std::string methods;
+  auto add = [&](std::string_view m) { methods += (methods.empty() ? "" : "+") + std::string(m); };
+  if (!c.oauth.issuer.empty()) add("oauth");
+  if (!c.oauth.introspection_url.empty()) add("introspection");
+  if (!c.auth.jwt_secret_file.empty()) add("jwt-hs256");
+  if (!c.auth.jwt_public_key_file.empty()) add("jwt-public-key");
+  return methods.empty() ? "none" : methods;
 }
 
 }  // namespace
@@ -40,6 +44,8 @@ void log_startup_summary(const ServerConfig& c) {
   if (!c.auth.jwt_public_key_file.empty()) auth.push_back({"jwt_public_key_file", c.auth.jwt_public_key_file});
   if (!c.auth.publish_keys_file.empty()) auth.push_back({"publish_keys_file", c.auth.publish_keys_file});
   if (!c.auth.unix_tenant.empty()) auth.push_back({"unix_tenant", c.auth.unix_tenant});
+  if (!c.oauth.issuer.empty()) auth.push_back({"oauth_issuer", c.oauth.issuer});
+  if (!c.authorize.url.empty()) auth.push_back({"authorize_url", c.authorize.url});
   program_log(c, LogLevel::Info, "start_auth", "authentication", std::move(auth));
   if (c.nats.urls.empty()) {
     program_log(c, LogLevel::Info, "start_backplane", "backplane: none (one process, in memory)", {});

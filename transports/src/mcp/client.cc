@@ -154,6 +154,7 @@ std::variant<std::monostate, Refusal, AuthPending> ClientCore::authorize(const C
                                                                          ListenSpec& spec, const AuthWait* waited) {
   oauth::Agent* agent = oauth_;
   if (!agent || !agent->authorizes()) return std::monostate{};
+  if (auto r = check_listen_scope(caller)) return std::move(*r);  // before the application is asked
   std::string tenant = caller.identity ? caller.identity->tenant : std::string(kDefaultTenantName);
   std::string question = oauth::authorize_question(tenant, caller.identity ? caller.identity->subject : "",
                                                    caller.identity ? caller.identity->client_id : "", method, spec);

@@ -258,55 +258,46 @@ void Agent::release_waiters(std::size_t n) {
 // ---- keys ----
 
 void Agent::begin_discovery() {
-  if (!jwks_url_.empty()) return fetch_jwks(false);
-  auto urls = std::make_shared<std::vector<std::string>>(discovery_urls(policy_.issuer));
-  auto tried = std::make_shared<std::string>();
+  if (!jwks_url_.empty()) return fetch_jwks();
+  if (jwks_in_flight_) return;
   jwks_in_flight_ = true;
-  last_fetch_ms_ = uv_now(&loop_);
-  last_fetch_wall_ms_.store(steady_ms(), std::memory_order_relaxed);
-  // Each well-known URL in turn (RFC 8414 first, then OpenID Connect): the first document whose
-  // issuer is ours names the JWKS.
-  auto next = std::make_shared<std::function<void(std::size_t)>>();
-  *next = [this, urls, tried, next](std::size_t i) {
-    if (i >= urls->size()) {
-      jwks_in_flight_ = false;
-      *next = nullptr;  // breaks the cycle
-      return jwks_done("discovery failed: " + *tried);
-    }
-    fetcher_->request((*urls)[i], {}, {}, {}, [this, urls, tried, next, i](Fetched f) {
-      std::string why;
-      if (!f.ok) {
-        why = f.error;
-      } else if (f.status != 200) {
-        why = "HTTP " + std::to_string(f.status);
-      } else if (auto md = parse_server_metadata(f.body, policy_.issuer); !md) {
-        why = md.error().message;
-      } else {
-        discovered_jwks_url_ = md.value().jwks_uri;
-        if (auto e = check_url("the discovered jwks_uri", discovered_jwks_url_)) {
-          why = e->message;
-        } else {
-          jwks_in_flight_ = false;
-          *next = nullptr;
-          return fetch_jwks(false);
-        }
-      }
-      if (!tried->empty()) *tried += "; ";
-      *tried += (*urls)[i] + ": " + why;
-      (*next)(i + 1);
-    });
-  };
-  (*next)(0);
+  discover_from(discovery_urls(policy_.issuer), 0, {});
 }
 
-void Agent::fetch_jwks(bool unknown_kid) {
+void Agent::discover_from(std::vector<std::string> urls, std::size_t i, std::string tried) {
+  // Each well-known URL in turn (RFC 8414 first, then OpenID Connect): the first document whose
+  // issuer is ours names the JWKS.
+  if (i >= urls.size()) {
+    jwks_in_flight_ = false;
+    return jwks_done("discovery failed: " + tried);
+  }
+  std::string url = urls[i];
+  fetcher_->request(url, {}, {}, {}, [this, urls = std::move(urls), i, tried = std::move(tried)](Fetched f) mutable {
+    std::string why;
+    if (!f.ok) {
+      why = f.error;
+    } else if (f.status != 200) {
+      why = "HTTP " + std::to_string(f.status);
+    } else if (auto md = parse_server_metadata(f.body, policy_.issuer); !md) {
+      why = md.error().message;
+    } else if (auto e = check_url("the discovered jwks_uri", md.value().jwks_uri)) {
+      why = e->message;
+    } else {
+      discovered_jwks_url_ = md.value().jwks_uri;
+      jwks_in_flight_ = false;
+      return fetch_jwks();
+    }
+    if (!tried.empty()) tried += "; ";
+    tried += urls[i] + ": " + why;
+    discover_from(std::move(urls), i + 1, std::move(tried));
+  });
+}
+
+void Agent::fetch_jwks() {
   if (jwks_in_flight_) return;
   const std::string& url = jwks_url_.empty() ? discovered_jwks_url_ : jwks_url_;
   if (url.empty()) return begin_discovery();  // discovery failed before: try it again
-  if (unknown_kid) counters_.unknown_kid_refetches.fetch_add(1, std::memory_order_relaxed);
   jwks_in_flight_ = true;
-  last_fetch_ms_ = uv_now(&loop_);
-  last_fetch_wall_ms_.store(steady_ms(), std::memory_order_relaxed);
   fetcher_->request(url, {}, {}, {}, [this, url](Fetched f) {
     jwks_in_flight_ = false;
     if (!f.ok) return jwks_done(url + ": " + f.error);
@@ -341,6 +332,7 @@ void Agent::jwks_done(std::string error) {
     // Without keys the server refuses every token: try again soon; with keys, at the next refresh.
     schedule_refresh(keys() ? refresh_ms_ : min_refresh_ms_);
   }
+  refetching_.store(false, std::memory_order_release);
   auto waiters = std::move(key_waiters_);
   key_waiters_.clear();
   for (auto& w : waiters) w();
@@ -349,26 +341,34 @@ void Agent::jwks_done(std::string error) {
 
 void Agent::schedule_refresh(std::uint64_t in_ms) {
   uv_timer_start(
-      &refresh_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->fetch_jwks(false); }, in_ms, 0);
+      &refresh_timer_, [](uv_timer_t* t) { static_cast<Agent*>(t->data)->fetch_jwks(); }, in_ms, 0);
 }
 
 Agent::Wait Agent::refetch_keys(std::function<void()> then) {
-  // A set fetched less than the min refresh ago is the server's newest: the kid is unknown, not
-  // new. Before the first fetch ends, a token waits for it.
-  std::uint64_t last = last_fetch_wall_ms_.load(std::memory_order_relaxed);
-  if (keys() && last != 0 && steady_ms() - last < min_refresh_ms_) {
-    counters_.unknown_kid_limited.fetch_add(1, std::memory_order_relaxed);
-    return Wait::TooSoon;
+  if (keys() && !refetching_.load(std::memory_order_acquire)) {
+    // One fetch for unknown kids per min refresh, whoever asks first: a stream of bogus kids
+    // costs the authorization server one request per interval.
+    std::uint64_t now = steady_ms();
+    std::uint64_t last = last_refetch_ms_.load(std::memory_order_relaxed);
+    if ((last != 0 && now - last < min_refresh_ms_) ||
+        !last_refetch_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+      counters_.unknown_kid_limited.fetch_add(1, std::memory_order_relaxed);
+      return Wait::TooSoon;
+    }
+    if (!take_waiter()) return Wait::Full;
+    refetching_.store(true, std::memory_order_release);
+    counters_.unknown_kid_refetches.fetch_add(1, std::memory_order_relaxed);
+    post([this, then = std::move(then)]() mutable {
+      key_waiters_.push_back(std::move(then));
+      if (!jwks_in_flight_) fetch_jwks();  // else the fetch under way answers it
+    });
+    return Wait::Queued;
   }
+  // No keys yet, or a refetch under way: wait for the fetch in flight, if there is one.
   if (!take_waiter()) return Wait::Full;
   post([this, then = std::move(then)]() mutable {
     key_waiters_.push_back(std::move(then));
-    if (jwks_in_flight_) return;
-    if (keys() && uv_now(&loop_) - last_fetch_ms_ < min_refresh_ms_) {
-      counters_.unknown_kid_limited.fetch_add(1, std::memory_order_relaxed);
-      return jwks_done({});  // raced with another refetch that has just ended
-    }
-    fetch_jwks(/*unknown_kid=*/true);
+    if (!jwks_in_flight_) jwks_done({});  // nothing is being fetched: decide with what is held
   });
   return Wait::Queued;
 }

@@ -127,13 +127,14 @@ class Agent {
 
   enum class Wait : std::uint8_t {
     Queued,   // `then` will run on the agent's thread
-    TooSoon,  // (keys) the JWKS was fetched less than --oauth-jwks-min-refresh-s ago: the kid is unknown
+    TooSoon,  // (keys) an unknown kid fetched the JWKS less than --oauth-jwks-min-refresh-s ago: the kid is unknown
     Full,     // --oauth-max-waiting callbacks are waiting: refused (503)
   };
   /**
-   * A token named key id `kid`, which keys() lacks (or no keys are loaded yet): fetch the JWKS
-   * again, unless that was done within the min refresh; `then` runs once the fetch in flight
-   * ends, whatever its outcome (the caller looks at keys() again).
+   * A token named a key id keys() lacks (or no keys are loaded yet): fetch the JWKS again,
+   * unless an unknown kid did within the min refresh (TooSoon); `then` runs once the fetch in
+   * flight ends, whatever its outcome (the caller looks at keys() again). Without keys it
+   * waits for the fetch under way, or is told at once when none is.
    */
   [[nodiscard]] Wait refetch_keys(std::function<void()> then);
   /** A cached verdict for `token`, if one is kept and its token has not expired. */
@@ -151,7 +152,8 @@ class Agent {
   void on_inbox();
   void post(std::function<void()> fn);  // runs fn on the agent's thread
   void begin_discovery();
-  void fetch_jwks(bool unknown_kid);
+  void discover_from(std::vector<std::string> urls, std::size_t i, std::string tried);
+  void fetch_jwks();
   void jwks_done(std::string error);
   void schedule_refresh(std::uint64_t in_ms);
   void send_introspection(const std::string& token);
@@ -205,8 +207,8 @@ class Agent {
   // Agent-thread state.
   std::string discovered_jwks_url_;
   bool jwks_in_flight_ = false;
-  std::uint64_t last_fetch_ms_ = 0;  // uv_now of the last JWKS fetch begun (0: none)
-  std::atomic<std::uint64_t> last_fetch_wall_ms_{0};  // the same on the steady clock, for refetch_keys()
+  std::atomic<std::uint64_t> last_refetch_ms_{0};  // steady clock: the last fetch for an unknown kid (0: none)
+  std::atomic<bool> refetching_{false};            // that fetch is under way: later unknown kids wait for it
   std::vector<std::function<void()>> key_waiters_;
   std::unordered_map<std::string, std::vector<std::function<void(Introspected)>>> introspecting_;
   std::unordered_map<std::string, std::vector<std::function<void(Authorized)>>> authorizing_;
