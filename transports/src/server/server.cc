@@ -99,7 +99,9 @@ Result<std::string> Server::check(const ServerConfig& config) {
   auto loaded = detail::load_reloadable(config, static_cast<bool>(config.auth.authenticate_client));
   if (!loaded) return loaded.error();
   // The OAuth settings (URLs, files, the tenant rule); nothing is fetched.
-  if (auto agent = detail::oauth::Agent::make(config, detail::default_resource(config, config.listen.port)); !agent)
+  // (An ephemeral port is only known once bound: any port stands for it here.)
+  std::uint16_t port = config.listen.port == 0 ? 1 : config.listen.port;
+  if (auto agent = detail::oauth::Agent::make(config, detail::default_resource(config, port)); !agent)
     return agent.error();
   return std::move(loaded.value().summary);
 }
