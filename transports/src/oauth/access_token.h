@@ -19,13 +19,13 @@ namespace mcpfan::detail::oauth {
 
 /** How a token's claims map to mcpfan's identity. Set once from the configuration. */
 struct TokenPolicy {
-  std::string issuer;                  // `iss` must equal it exactly
-  std::vector<std::string> audiences;  // `aud` (a string or an array) must contain one; empty: every token fails
-  std::int64_t leeway_s = 60;          // for exp, nbf, iat
-  std::string tenant_claim;            // a top-level string claim naming the tenant; empty: fixed_tenant
-  std::string fixed_tenant;            // used when tenant_claim is empty
-  std::string uris_claim = "uris";     // optional array of URI prefixes; empty: never read
-  std::string subject_claim = "sub";   // empty: never read
+  std::string issuer{};                  // `iss` must equal it exactly
+  std::vector<std::string> audiences{};  // `aud` (a string or an array) must contain one; empty: every token fails
+  std::int64_t leeway_s = 60;            // for exp, nbf, iat
+  std::string tenant_claim{};            // a top-level string claim naming the tenant; empty: fixed_tenant
+  std::string fixed_tenant{};            // used when tenant_claim is empty
+  std::string uris_claim = "uris";       // optional array of URI prefixes; empty: never read
+  std::string subject_claim = "sub";     // empty: never read
 };
 
 enum class TokenFailure : std::uint8_t {
@@ -56,7 +56,7 @@ struct TokenError {
 
 /** Who a verified token speaks for. */
 struct AccessClaims {
-  std::string tenant;  // valid_tenant_name (mcp/auth.h); a claim outside it is BadTenant, never rewritten
+  std::string tenant{};  // valid_tenant_name (mcp/auth.h); a claim outside it is BadTenant, never rewritten
   std::string subject{};
   std::vector<std::string> uri_prefixes{};
   bool uris_restricted = false;       // the uris claim was present (even as an empty array)

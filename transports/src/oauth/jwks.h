@@ -37,9 +37,9 @@ enum class JwsAlg : std::uint8_t { RS256, PS256, ES256, EdDSA };
 
 /** One usable public key of a JWKS. */
 struct VerifyKey {
-  std::string kid;                   // "" when the JWK has none
-  std::uint8_t algs = 0;             // jws_alg_bit()s this key may verify: from `alg`, else from kty/crv
-  std::shared_ptr<evp_pkey_st> key;  // OpenSSL EVP_PKEY, public only, only read
+  std::string kid{};                   // "" when the JWK has none
+  std::uint8_t algs = 0;               // jws_alg_bit()s this key may verify: from `alg`, else from kty/crv
+  std::shared_ptr<evp_pkey_st> key{};  // OpenSSL EVP_PKEY, public only, only read
 };
 
 class KeySet {

@@ -18,8 +18,8 @@ namespace mcpfan::detail::oauth {
 
 /** What mcpfan uses of an authorization server's metadata. */
 struct ServerMetadata {
-  std::string issuer;
-  std::string jwks_uri;
+  std::string issuer{};
+  std::string jwks_uri{};
   std::string introspection_endpoint{};  // "" when not advertised
   std::vector<std::string> scopes_supported{};
 };
