@@ -11,7 +11,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS]" >&2; exit 2; }
-targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio fuzz_upstream fuzz_h2})
+targets=(${MCPFAN_FUZZ_TARGETS:-fuzz_rpc_decoder fuzz_publish_decoder fuzz_http fuzz_stdio fuzz_upstream fuzz_h2 fuzz_oauth_token})
 build="$root/build-fuzz"
 artifacts="$build/artifacts"
 

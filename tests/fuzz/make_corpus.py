@@ -741,6 +741,67 @@ DICTS = {
 }
 
 
+# ---- fuzz_oauth_token: byte 0 picks the mode (bit 0: 0 = "JWKS@@TOKEN@@token", 1 = a payload the
+# target signs with its own fixed key), the algorithm (bits 1-2) and the policy (bits 3-5) ----
+OAUTH_SPLIT = b"@@TOKEN@@"
+OAUTH_NOW = 1800000000
+OAUTH_ISS = "https://issuer.example"
+
+
+def oauth_fake_rsa_n(seed):
+    """2048 bits that OpenSSL takes as a modulus (it does not factor it): no token verifies under it."""
+    raw = b"".join(hashlib.sha256(seed + bytes([i])).digest() for i in range(8))
+    return bytes([raw[0] | 0xC0]) + raw[1:255] + bytes([raw[255] | 1])
+
+
+# The P-256 generator: a point on the curve, so the EC import succeeds.
+P256_GX = bytes.fromhex("6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296")
+P256_GY = bytes.fromhex("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5")
+OAUTH_JWKS = j({"keys": [
+    {"kty": "RSA", "kid": "rsa", "use": "sig", "n": b64url(oauth_fake_rsa_n(b"a")).decode(), "e": "AQAB"},
+    {"kty": "RSA", "kid": "ps", "alg": "PS256", "n": b64url(oauth_fake_rsa_n(b"b")).decode(), "e": "AQAB"},
+    {"kty": "EC", "crv": "P-256", "kid": "ec", "x": b64url(P256_GX).decode(), "y": b64url(P256_GY).decode()},
+    {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "alg": "EdDSA", "x": b64url(hashlib.sha256(b"ed").digest()).decode()},
+    {"kty": "oct", "kid": "hs", "k": "c2VjcmV0"},
+    {"kty": "RSA", "kid": "enc", "use": "enc", "n": "AQAB", "e": "AQAB"},
+]})
+OAUTH_CLAIMS = {"iss": OAUTH_ISS, "aud": ["mcpfan"], "exp": OAUTH_NOW + 600, "iat": OAUTH_NOW - 5,
+                "org_id": "acme", "azp": "client-1", "sub": "user-1", "scope": "mcp:read mcp:write",
+                "uris": ["file:///project/"], "mcp_uris": ["mem://"], "scp": ["a", "b"], "active": True}
+
+
+def oauth_token(header, claims, sig=b"c2ln"):
+    return b64url(j(header)) + b"." + b64url(j(claims)) + b"." + sig
+
+
+OAUTH = {
+    "arbitrary_rs256": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + oauth_token({"alg": "RS256", "kid": "rsa"}, OAUTH_CLAIMS),
+    "arbitrary_es256": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + oauth_token({"alg": "ES256", "kid": "ec", "typ": "at+jwt"},
+                                                                         OAUTH_CLAIMS),
+    "arbitrary_hs256": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + oauth_token({"alg": "HS256", "kid": "hs"}, OAUTH_CLAIMS),
+    "arbitrary_none": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + oauth_token({"alg": "none"}, OAUTH_CLAIMS, b""),
+    "arbitrary_introspection": b"\x08" + j(OAUTH_CLAIMS) + OAUTH_SPLIT + b"max-age=300, no-cache",
+    "arbitrary_metadata": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + j({"issuer": OAUTH_ISS, "jwks_uri": OAUTH_ISS + "/jwks"}),
+    "arbitrary_issuer": b"\x00" + OAUTH_JWKS + OAUTH_SPLIT + b"https://issuer.example/tenant/a/",
+    "signed_rs256": b"\x01" + j(OAUTH_CLAIMS),
+    "signed_ps256_fixed": b"\x0b" + j(OAUTH_CLAIMS),
+    "signed_es256_azp": b"\x15" + j(OAUTH_CLAIMS),
+    "signed_eddsa_uris": b"\x27" + j(OAUTH_CLAIMS),
+    "signed_es256_header": b"\x05" + j({"alg": "ES256", "kid": "ec", "typ": "application/at+jwt"}) + OAUTH_SPLIT +
+                           j(OAUTH_CLAIMS),
+    "signed_eddsa_expired": b"\x07" + j(dict(OAUTH_CLAIMS, exp=OAUTH_NOW - 61)),
+    "signed_es256_bad_tenant": b"\x05" + j(dict(OAUTH_CLAIMS, org_id="a/b")),
+    "signed_es256_float_times": b"\x05" + j(dict(OAUTH_CLAIMS, exp=OAUTH_NOW + 0.5, nbf=OAUTH_NOW + 60.5)),
+}
+DICTS_OAUTH = [OAUTH_SPLIT, b'"kty"', b'"RSA"', b'"EC"', b'"OKP"', b'"oct"', b'"crv"', b'"P-256"', b'"Ed25519"',
+               b'"n"', b'"e"', b'"x"', b'"y"', b'"d"', b'"use"', b'"sig"', b'"key_ops"', b'"verify"', b'"keys"',
+               b'"alg"', b'"RS256"', b'"PS256"', b'"ES256"', b'"EdDSA"', b'"HS256"', b'"none"', b'"kid"', b'"typ"',
+               b'"at+jwt"', b'"crit"', b'"iss"', b'"aud"', b'"exp"', b'"nbf"', b'"iat"', b'"org_id"', b'"azp"',
+               b'"sub"', b'"client_id"', b'"scope"', b'"scp"', b'"uris"', b'"mcp_uris"', b'"active"', b"true",
+               b"false", b'"https://issuer.example"', b'"mcpfan"', b"1800000000", b"1800000600", b"max-age=",
+               b"no-store", b"no-cache", b'"issuer"', b'"jwks_uri"', b'"introspection_endpoint"']
+
+
 def write_corpus(name, seeds):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -769,8 +830,11 @@ write_corpus("fuzz_publish_decoder", PUB)
 write_corpus("fuzz_http", HTTP)
 write_corpus("fuzz_stdio", STDIO)
 write_corpus("fuzz_h2", H2)
+write_corpus("fuzz_oauth_token", OAUTH)
 write_dict("fuzz_rpc_decoder", ["json", "rpc"])
 write_dict("fuzz_publish_decoder", ["json", "rpc", "publish"])
 write_dict("fuzz_http", ["json", "rpc", "publish", "http", "split", "auth", "auth_http"])
 write_dict("fuzz_stdio", ["json", "rpc", "split", "auth", "auth_stdio"])
 write_dict("fuzz_h2", ["json", "rpc", "publish", "split", "h2"])
+DICTS["oauth"] = DICTS_OAUTH
+write_dict("fuzz_oauth_token", ["json", "oauth"])

@@ -86,12 +86,13 @@ TEST(OAuthJwks, APointOffTheCurveIsSkipped) {
 }
 
 TEST(OAuthJwks, DocumentErrors) {
-  auto err = [](const std::string& doc) {
+  auto err = [](std::string_view doc) {
     auto r = KeySet::parse(doc);
     return r ? std::string("(parsed)") : r.error().message;
   };
   EXPECT_NE(err("not json").find("not a JSON object"), std::string::npos);
   EXPECT_NE(err("[]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(err(std::string_view{}).find("not a JSON object"), std::string::npos);  // null data(): found by fuzzing
   EXPECT_NE(err(R"({"keys":{}})").find("no \"keys\" array"), std::string::npos);
   EXPECT_NE(err(R"({"keys":[]})").find("no usable key"), std::string::npos);
   EXPECT_NE(err(jwks({jwk(rsa1024_key(), "small")})).find("1024"), std::string::npos);  // says why

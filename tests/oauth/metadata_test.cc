@@ -46,6 +46,7 @@ TEST(OAuthMetadata, Refusals) {
                 .find("twice"),
             std::string::npos);
   EXPECT_NE(err("[]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(err(std::string_view{}).find("not a JSON object"), std::string::npos);  // null data()
   std::string big(oauth::kMaxMetadataBytes + 1, ' ');
   EXPECT_NE(err(big).find("over the"), std::string::npos);
 }
@@ -139,6 +140,7 @@ TEST(OAuthIntrospection, Refusals) {
   EXPECT_EQ(k(R"({"active":"true","org_id":"acme"})"), TokenFailure::Malformed);
   EXPECT_EQ(k(R"({"org_id":"acme"})"), TokenFailure::Malformed);
   EXPECT_EQ(k("nope"), TokenFailure::Malformed);
+  EXPECT_EQ(k(std::string_view{}), TokenFailure::Malformed);
   EXPECT_EQ(k(R"({"active":true,"active":false,"org_id":"acme"})"), TokenFailure::Malformed);
   EXPECT_EQ(k(R"({"active":true,"org_id":"acme","exp":)" + std::to_string(kNow - 61) + "}"), TokenFailure::Expired);
   EXPECT_EQ(k(R"({"active":true,"org_id":"acme","aud":"https://other.example"})"), TokenFailure::WrongAudience);

@@ -292,7 +292,10 @@ Result<KeySet> KeySet::parse(std::string_view jwks_json) {
   // A JWKS arrives at start and on rotation, not per request: a parser of its own, freed after.
   simdjson::dom::parser parser;
   simdjson::dom::object doc;
-  if (parser.parse(jwks_json.data(), jwks_json.size()).get(doc)) return jwks_error("not a JSON object");
+  // An empty view may have a null data(), which simdjson would memcpy from.
+  if (jwks_json.empty() || parser.parse(jwks_json.data(), jwks_json.size()).get(doc)) {
+    return jwks_error("not a JSON object");
+  }
   simdjson::dom::array list;
   if (doc["keys"].get_array().get(list)) return jwks_error("no \"keys\" array");
   if (list.size() > kMaxKeys) {

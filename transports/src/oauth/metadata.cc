@@ -51,7 +51,8 @@ Result<ServerMetadata> parse_server_metadata(std::string_view json, std::string_
   }
   simdjson::dom::parser parser;  // fetched at start and on refresh: not worth a kept parser
   simdjson::dom::object doc;
-  if (parser.parse(json.data(), json.size()).get(doc)) return metadata_error("not a JSON object");
+  // An empty view may have a null data(), which simdjson would memcpy from.
+  if (json.empty() || parser.parse(json.data(), json.size()).get(doc)) return metadata_error("not a JSON object");
   if (!unique_members(doc)) return metadata_error("a member name appears twice");
   ServerMetadata out;
   std::string_view s;
@@ -160,7 +161,7 @@ TokenVerdict read_introspection(std::string_view json, const TokenPolicy& policy
   // Answers come one per uncached token, on whichever thread asked: one parser per thread.
   thread_local simdjson::dom::parser parser;
   simdjson::dom::object doc;
-  if (parser.parse(json.data(), json.size()).get(doc) || !unique_members(doc)) {
+  if (json.empty() || parser.parse(json.data(), json.size()).get(doc) || !unique_members(doc)) {
     return TokenError{TokenFailure::Malformed, "introspection answer is not a JSON object with unique members"};
   }
   bool active = false;
