@@ -16,6 +16,7 @@
 
 #include "mcp/auth.h"
 #include "oauth/access_token.h"
+#include "oauth/metadata.h"
 #include "oauth_keys.h"
 
 namespace {
@@ -86,6 +87,21 @@ BENCHMARK(BM_OAuthVerify_RS256);
 BENCHMARK(BM_OAuthVerify_PS256);
 BENCHMARK(BM_OAuthVerify_ES256);
 BENCHMARK(BM_OAuthVerify_EdDSA);
+
+// The same claims without a signature (an introspection answer): what parsing and the claim
+// rules cost, the part of a verification that is not cryptography.
+void BM_OAuthClaimsOnly(benchmark::State& state) {
+  const Fixture& f = fixture();
+  std::string json = claims_json(false);
+  json.insert(1, "\"active\":true,");
+  auto check = oauth::read_introspection(json, f.policy, kNow);
+  if (!std::holds_alternative<oauth::AccessClaims>(check)) {
+    state.SkipWithError(std::get<oauth::TokenError>(check).message.c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(oauth::read_introspection(json, f.policy, kNow));
+}
+BENCHMARK(BM_OAuthClaimsOnly);
 
 // The static-key peer: the same RSA key as a PEM file, the same claims (with `tenant`).
 void BM_StaticKeyVerify_RS256(benchmark::State& state) {
