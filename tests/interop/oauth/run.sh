@@ -74,7 +74,7 @@ if [ "$DIRECT_ONLY" -eq 0 ]; then
   echo "$PUBLISH_KEY acme" >"$WORK/publish-keys"
   interop_start_mcpfan_node front --workers 2 --upstream "http://$UPSTREAM/mcp" \
     --oauth-issuer "$ISSUER" --oauth-listen-scope mcp:listen --oauth-tenant-claim org_id \
-    --publish-keys-file "$WORK/publish-keys"
+    --oauth-scopes mcp:listen --oauth-scopes mcp:tools --publish-keys-file "$WORK/publish-keys"
   FRONT="$NODE_HOSTPORT"
   echo "http://$FRONT/mcp" >>"$WORK/audiences"
   echo "$NAME: mcpfan $FRONT in front of protected_server $UPSTREAM"

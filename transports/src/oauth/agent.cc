@@ -141,8 +141,8 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
   a->min_refresh_ms_ = o.jwks_min_refresh_s * 1000;
   a->introspection_cache_max_ = o.introspection_cache;
   a->introspection_cache_s_ = static_cast<std::int64_t>(o.introspection_cache_s);
-  std::vector<std::string> scopes;
-  if (!o.listen_scope.empty()) scopes.push_back(o.listen_scope);
+  std::vector<std::string> scopes = o.scopes;
+  if (scopes.empty() && !o.listen_scope.empty()) scopes.push_back(o.listen_scope);
   a->metadata_json_ = protected_resource_metadata(a->resource_, {o.issuer}, scopes);
   // RFC 9728 §3.1: the well-known segment goes between the host and the resource's path.
   auto target = parse_fetch_url(a->resource_);

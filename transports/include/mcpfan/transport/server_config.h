@@ -141,6 +141,9 @@ struct OAuthConfig {
   std::string resource;
   std::vector<std::string> audiences;  // `aud` must name one of these; empty: `resource`
   std::string listen_scope;            // required for listens and subscriptions; empty: none
+  // The protected resource metadata's scopes_supported (what clients ask the authorization
+  // server for; in front of an upstream, its scopes too); empty: listen_scope.
+  std::vector<std::string> scopes;
   std::string tenant_claim;            // the claim naming the tenant ("org_id"); or:
   std::string tenant;                  // one fixed tenant for every token of the issuer
   std::string uris_claim = "uris";     // optional claim: URI prefixes the token may watch

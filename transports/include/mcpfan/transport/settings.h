@@ -382,6 +382,10 @@ void for_each_setting(Config& c, Visit&& v) {
     c.oauth.audiences);
   v(plain("--oauth-listen-scope", "oauth.listen_scope", "scope required for listens and resources/subscribe"),
     c.oauth.listen_scope);
+  v(plain("--oauth-scopes", "oauth.scopes",
+          "a scope the protected resource metadata lists in scopes_supported (repeatable; default: "
+          "--oauth-listen-scope; with --upstream, list the upstream's scopes too)"),
+    c.oauth.scopes);
   v(plain("--oauth-tenant-claim", "oauth.tenant_claim",
           "the access-token claim naming the tenant (e.g. org_id); its value must be a valid tenant name"),
     c.oauth.tenant_claim);
