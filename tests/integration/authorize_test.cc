@@ -46,7 +46,8 @@ TEST(Authorize, TheAcknowledgementIsNarrowedToWhatTheApplicationAllowsAndOnlyTha
   ServerProcess srv({"--authorize-url", app.url()});
   ASSERT_TRUE(srv.ok()) << srv.error();
   SseStream s;
-  ASSERT_TRUE(OpenListen(s, srv.port(), "1", kAsk, R"({"resourceSubscriptions":["file:///a"],"toolsListChanged":true})"));
+  ASSERT_TRUE(
+      OpenListen(s, srv.port(), "1", kAsk, R"({"resourceSubscriptions":["file:///a"],"toolsListChanged":true})"));
   auto asked = app.up.requests();
   ASSERT_EQ(asked.size(), 1u);
   EXPECT_EQ(asked[0].method, "POST");

@@ -181,7 +181,7 @@ TEST(Cli, TheTemplatesExampleValuesAreValid) {
   std::set<std::string> skipped{"jwt-secret-file", "jwt-public-key-file", "publish-keys-file", "nats-creds",
                                 "nats-tls-ca", "unix", "stdio", "insecure", "tls-cert", "tls-key",
                                 "publish-tls-cert", "publish-tls-key", "upstream-ca-file",
-                                "tls-client-ca"};
+                                "tls-client-ca", "oauth-ca-file", "oauth-introspection-credentials-file"};
   if (!MCPFAN_WITH_NATS) skipped.insert("nats");  // refused by such a build (NatsIsRefusedWhenBuiltWithout)
   int uncommented = 0;
   while (std::getline(in, line)) {

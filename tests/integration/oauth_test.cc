@@ -24,7 +24,9 @@ std::string OAuthFail(std::string_view reason) {
   return "mcpfan_auth_failures_total{scope=\"client\",reason=\"" + std::string(reason) + "\"}";
 }
 
-std::string Secret(std::string_view client) { return std::string(client) + "-secret-0123456789"; }
+std::string Secret(std::string_view client) {
+  return std::string(client) + "-secret-0123456789";
+}
 
 std::string OAuthListenRequest(std::string_view id, std::string_view token) {
   auto h = McpHeaders("2026-07-28", "subscriptions/listen");
@@ -57,9 +59,18 @@ struct OAuthSetup {
     op = OidcProvider::start(resources, {}, 0, &error, opaque);
     if (!op) return;
     std::ofstream(dir.path() + "/keys") << kPubKey << " acme\n";
-    std::vector<std::string> args{"--oauth-issuer",       op->issuer(),   "--oauth-resource",  std::string(kResource),
-                                  "--oauth-tenant-claim", "org_id",       "--oauth-listen-scope", "mcp:listen",
-                                  "--publish-keys-file",  dir.path() + "/keys", "--workers",    "2"};
+    std::vector<std::string> args{"--oauth-issuer",
+                                  op->issuer(),
+                                  "--oauth-resource",
+                                  std::string(kResource),
+                                  "--oauth-tenant-claim",
+                                  "org_id",
+                                  "--oauth-listen-scope",
+                                  "mcp:listen",
+                                  "--publish-keys-file",
+                                  dir.path() + "/keys",
+                                  "--workers",
+                                  "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     srv.emplace(args);
   }
@@ -72,7 +83,8 @@ struct OAuthSetup {
   std::string Token(std::string_view client, std::string_view scope = "mcp:listen",
                     std::string_view resource = kResource) {
     std::string err;
-    std::string t = op->client_token(std::string(client), Secret(client), std::string(resource), std::string(scope), &err);
+    std::string t =
+        op->client_token(std::string(client), Secret(client), std::string(resource), std::string(scope), &err);
     EXPECT_FALSE(t.empty()) << err;
     return t;
   }
@@ -84,13 +96,13 @@ struct OAuthSetup {
   std::optional<ServerProcess> srv;
 };
 
-#define OAUTH_SETUP_OR_SKIP(s)                                                              \
-  do {                                                                                      \
-    if (!(s).op) {                                                                          \
+#define OAUTH_SETUP_OR_SKIP(s)                                                                 \
+  do {                                                                                         \
+    if (!(s).op) {                                                                             \
       if ((s).error.find("not found in PATH") != std::string::npos) GTEST_SKIP() << (s).error; \
-      FAIL() << (s).error;                                                                  \
-    }                                                                                       \
-    ASSERT_TRUE((s).Ready());                                                               \
+      FAIL() << (s).error;                                                                     \
+    }                                                                                          \
+    ASSERT_TRUE((s).Ready());                                                                  \
   } while (0)
 
 ::testing::AssertionResult RefusedWith(int port, std::string_view token, int status, std::string_view challenge_part) {
@@ -119,7 +131,8 @@ TEST(OAuth, AProviderTokenListensInItsOrgTenantAndOtherOrgsHearNothing) {
   ASSERT_EQ(beta.head().status, 200);
   ASSERT_TRUE(beta.NextMessage());
   std::vector<Header> pub{{"Content-Type", "application/json"}, {"Authorization", "Bearer " + std::string(kPubKey)}};
-  auto r = Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", pub, R"({"method":"notifications/tools/list_changed"})"));
+  auto r =
+      Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", pub, R"({"method":"notifications/tools/list_changed"})"));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
   auto note = acme.NextMessage();
@@ -224,7 +237,8 @@ TEST(OAuth, KeysRotateWhileAStreamIsOpenAndTheNewKeysTokensAreAcceptedAtOnce) {
   EXPECT_TRUE(PollMetric(s.port(), "mcpfan_oauth_unknown_kid_refetches_total", [](double v) { return v >= 1; }));
   // Both streams hear the next change: the old one was not cut by the rotation.
   std::vector<Header> pub{{"Content-Type", "application/json"}, {"Authorization", "Bearer " + std::string(kPubKey)}};
-  auto r = Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", pub, R"({"method":"notifications/tools/list_changed"})"));
+  auto r =
+      Roundtrip(s.port(), BuildRequest("POST", "/v1/publish", pub, R"({"method":"notifications/tools/list_changed"})"));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202);
   EXPECT_TRUE(old_stream.NextMessage());

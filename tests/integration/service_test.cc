@@ -125,8 +125,8 @@ TEST(PublishListen, OpenPublicListenerNeedsOnlyClientTokensWhenPublishingMoved) 
   std::string err;
   EXPECT_EQ(LaunchMcpfan(refused, {"--listen", "0.0.0.0:0", "--publish-listen", "127.0.0.1:0"}, kStart, "mcpfan", &err),
             0);
-  EXPECT_NE(refused.Stderr().find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file or "
-                                  "--jwt-public-key-file)"),
+  EXPECT_NE(refused.Stderr().find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file, "
+                                  "--jwt-public-key-file or --oauth-issuer)"),
             std::string::npos)
       << refused.Stderr();
   ChildProcess srv;

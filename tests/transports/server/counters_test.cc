@@ -47,6 +47,22 @@ const std::set<std::string_view> kMetricsOnly = {
     "mcpfan_upstream_task_polls_stopped_failures_total",
     "mcpfan_upstream_task_owners",
     "mcpfan_upstream_task_ids_withheld_total",
+    // The OAuth agent's: /metrics only (its state is in /healthz).
+    "mcpfan_oauth_jwks_fetches_total",
+    "mcpfan_oauth_jwks_failures_total",
+    "mcpfan_oauth_keys",
+    "mcpfan_oauth_unknown_kid_refetches_total",
+    "mcpfan_oauth_unknown_kid_limited_total",
+    "mcpfan_oauth_introspections_total",
+    "mcpfan_oauth_introspection_failures_total",
+    "mcpfan_oauth_introspection_cache_hits_total",
+    "mcpfan_oauth_introspection_cache_misses_total",
+    "mcpfan_authorize_calls_total",
+    "mcpfan_authorize_failures_total",
+    "mcpfan_authorize_cache_hits_total",
+    "mcpfan_authorize_cache_misses_total",
+    "mcpfan_oauth_waiting",
+    "mcpfan_oauth_waiting_refused_total",
     "mcpfan_tenant_connections",
     "mcpfan_tenant_streams",
     "mcpfan_tenant_subscriptions",
@@ -61,6 +77,7 @@ StatsSnapshot full_snapshot() {
     if (rows[i].source.gather) s.set(rows[i].name, 1000 + static_cast<long long>(i));
   }
   s.upstream = StatsSnapshot::Upstream{};
+  s.oauth = StatsSnapshot::OAuth{};
   for (std::size_t i = 0; i < s.limit_hits.size(); ++i) s.limit_hits[i] = 10 + static_cast<long long>(i);
   s.auth_failures = {{"client", "expired", 5}, {"publisher", "unknown_key", 2}};
   s.tenants = {{"default", 1, 2, 3, 4}};

@@ -53,8 +53,8 @@ mcpfan::ServerConfig open_config() {
 TEST(ServerCheck, OpenListenerWithoutAuthIsRefusedByStartAndCheck) {
   mcpfan::ServerConfig c = open_config();
   std::string err = start_error(c);
-  EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file, --jwt-public-key-file or --oauth-issuer, "
-                     "and --publish-keys-file)"),
+  EXPECT_NE(err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file, "
+                     "--jwt-public-key-file or --oauth-issuer, and --publish-keys-file)"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("ServerConfig::listen.insecure"), std::string::npos) << err;
@@ -73,7 +73,8 @@ TEST(ServerCheck, ClientTokensAloneNamePublisherKeysAsMissing) {
   c.auth.publish_keys_file = d.file("keys", kKeys);
   err = check_error(c);
   EXPECT_NE(
-      err.find("without authentication (--jwt-secret-file, --jwt-public-key-file or --oauth-issuer): publisher keys are configured"),
+      err.find("without authentication (--jwt-secret-file, --jwt-public-key-file or --oauth-issuer): publisher keys "
+               "are configured"),
       std::string::npos)
       << err;
   // Both: served.
@@ -102,7 +103,8 @@ TEST(ServerCheck, EachListenerNeedsWhatItServes) {
   c.listen.publish_host = "127.0.0.1";
   err = check_error(c);
   EXPECT_NE(
-      err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file, --jwt-public-key-file or --oauth-issuer)"),
+      err.find("refusing --listen on 0.0.0.0 without authentication (--jwt-secret-file, --jwt-public-key-file or "
+               "--oauth-issuer)"),
       std::string::npos)
       << err;
   c.auth.jwt_secret_file = d.file("secret", kSecret);

@@ -40,7 +40,8 @@ void route_oauth_metadata(Exchange& c, HttpRequest& req, std::string_view path) 
   }
   // The resource's document, at the bare path and at the path form with the resource's path
   // (RFC 9728 §3.1: /.well-known/oauth-protected-resource/mcp for https://host/mcp).
-  bool ours = path == kResourceMetadata || (path.starts_with(kResourceMetadata) && agent->metadata_url().ends_with(path));
+  bool ours =
+      path == kResourceMetadata || (path.starts_with(kResourceMetadata) && agent->metadata_url().ends_with(path));
   if (!ours) {
     c.respond(404, "application/json",
               json_error_body(std::string(path) + ": not served here; the authorization server's metadata is at " +

@@ -23,8 +23,7 @@ std::uint64_t steady_ms() {
 }
 
 std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // A URL the agent fetches: https, or http to a loopback address (tests, a local authorization server).
@@ -59,8 +58,8 @@ std::string form_escape(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char ch : s) {
-    if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-        ch == '.' || ch == '_' || ch == '~') {
+    if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
+        ch == '_' || ch == '~') {
       out += static_cast<char>(ch);
     } else {
       out += '%';
@@ -77,8 +76,8 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
   const OAuthConfig& o = c.oauth;
   const AuthorizeConfig& az = c.authorize;
   if (o.issuer.empty()) {
-    bool other = !o.jwks_url.empty() || !o.introspection_url.empty() || !o.tenant_claim.empty() ||
-                 !o.tenant.empty() || !o.listen_scope.empty() || !o.audiences.empty();
+    bool other = !o.jwks_url.empty() || !o.introspection_url.empty() || !o.tenant_claim.empty() || !o.tenant.empty() ||
+                 !o.listen_scope.empty() || !o.audiences.empty();
     if (other) {
       return Error{rpc_code::kInvalidParams, "the --oauth-* settings need --oauth-issuer (the authorization server)"};
     }
@@ -153,7 +152,9 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
   return a;
 }
 
-Agent::~Agent() { stop(); }
+Agent::~Agent() {
+  stop();
+}
 
 void Agent::start(log::Logger* logger) {
   if (started_) return;

@@ -55,28 +55,28 @@ class Fetcher;
 
 /** What the agent counts; written by it and the workers, read by /metrics (relaxed). */
 struct AgentCounters {
-  std::atomic<std::uint64_t> jwks_fetches{0};          // JWKS answers taken (a key set installed)
-  std::atomic<std::uint64_t> jwks_failures{0};         // discovery or JWKS fetches that failed
-  std::atomic<std::uint64_t> unknown_kid_refetches{0};  // fetches asked for by a token's unknown kid
-  std::atomic<std::uint64_t> unknown_kid_limited{0};   // unknown kids not refetched: within the min refresh
-  std::atomic<std::int64_t> keys{0};                   // keys held now (gauge)
-  std::atomic<std::uint64_t> introspections{0};        // introspection requests sent
+  std::atomic<std::uint64_t> jwks_fetches{0};            // JWKS answers taken (a key set installed)
+  std::atomic<std::uint64_t> jwks_failures{0};           // discovery or JWKS fetches that failed
+  std::atomic<std::uint64_t> unknown_kid_refetches{0};   // fetches asked for by a token's unknown kid
+  std::atomic<std::uint64_t> unknown_kid_limited{0};     // unknown kids not refetched: within the min refresh
+  std::atomic<std::int64_t> keys{0};                     // keys held now (gauge)
+  std::atomic<std::uint64_t> introspections{0};          // introspection requests sent
   std::atomic<std::uint64_t> introspection_failures{0};  // ... that failed (no verdict: 503 to the client)
-  std::atomic<std::uint64_t> introspection_hits{0};    // verdicts served from the cache
-  std::atomic<std::uint64_t> introspection_misses{0};  // tokens not in the cache
-  std::atomic<std::uint64_t> authorize_calls{0};       // questions POSTed to --authorize-url
-  std::atomic<std::uint64_t> authorize_failures{0};    // ... that got no usable answer (the request failed closed)
-  std::atomic<std::uint64_t> authorize_hits{0};        // answers served from the cache
-  std::atomic<std::uint64_t> authorize_misses{0};      // questions not in the cache
-  std::atomic<std::int64_t> waiting{0};                // callbacks waiting now (gauge)
-  std::atomic<std::uint64_t> waiting_refused{0};       // refused: --oauth-max-waiting were waiting
+  std::atomic<std::uint64_t> introspection_hits{0};      // verdicts served from the cache
+  std::atomic<std::uint64_t> introspection_misses{0};    // tokens not in the cache
+  std::atomic<std::uint64_t> authorize_calls{0};         // questions POSTed to --authorize-url
+  std::atomic<std::uint64_t> authorize_failures{0};      // ... that got no usable answer (the request failed closed)
+  std::atomic<std::uint64_t> authorize_hits{0};          // answers served from the cache
+  std::atomic<std::uint64_t> authorize_misses{0};        // questions not in the cache
+  std::atomic<std::int64_t> waiting{0};                  // callbacks waiting now (gauge)
+  std::atomic<std::uint64_t> waiting_refused{0};         // refused: --oauth-max-waiting were waiting
 };
 
 /** A verdict the agent reached about a token by introspection. */
 struct Introspected {
-  bool ok = false;        // false: the endpoint could not be asked (an outage): 503, not 401
+  bool ok = false;  // false: the endpoint could not be asked (an outage): 503, not 401
   TokenVerdict verdict{TokenError{TokenFailure::Malformed, ""}};
-  std::string error{};    // !ok: what failed
+  std::string error{};  // !ok: what failed
 };
 
 /** The application's answer to a question, or why there is none. */

@@ -66,7 +66,8 @@ Result<AuthorizeAnswer> read_authorize_answer(std::string_view json) {
       simdjson::dom::element e;
       if (notes[k.listen_keys].get(e) != simdjson::SUCCESS) continue;
       simdjson::dom::array arr;
-      if (e.get(arr) != simdjson::SUCCESS) return bad("has \"" + std::string(k.listen_keys) + "\" that is not an array");
+      if (e.get(arr) != simdjson::SUCCESS)
+        return bad("has \"" + std::string(k.listen_keys) + "\" that is not an array");
       std::vector<std::string>* keys = a.allowed.keys(k.kind);
       for (simdjson::dom::element item : arr) {
         std::string_view v;
@@ -79,7 +80,8 @@ Result<AuthorizeAnswer> read_authorize_answer(std::string_view json) {
       bool on = false;
       simdjson::dom::element e;
       if (notes[k.listen_flag].get(e) != simdjson::SUCCESS) continue;
-      if (e.get(on) != simdjson::SUCCESS) return bad("has \"" + std::string(k.listen_flag) + "\" that is not a boolean");
+      if (e.get(on) != simdjson::SUCCESS)
+        return bad("has \"" + std::string(k.listen_flag) + "\" that is not a boolean");
       if (on) a.allowed.flagged |= kind_bit(k.kind);
     }
   }
@@ -87,9 +89,12 @@ Result<AuthorizeAnswer> read_authorize_answer(std::string_view json) {
   if (root["ttlMs"].get(ttl) == simdjson::SUCCESS && !ttl.is_null()) {
     std::uint64_t v = 0;
     std::int64_t s = 0;
-    if (ttl.get(v) == simdjson::SUCCESS) a.ttl_ms = v;
-    else if (ttl.get(s) == simdjson::SUCCESS && s < 0) return bad("has a negative \"ttlMs\"");
-    else return bad("has a \"ttlMs\" that is not an integer");
+    if (ttl.get(v) == simdjson::SUCCESS)
+      a.ttl_ms = v;
+    else if (ttl.get(s) == simdjson::SUCCESS && s < 0)
+      return bad("has a negative \"ttlMs\"");
+    else
+      return bad("has a \"ttlMs\" that is not an integer");
   }
   return a;
 }

@@ -25,16 +25,16 @@ namespace mcpfan::detail::oauth {
 
 /** A whole answer, or why there is none. */
 struct Fetched {
-  bool ok = false;            // an answer came back whole (any status)
+  bool ok = false;  // an answer came back whole (any status)
   int status = 0;
   proxy::HeaderList headers{};
   std::string body{};
-  std::string error{};        // !ok: what failed ("timed out after 5000 ms", "answer larger than 262144 bytes", ...)
+  std::string error{};  // !ok: what failed ("timed out after 5000 ms", "answer larger than 262144 bytes", ...)
 };
 using FetchDone = std::function<void(Fetched)>;
 
 struct FetchLimits {
-  std::uint64_t timeout_ms = 5000;     // the whole exchange, connect to the last byte
+  std::uint64_t timeout_ms = 5000;  // the whole exchange, connect to the last byte
   std::size_t max_body_bytes = 256 * 1024;
 };
 

@@ -134,7 +134,8 @@ struct AuthConfig {
  * Empty `issuer`: off.
  */
 struct OAuthConfig {
-  std::string issuer;    // its `iss`; discovery (RFC 8414, then OpenID Connect) finds the JWKS; https, or http on loopback
+  // Its `iss`; discovery (RFC 8414, then OpenID Connect) finds the JWKS. https, or http on loopback.
+  std::string issuer;
   std::string jwks_url;  // overrides the discovered jwks_uri
   // This server's canonical /mcp URL (RFC 9728 `resource`; the default audience, RFC 8707).
   // Empty: http(s)://<--listen>/mcp.

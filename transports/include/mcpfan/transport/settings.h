@@ -433,7 +433,8 @@ void for_each_setting(Config& c, Visit&& v) {
     c.authorize.timeout_ms);
   v(ranged("--authorize-cache", "authorize.cache_entries", 0, 10'000'000, "--authorize-url answers kept"),
     c.authorize.cache_entries);
-  v(ranged("--authorize-max-ttl-ms", "authorize.max_ttl_ms", 0, kDay, "an --authorize-url answer's ttlMs is capped at this"),
+  v(ranged("--authorize-max-ttl-ms", "authorize.max_ttl_ms", 0, kDay,
+           "an --authorize-url answer's ttlMs is capped at this"),
     c.authorize.max_ttl_ms);
   v(ranged("--publish-rate", "auth.publish_rate", 0, 1e12,
            "notifications per second per publisher key; 429 above (0 = unlimited)", kReload | kNonNegative),
