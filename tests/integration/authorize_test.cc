@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fake_upstream.h"
+#include "h2_client.h"
 #include "harness.h"
 #include "session_client.h"
 #include "test_helpers.h"
@@ -89,6 +90,52 @@ TEST(Authorize, AnAnswerIsReusedForItsTtlAndEqualQuestionsInFlightAskOnce) {
   EXPECT_EQ(app.up.requests().size(), 1u);
   EXPECT_TRUE(PollMetricEq(srv.port(), "mcpfan_authorize_calls_total", 1));
   EXPECT_TRUE(PollMetric(srv.port(), "mcpfan_authorize_cache_hits_total", [](double v) { return v >= 1; }));
+}
+
+TEST(Authorize, HttpTwoStreamsWaitForTheAnswerWhileTheirConnectionServesOthers) {
+  Application app;
+  ServerProcess srv({"--authorize-url", app.url()});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  app.hold = true;
+  H2Client h2;
+  ASSERT_TRUE(h2.Connect(srv.port()));
+  std::int32_t waiting = h2.Listen("1", kAsk);
+  ASSERT_GT(waiting, 0);
+  ASSERT_TRUE(h2.RunUntil([&] { return !app.up.requests().empty(); }));  // sends the listen; it waits
+  // The suspended stream holds nothing else up: another request on the connection is answered.
+  std::int32_t health = h2.Request("GET", "/livez", {});
+  ASSERT_TRUE(h2.RunUntil([&] { return h2.stream(health).closed; }));
+  EXPECT_EQ(h2.stream(health).status, 200);
+  EXPECT_EQ(h2.stream(waiting).status, 0) << "answered before the application";
+  app.gate.Open();
+  ASSERT_TRUE(h2.RunUntil([&] { return !h2.stream(waiting).events.empty(); }));
+  EXPECT_EQ(h2.stream(waiting).status, 200);
+  Json ack(h2.stream(waiting).events.front().data);
+  EXPECT_TRUE(JsonMatches(ack.Get({"params", "notifications"}),
+                          R"({"resourceSubscriptions":["file:///a"],"toolsListChanged":true})"));
+}
+
+TEST(Authorize, APipelinedRequestBehindAWaitingOneIsAnsweredAfterItInOrder) {
+  Application app;
+  ServerProcess srv({"--authorize-url", app.url()});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  std::string sid;
+  ASSERT_TRUE(Initialize(srv.port(), &sid));
+  app.hold = true;
+  Conn c;
+  ASSERT_TRUE(c.Connect(srv.port()));
+  ASSERT_TRUE(c.Send(SessionPostRequest(sid, Rpc2025("5", "resources/subscribe", R"({"uri":"file:///a"})")) +
+                     BuildRequest("GET", "/livez", {}, "")));
+  ASSERT_TRUE(app.up.WaitRequests(1));
+  app.gate.Open();
+  auto first = c.ReadResponse();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200) << first->body;
+  EXPECT_NE(first->body.find(R"("id":5)"), std::string::npos) << first->body;
+  auto second = c.ReadResponse();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+  EXPECT_EQ(second->body, "ok\n");
 }
 
 TEST(Authorize, AnApplicationThatAllowsNothingGets403AndADeniedSubscribeToo) {

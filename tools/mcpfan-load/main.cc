@@ -121,6 +121,7 @@ struct Options {
   uint64_t index_base = 0;        // --index-base: global index of this process's first stream
   bool tls = false;               // --tls (or an https:// --target): TLS on the subscriber connections
   std::string ca_file;            // --ca-file: the CA that signed the server's certificate
+  std::string bearer;             // --bearer: every listen carries "Authorization: Bearer <it>" (OAuth, JWT)
   bool insecure_tls = false;      // --insecure-tls: no verification
   bool h2 = false;                // --h2: streams as HTTP/2 streams (ALPN h2 with --tls, else h2c)
   int streams_per_conn = 1000;    // --streams-per-conn K: h2 streams per connection
@@ -256,6 +257,7 @@ struct Stream {
   uint16_t h2_status = 0;
   bool h2_sse = false;  // content-type text/event-stream
   std::string h2body;   // the request body nghttp2 still has to send
+  std::string h2auth;   // --bearer: its authorization field value (nghttp2 reads it when the request is submitted)
   size_t h2off = 0;
 
   uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&h); }
@@ -898,8 +900,9 @@ std::string Loadgen::ListenRequest(uint32_t idx) const {
   if (o_.kind == Kind::Stdio) return body + "\n";
   return "POST " + mcp_path_ + " HTTP/1.1\r\nHost: " + target_.hostport +
          "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n" +
+         (o_.bearer.empty() ? std::string() : "Authorization: Bearer " + o_.bearer + "\r\n") +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 std::string Loadgen::SessionPost(const std::string& sid, std::string_view body) const {
@@ -1427,6 +1430,10 @@ void Loadgen::H2Submit(H2Conn* c, Stream* st) {
     h.push_back(nv("accept", "application/json, text/event-stream"));
     h.push_back(nv("mcp-protocol-version", "2026-07-28"));
     h.push_back(nv("mcp-method", "subscriptions/listen"));
+    if (!o_.bearer.empty()) {
+      st->h2auth = "Bearer " + o_.bearer;
+      h.push_back(nv("authorization", st->h2auth));
+    }
     h.push_back(nv("content-length", len));
     body.source.ptr = st;
     body.read_callback = &Loadgen::H2ReadBody;
@@ -2554,6 +2561,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_flag("--tls", o.tls,
                "listen, nchan: TLS on the subscriber connections (as an https:// --target); SNI localhost");
+  app.add_option("--bearer", o.bearer, "listen kind: send every listen with Authorization: Bearer TOKEN");
   app.add_option("--ca-file", o.ca_file, "--tls: the CA certificate (PEM) to verify the server with (name localhost)");
   app.add_flag("--insecure-tls", o.insecure_tls, "--tls: do not verify the server's certificate");
   app.add_flag("--h2", o.h2,
