@@ -3,6 +3,7 @@
 // tokens of the provider's clients listened with and refused (scope, tenant claim, audience,
 // issuer, expiry), key rotation while a stream is open, a flood of unknown key ids, an
 // authorization server that cannot be reached, and introspection of opaque tokens.
+#include <atomic>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -300,6 +301,46 @@ TEST(OAuth, AnUnreachableAuthorizationServerFailsClosedWith503AndIsNotReady) {
   EXPECT_EQ(r->Get("Retry-After").value_or(""), "1");
   EXPECT_NE(r->body.find("keys are not available"), std::string::npos) << r->body;
   EXPECT_TRUE(PollMetric(srv.port(), OAuthFail("unavailable"), [](double v) { return v >= 1; }));
+}
+
+TEST(OAuth, TheJwksIsFetchedAgainAsItsCacheControlSaysAndRfc8414DiscoveryComesFirst) {
+  // The provider's public JWKS, served by a scripted authorization server with max-age=1 and
+  // RFC 8414 metadata (which the provider itself does not serve).
+  std::string err;
+  auto op = OidcProvider::start({std::string(kResource)}, {}, 0, &err);
+  if (!op) {
+    if (err.find("not found in PATH") != std::string::npos) GTEST_SKIP() << err;
+    FAIL() << err;
+  }
+  auto jwks = Roundtrip(op->port(), BuildRequest("GET", "/jwks", {}, ""));
+  ASSERT_TRUE(jwks);
+  ASSERT_EQ(jwks->status, 200);
+  std::string keys = jwks->body;
+  std::atomic<int> port{0};
+  FakeUpstream as([&](int fd, const UpstreamRequest& r) {
+    std::string issuer = "http://127.0.0.1:" + std::to_string(port.load());
+    if (r.target == "/.well-known/oauth-authorization-server") {
+      FakeUpstream::Write(
+          fd, FakeUpstream::Answer(200, "Content-Type: application/json\r\n",
+                                   R"({"issuer":")" + issuer + R"(","jwks_uri":")" + issuer + R"(/keys"})"));
+    } else if (r.target == "/keys") {
+      FakeUpstream::Write(
+          fd, FakeUpstream::Answer(200, "Content-Type: application/json\r\nCache-Control: max-age=1\r\n", keys));
+    } else {
+      FakeUpstream::Write(fd, FakeUpstream::Answer(404, "", ""));
+    }
+    return FakeUpstream::Next::Read;
+  });
+  port = as.port();
+  ServerProcess srv({"--oauth-issuer", "http://127.0.0.1:" + std::to_string(as.port()), "--oauth-resource",
+                     std::string(kResource), "--oauth-tenant", "acme", "--oauth-jwks-min-refresh-s", "1"});
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  // Refetched about every second (max-age=1, not the 300 s default refresh).
+  EXPECT_TRUE(PollMetric(srv.port(), "mcpfan_oauth_jwks_fetches_total", [](double v) { return v >= 3; }));
+  auto asked = as.requests();
+  ASSERT_FALSE(asked.empty());
+  EXPECT_EQ(asked[0].target, "/.well-known/oauth-authorization-server");
+  for (const auto& r : asked) EXPECT_EQ(r.target.find("openid-configuration"), std::string::npos) << r.target;
 }
 
 TEST(OAuth, OpaqueTokensAreIntrospectedAndTheVerdictIsCached) {
