@@ -209,7 +209,15 @@ void Agent::on_inbox() {
     batch.swap(inbox_);
     stopping = stopping_;
   }
-  for (auto& fn : batch) fn();
+  for (auto& fn : batch) {
+    // No exception may leave a libuv callback (allocation failures: the question is lost, its
+    // request ends at its request timeout with a 503).
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      log::line(LogLevel::Error, "oauth_agent_exception", std::string("the OAuth agent failed a task: ") + e.what());
+    }
+  }
   if (!stopping) return;
   // Every waiter hears once: the keys' waiters look at keys() again; introspections fail.
   fetcher_->close();  // its callbacks (failures) run now: jwks_done(), introspection_done(), authorize_done()

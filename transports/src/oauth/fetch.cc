@@ -1,6 +1,9 @@
 #include "oauth/fetch.h"
 
 #include <algorithm>
+#include <exception>
+
+#include "server/log.h"
 
 namespace mcpfan::detail::oauth {
 
@@ -142,7 +145,12 @@ void Fetcher::finish(Call* c, Fetched f) {
   FetchDone done = std::move(owned->done);
   // Freed after the pool's callback returns: finish() may run inside one of its sink calls.
   retired_.push_back(std::move(owned));
-  if (done) done(std::move(f));
+  if (!done) return;
+  try {  // inside a pool's libuv callback: nothing may leave it
+    done(std::move(f));
+  } catch (const std::exception& e) {
+    log::line(LogLevel::Error, "oauth_fetch_exception", std::string("an answer's handler failed: ") + e.what());
+  }
 }
 
 void Fetcher::on_tick(uv_timer_t* t) {
