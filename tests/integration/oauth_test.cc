@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "oidc_provider.h"
 #include "test_helpers.h"
+#include "token_mint.h"
 
 namespace itest {
 namespace {
@@ -33,24 +34,6 @@ std::string OAuthListenRequest(std::string_view id, std::string_view token) {
   auto h = McpHeaders("2026-07-28", "subscriptions/listen");
   if (!token.empty()) h.push_back({"Authorization", "Bearer " + std::string(token)});
   return McpPost(RpcBody(id, "subscriptions/listen", R"("notifications":)" + std::string(kTools), "2026-07-28"), h);
-}
-
-// Base64url without padding: what a JWS header is written in.
-std::string OAuthB64Url(std::string_view in) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
-  return out;
 }
 
 // The provider and an mcpfan that takes its tokens (tenant from org_id, listens need mcp:listen).
@@ -255,7 +238,7 @@ TEST(OAuth, AFloodOfUnknownKeyIdsFetchesTheJwksAtMostOncePerMinimumInterval) {
   // The first unknown kid fetches the JWKS again (it may be a new key); the next 39, within
   // --oauth-jwks-min-refresh-s of it, do not.
   for (int i = 0; i < 40; ++i) {
-    std::string header = OAuthB64Url(R"({"alg":"RS256","typ":"at+jwt","kid":"bogus-)" + std::to_string(i) + "\"}");
+    std::string header = Base64Url(R"({"alg":"RS256","typ":"at+jwt","kid":"bogus-)" + std::to_string(i) + "\"}");
     auto r = Roundtrip(s.port(), OAuthListenRequest("1", header + rest));
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 401) << r->body;
@@ -293,8 +276,8 @@ TEST(OAuth, AnUnreachableAuthorizationServerFailsClosedWith503AndIsNotReady) {
   EXPECT_NE(h.GetString({"oauth", "last_error"}).value_or("").find("discovery failed"), std::string::npos)
       << health->body;
   // A token of that issuer (its signature cannot matter: there are no keys to check it with).
-  std::string header = OAuthB64Url(R"({"alg":"RS256","typ":"at+jwt","kid":"k"})");
-  std::string payload = OAuthB64Url(R"({"iss":")" + issuer + R"(","aud":")" + std::string(kResource) + R"("})");
+  std::string header = Base64Url(R"({"alg":"RS256","typ":"at+jwt","kid":"k"})");
+  std::string payload = Base64Url(R"({"iss":")" + issuer + R"(","aud":")" + std::string(kResource) + R"("})");
   auto r = Roundtrip(srv.port(), OAuthListenRequest("1", header + "." + payload + ".c2ln"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503) << r->body;

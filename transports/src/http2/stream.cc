@@ -146,6 +146,10 @@ void H2Stream::on_request_end() {
     free_request();
     return refuse(400, "request without :path");
   }
+  route();
+}
+
+void H2Stream::route() {
   try {
     route_request(*this, *req_);
   } catch (const std::exception&) {
@@ -172,15 +176,7 @@ void H2Stream::resume_waiting(std::shared_ptr<const AuthWait> waited) {
   wait_token_.reset();
   if (closed_ || reset_ || !req_) return free_request();
   req_->waited = std::move(waited);
-  try {
-    route_request(*this, *req_);
-  } catch (const std::exception&) {
-    if (!head_sent_)
-      respond(500, "application/json", R"({"error":"internal error"})");
-    else
-      reset(NGHTTP2_INTERNAL_ERROR);
-  }
-  if (!wait_token_) free_request();
+  route();
 }
 
 void H2Stream::wait_timed_out(std::uint64_t timeout_ms) {

@@ -99,6 +99,8 @@ class H2Stream final : public StreamingExchange, private StreamCarrier, private 
   [[nodiscard]] Resume suspend(const HttpRequest& req) override;
 
  private:
+  /** Hands req_ to the routes (the first time, and again after a suspend()). */
+  void route();
   void resume_waiting(std::shared_ptr<const AuthWait> waited);
   /** One piece of the queue: bytes of its own, or a shard batch whose buffers it holds. */
   struct Piece {

@@ -1,5 +1,6 @@
 #include "mcp/auth.h"
 
+#include "oauth/base64url.h"
 #include "server/log.h"
 
 #include <openssl/bn.h>
@@ -118,35 +119,8 @@ Result<PublicKey> parse_public_key(const std::string& pem, const std::string& pa
 
 // ---- compact JWS parsing ---------------------------------------------------------------------
 
-int b64url_value(char c) noexcept {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-
-// Strict unpadded base64url (RFC 7515 §2): any other character, a length that cannot come from
-// whole bytes, or unused low bits that are not zero is rejected, so each token has one spelling.
-bool b64url_decode(std::string_view in, std::string& out) {
-  if (in.size() % 4 == 1) return false;
-  out.clear();
-  out.reserve(in.size() * 3 / 4);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = b64url_value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return (acc & ((1u << bits) - 1)) == 0;
-}
+// Strict unpadded base64url (RFC 7515 §2), the one decoder static and OAuth tokens share.
+using oauth::base64url_decode;
 
 // ---- signatures (RFC 7518 §3), with OpenSSL directly ------------------------------------------
 // Not libjwt's jwt_decode: in 1.10.2 it re-parses the PEM key on every call (about 0.6 ms with
@@ -411,9 +385,9 @@ AuthResult ClientAuth::verify_token(std::string_view token, std::int64_t now_uni
     return fail(AuthFailure::Malformed, "token is not three dot-separated parts");
   }
   std::string header_json, payload_json, signature;
-  if (!b64url_decode(token.substr(0, dot1), header_json) ||
-      !b64url_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), payload_json) ||
-      !b64url_decode(token.substr(dot2 + 1), signature)) {
+  if (!base64url_decode(token.substr(0, dot1), header_json) ||
+      !base64url_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), payload_json) ||
+      !base64url_decode(token.substr(dot2 + 1), signature)) {
     return fail(AuthFailure::Malformed, "token part is not base64url");
   }
 

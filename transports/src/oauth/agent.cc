@@ -88,7 +88,7 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
     if (auto e = check_url("--authorize-url", az.url)) return *e;
     a->authorize_url_ = az.url;
     a->authorize_timeout_ms_ = az.timeout_ms;
-    a->authorize_cache_max_ = az.cache_entries;
+    a->answers_.set_max(az.cache_entries);
     a->authorize_max_ttl_ms_ = az.max_ttl_ms;
   }
   tls::ClientSettings ts;
@@ -138,7 +138,7 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
   }
   a->refresh_ms_ = o.jwks_refresh_s * 1000;
   a->min_refresh_ms_ = o.jwks_min_refresh_s * 1000;
-  a->introspection_cache_max_ = o.introspection_cache;
+  a->verdicts_.set_max(o.introspection_cache);
   a->introspection_cache_s_ = static_cast<std::int64_t>(o.introspection_cache_s);
   std::vector<std::string> scopes = o.scopes;
   if (scopes.empty() && !o.listen_scope.empty()) scopes.push_back(o.listen_scope);
@@ -385,38 +385,19 @@ Agent::Wait Agent::refetch_keys(std::function<void()> then) {
 // ---- introspection ----
 
 std::optional<TokenVerdict> Agent::cached_introspection(const std::string& token, std::int64_t now_s) {
-  std::string key = digest(token);
-  std::lock_guard lock(cache_mu_);
-  auto it = cache_.find(key);
-  if (it == cache_.end() || it->second.until_s <= now_s) {
-    counters_.introspection_misses.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  counters_.introspection_hits.fetch_add(1, std::memory_order_relaxed);
-  return it->second.verdict;
+  auto kept = verdicts_.get(digest(token), now_s);
+  (kept ? counters_.introspection_hits : counters_.introspection_misses).fetch_add(1, std::memory_order_relaxed);
+  return kept;
 }
 
 void Agent::keep_verdict(const std::string& token, const TokenVerdict& v, std::int64_t now_s) {
-  if (introspection_cache_max_ == 0) return;
   std::int64_t until = now_s + introspection_cache_s_;
   if (const auto* claims = std::get_if<AccessClaims>(&v)) {
     if (claims->exp != 0) until = std::min(until, claims->exp);  // never past the token's expiry
   } else {
     until = now_s + std::min<std::int64_t>(introspection_cache_s_, 10);  // a refusal is asked again soon
   }
-  if (until <= now_s) return;
-  std::string key = digest(token);
-  std::lock_guard lock(cache_mu_);
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    cache_order_.erase(it->second.age);
-    cache_.erase(it);
-  }
-  while (cache_.size() >= introspection_cache_max_ && !cache_order_.empty()) {
-    cache_.erase(cache_order_.front());
-    cache_order_.pop_front();
-  }
-  cache_order_.push_back(key);
-  cache_.emplace(key, Kept{v, until, std::prev(cache_order_.end())});
+  if (until > now_s) verdicts_.put(digest(token), v, until);
 }
 
 Agent::Wait Agent::introspect(std::string token, std::function<void(Introspected)> then) {
@@ -465,14 +446,9 @@ void Agent::introspection_done(const std::string& token, Introspected verdict) {
 // ---- --authorize-url ----
 
 std::optional<AuthorizeAnswer> Agent::cached_authorization(const std::string& question) {
-  std::lock_guard lock(answers_mu_);
-  auto it = answers_.find(question);
-  if (it == answers_.end() || it->second.until_ms <= steady_ms()) {
-    counters_.authorize_misses.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  counters_.authorize_hits.fetch_add(1, std::memory_order_relaxed);
-  return it->second.answer;
+  auto kept = answers_.get(question, static_cast<std::int64_t>(steady_ms()));
+  (kept ? counters_.authorize_hits : counters_.authorize_misses).fetch_add(1, std::memory_order_relaxed);
+  return kept;
 }
 
 Agent::Wait Agent::authorize(std::string question, std::function<void(Authorized)> then) {
@@ -508,19 +484,8 @@ void Agent::authorize_done(const std::string& question, Authorized answer) {
     counters_.authorize_failures.fetch_add(1, std::memory_order_relaxed);
     answer.error = authorize_url_ + ": " + answer.error;
     log::line(LogLevel::Warn, "authorize_failed", "the application's authorization did not answer: " + answer.error);
-  } else if (std::uint64_t ttl = std::min(answer.answer.ttl_ms, authorize_max_ttl_ms_);
-             ttl > 0 && authorize_cache_max_ > 0) {
-    std::lock_guard lock(answers_mu_);
-    if (auto it = answers_.find(question); it != answers_.end()) {
-      answers_order_.erase(it->second.age);
-      answers_.erase(it);
-    }
-    while (answers_.size() >= authorize_cache_max_ && !answers_order_.empty()) {
-      answers_.erase(answers_order_.front());
-      answers_order_.pop_front();
-    }
-    answers_order_.push_back(question);
-    answers_.emplace(question, KeptAnswer{answer.answer, steady_ms() + ttl, std::prev(answers_order_.end())});
+  } else if (std::uint64_t ttl = std::min(answer.answer.ttl_ms, authorize_max_ttl_ms_); ttl > 0) {
+    answers_.put(question, answer.answer, static_cast<std::int64_t>(steady_ms() + ttl));
   }
   auto node = authorizing_.extract(question);
   if (node.empty()) return;

@@ -27,7 +27,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +39,7 @@
 #include "mcpfan/transport/server_config.h"
 #include "oauth/access_token.h"
 #include "oauth/authorize.h"
+#include "oauth/expiring_cache.h"
 #include "oauth/jwks.h"
 
 namespace mcpfan::detail::tls {
@@ -178,12 +178,10 @@ class Agent {
   std::size_t max_document_bytes_ = 256 * 1024;
   std::uint64_t refresh_ms_ = 300'000;
   std::uint64_t min_refresh_ms_ = 10'000;
-  std::size_t introspection_cache_max_ = 10000;
   std::int64_t introspection_cache_s_ = 60;
   std::int64_t max_waiting_ = 10000;
   std::string authorize_url_;
   std::uint64_t authorize_timeout_ms_ = 2000;
-  std::size_t authorize_cache_max_ = 10000;
   std::uint64_t authorize_max_ttl_ms_ = 60000;
 
   AgentCounters counters_;
@@ -213,25 +211,9 @@ class Agent {
   std::unordered_map<std::string, std::vector<std::function<void(Introspected)>>> introspecting_;
   std::unordered_map<std::string, std::vector<std::function<void(Authorized)>>> authorizing_;
 
-  // The introspection cache (any thread): token → verdict, with the unix time it is kept until.
-  struct Kept {
-    TokenVerdict verdict;
-    std::int64_t until_s;
-    std::list<std::string>::iterator age;
-  };
-  std::mutex cache_mu_;
-  std::unordered_map<std::string, Kept> cache_;
-  std::list<std::string> cache_order_;  // oldest first
-
-  // The --authorize-url answers (any thread): question → answer, until a steady-clock time.
-  struct KeptAnswer {
-    AuthorizeAnswer answer;
-    std::uint64_t until_ms;
-    std::list<std::string>::iterator age;
-  };
-  std::mutex answers_mu_;
-  std::unordered_map<std::string, KeptAnswer> answers_;
-  std::list<std::string> answers_order_;  // oldest first
+  // Any thread: token digest → verdict (unix seconds), question → answer (steady-clock ms).
+  ExpiringCache<TokenVerdict> verdicts_;
+  ExpiringCache<AuthorizeAnswer> answers_;
 };
 
 }  // namespace mcpfan::detail::oauth

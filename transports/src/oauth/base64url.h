@@ -1,7 +1,7 @@
 #pragma once
-// Strict unpadded base64url (RFC 4648 §5, as JWS and JWK use it: RFC 7515 §2), for the oauth room.
-// mcp/auth.cc has the same rule in a file-local function; this one is shared by jwks.cc and
-// access_token.cc so a JWK member and a token part are read by one decoder.
+// Strict unpadded base64url (RFC 4648 §5, as JWS and JWK use it: RFC 7515 §2): the one decoder
+// of JWK members and token parts, OAuth's (jwks.cc, access_token.cc) and static tokens'
+// (mcp/auth.cc) alike.
 //
 // Thread-safety: pure functions.
 #include <string>
