@@ -4,9 +4,11 @@
 #   none    no client authentication (loopback);
 #   static  --jwt-public-key-file: a static RS256 key, a token made by mcpfan-token;
 #   oauth   --oauth-issuer: a real oidc-provider (tests/interop/oauth/provider.mjs), its RS256
-#           access token (client_credentials) verified against the JWKS mcpfan fetched.
-# Every listen of a case carries the same token, so this measures verification on every request
-# (mcpfan keeps no verdict cache for JWTs: each request is verified), not a cache.
+#           access token (client_credentials) verified against the JWKS mcpfan fetched; every
+#           listen carries the same token, so after the first it is found in the token cache
+#           (--oauth-token-cache: a client reconnecting with its token);
+#   oauth-verify  the same with --oauth-token-cache 0: the signature checked on every listen (as
+#           many clients with a token each would cost).
 # Per run: listens confirmed per second (the load generator's connect phase) and server CPU per
 # listen (utime+stime of the server over the whole run / N; the run's one publish is noise).
 #
@@ -111,6 +113,8 @@ for rep in $(seq "$reps"); do
   run none ""
   run static "$static_token" --jwt-public-key-file "$work/static.pub"
   run oauth "$oauth_token" --oauth-issuer "$issuer" --oauth-resource "$resource" --oauth-tenant default
+  run oauth-verify "$oauth_token" --oauth-issuer "$issuer" --oauth-resource "$resource" --oauth-tenant default \
+    --oauth-token-cache 0
 done
 rm -f "$out/last.out"
 python3 - "$out/runs.jsonl" <<'EOF' | tee "$out/table.md"
@@ -119,7 +123,7 @@ runs = [json.loads(l) for l in open(sys.argv[1])]
 print("| case | listens/s (median) | runs | server CPU per listen (median) | runs |")
 print("|---|---|---|---|---|")
 med = {}
-for case in ("none", "static", "oauth"):
+for case in ("none", "static", "oauth", "oauth-verify"):
     rs = [r for r in runs if r["case"] == case and r["rc"] == 0 and r["result"].get("connect_s")]
     if not rs:
         continue
@@ -129,7 +133,7 @@ for case in ("none", "static", "oauth"):
     print(f"| {case} | {med[case][0]:,.0f} | {', '.join(f'{x:,.0f}' for x in rate)} | "
           f"{med[case][1]:.1f} us | {', '.join(f'{x:.1f}' for x in cpu)} |")
 if "none" in med:
-    for case in ("static", "oauth"):
+    for case in ("static", "oauth", "oauth-verify"):
         if case in med:
             print(f"\n{case} / none: listens/s {med[case][0] / med['none'][0]:.2f}x, "
                   f"CPU per listen {med[case][1] / med['none'][1]:.2f}x")

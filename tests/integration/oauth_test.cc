@@ -107,10 +107,15 @@ struct OAuthSetup {
 TEST(OAuth, AProviderTokenListensInItsOrgTenantAndOtherOrgsHearNothing) {
   OAuthSetup s;
   OAUTH_SETUP_OR_SKIP(s);
-  SseStream acme, beta;
-  ASSERT_TRUE(acme.Open(s.port(), OAuthListenRequest("1", s.Token("svc-acme"))));
+  SseStream acme, beta, again;
+  std::string acme_token = s.Token("svc-acme");
+  ASSERT_TRUE(acme.Open(s.port(), OAuthListenRequest("1", acme_token)));
   ASSERT_EQ(acme.head().status, 200) << acme.head().body;
   ASSERT_TRUE(acme.NextMessage());  // the acknowledgement
+  // The same token again: its verdict is remembered, its signature not checked a second time.
+  ASSERT_TRUE(again.Open(s.port(), OAuthListenRequest("2", acme_token)));
+  ASSERT_EQ(again.head().status, 200) << again.head().body;
+  EXPECT_TRUE(PollMetricEq(s.port(), "mcpfan_oauth_token_cache_hits_total", 1));
   ASSERT_TRUE(beta.Open(s.port(), OAuthListenRequest("1", s.Token("svc-beta"))));
   ASSERT_EQ(beta.head().status, 200);
   ASSERT_TRUE(beta.NextMessage());

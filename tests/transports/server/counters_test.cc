@@ -53,6 +53,8 @@ const std::set<std::string_view> kMetricsOnly = {
     "mcpfan_oauth_keys",
     "mcpfan_oauth_unknown_kid_refetches_total",
     "mcpfan_oauth_unknown_kid_limited_total",
+    "mcpfan_oauth_token_cache_hits_total",
+    "mcpfan_oauth_token_cache_misses_total",
     "mcpfan_oauth_introspections_total",
     "mcpfan_oauth_introspection_failures_total",
     "mcpfan_oauth_introspection_cache_hits_total",

@@ -115,6 +115,8 @@ std::variant<ClientIdentity, Refusal, AuthPending> ClientCore::verify_oauth(std:
   auto now = static_cast<std::int64_t>(std::time(nullptr));
   oauth::TokenVerdict verdict{oauth::TokenError{oauth::TokenFailure::Malformed, ""}};
   if (ours) {
+    // The same token again (a client reconnecting): its verdict is kept, its signature not checked twice.
+    if (auto kept = agent->verified_token(token, now)) return identity_of(std::move(*kept));
     std::shared_ptr<const oauth::KeySet> keys = agent->keys();
     bool refetched = waited && waited->keys_refetched;
     if (keys) verdict = oauth::verify_access_token(token, *keys, agent->policy(), now);
@@ -147,7 +149,9 @@ std::variant<ClientIdentity, Refusal, AuthPending> ClientCore::verify_oauth(std:
     }};
   }
   if (auto* e = std::get_if<oauth::TokenError>(&verdict)) return auth_refusal(failure_of(e->kind), e->message);
-  return identity_of(std::move(std::get<oauth::AccessClaims>(verdict)));
+  auto& claims = std::get<oauth::AccessClaims>(verdict);
+  if (ours) agent->keep_verified_token(token, claims, now);
+  return identity_of(std::move(claims));
 }
 
 std::variant<std::monostate, Refusal, AuthPending> ClientCore::authorize(const Caller& caller, std::string_view method,

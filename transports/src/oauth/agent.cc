@@ -139,6 +139,8 @@ Result<std::unique_ptr<Agent>> Agent::make(const ServerConfig& c, std::string de
   a->refresh_ms_ = o.jwks_refresh_s * 1000;
   a->min_refresh_ms_ = o.jwks_min_refresh_s * 1000;
   a->verdicts_.set_max(o.introspection_cache);
+  a->verified_.set_max(o.token_cache);
+  a->token_cache_s_ = static_cast<std::int64_t>(o.token_cache_s);
   a->introspection_cache_s_ = static_cast<std::int64_t>(o.introspection_cache_s);
   std::vector<std::string> scopes = o.scopes;
   if (scopes.empty() && !o.listen_scope.empty()) scopes.push_back(o.listen_scope);
@@ -383,6 +385,18 @@ Agent::Wait Agent::refetch_keys(std::function<void()> then) {
 }
 
 // ---- introspection ----
+
+std::optional<AccessClaims> Agent::verified_token(std::string_view token, std::int64_t now_s) {
+  auto kept = verified_.get(digest(token), now_s);
+  (kept ? counters_.token_cache_hits : counters_.token_cache_misses).fetch_add(1, std::memory_order_relaxed);
+  return kept;
+}
+
+void Agent::keep_verified_token(std::string_view token, const AccessClaims& claims, std::int64_t now_s) {
+  std::int64_t until = now_s + token_cache_s_;
+  if (claims.exp != 0) until = std::min(until, claims.exp);
+  if (until > now_s) verified_.put(digest(token), claims, until);
+}
 
 std::optional<TokenVerdict> Agent::cached_introspection(const std::string& token, std::int64_t now_s) {
   auto kept = verdicts_.get(digest(token), now_s);

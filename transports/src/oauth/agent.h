@@ -60,6 +60,8 @@ struct AgentCounters {
   std::atomic<std::uint64_t> unknown_kid_refetches{0};   // fetches asked for by a token's unknown kid
   std::atomic<std::uint64_t> unknown_kid_limited{0};     // unknown kids not refetched: within the min refresh
   std::atomic<std::int64_t> keys{0};                     // keys held now (gauge)
+  std::atomic<std::uint64_t> token_cache_hits{0};        // JWTs found verified in the token cache
+  std::atomic<std::uint64_t> token_cache_misses{0};      // JWTs verified (not in it)
   std::atomic<std::uint64_t> introspections{0};          // introspection requests sent
   std::atomic<std::uint64_t> introspection_failures{0};  // ... that failed (no verdict: 503 to the client)
   std::atomic<std::uint64_t> introspection_hits{0};      // verdicts served from the cache
@@ -137,6 +139,10 @@ class Agent {
    * waits for the fetch under way, or is told at once when none is.
    */
   [[nodiscard]] Wait refetch_keys(std::function<void()> then);
+  /** The claims of a JWT verified before (--oauth-token-cache), if kept and not past its exp. */
+  [[nodiscard]] std::optional<AccessClaims> verified_token(std::string_view token, std::int64_t now_s);
+  /** Remembers a JWT just verified, until min(its exp, now + --oauth-token-cache-s). */
+  void keep_verified_token(std::string_view token, const AccessClaims& claims, std::int64_t now_s);
   /** A cached verdict for `token`, if one is kept and its token has not expired. */
   [[nodiscard]] std::optional<TokenVerdict> cached_introspection(const std::string& token, std::int64_t now_s);
   /** Introspects `token` (one request per distinct token in flight); `then` gets the verdict. */
@@ -213,6 +219,8 @@ class Agent {
 
   // Any thread: token digest → verdict (unix seconds), question → answer (steady-clock ms).
   ExpiringCache<TokenVerdict> verdicts_;
+  ExpiringCache<AccessClaims> verified_;  // JWTs whose signature and claims passed (unix seconds)
+  std::int64_t token_cache_s_ = 60;
   ExpiringCache<AuthorizeAnswer> answers_;
 };
 

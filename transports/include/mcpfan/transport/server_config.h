@@ -159,6 +159,10 @@ struct OAuthConfig {
   std::size_t introspection_cache = 10000;     // verdicts kept (each until its token's exp at most)
   std::uint64_t introspection_cache_s = 60;    // an active verdict is kept at most this long
   std::size_t max_waiting = 10000;             // requests waiting for a fetch at once; more get 503
+  // JWTs verified are remembered (by SHA-256) this many, each at most token_cache_s and never
+  // past its exp: a client reconnecting with the same token skips the signature check. 0: off.
+  std::size_t token_cache = 10000;
+  std::uint64_t token_cache_s = 60;
 };
 
 /** Per-subscription authorization by the application (docs/security.md "--authorize-url"). */

@@ -420,6 +420,12 @@ void for_each_setting(Config& c, Visit&& v) {
   v(ranged("--oauth-introspection-cache-s", "oauth.introspection_cache_s", 0, 86'400,
            "an active introspection verdict is kept at most this long"),
     c.oauth.introspection_cache_s);
+  v(ranged("--oauth-token-cache", "oauth.token_cache", 0, 10'000'000,
+           "verified access tokens remembered (by digest), so the same token is not verified again (0: off)"),
+    c.oauth.token_cache);
+  v(ranged("--oauth-token-cache-s", "oauth.token_cache_s", 0, 3600,
+           "a remembered token is trusted this long at most (never past its exp)"),
+    c.oauth.token_cache_s);
   v(ranged("--oauth-max-waiting", "oauth.max_waiting", 1, 10'000'000,
            "requests waiting at once for the authorization server or --authorize-url; more get 503"),
     c.oauth.max_waiting);
