@@ -54,7 +54,7 @@ run_suite() {  # name, build dir, extra cmake args...
 
 # libFuzzer targets (tests/fuzz): each replays its regressions, then fuzzes for a bounded time.
 # MCPFAN_FUZZ_SECONDS=0 skips them.
-fuzz_seconds="${MCPFAN_FUZZ_SECONDS:-20}"
+fuzz_seconds="${MCPFAN_FUZZ_SECONDS:-15}"
 fuzz_pid=""
 fuzz_log="$root/build-fuzz/run-fuzz.log"
 stop_fuzz() { if [ -n "$fuzz_pid" ]; then kill -- -"$fuzz_pid" 2>/dev/null || true; fi; }
