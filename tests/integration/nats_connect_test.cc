@@ -127,5 +127,22 @@ TEST(NatsConnect, AServerThatStopsReadingFillsABoundedQueueThenPublishesAreRefus
   EXPECT_EQ(m->GetInt({"params", "_meta", "n"}), 1);
 }
 
+// A server that stops answering (SIGSTOP) while its TCP connection stays up: the node's pings go
+// unanswered and it takes the connection as dead within seconds (nats.c's own default is two
+// minutes per ping), so its health says so; once the server answers again it reconnects.
+TEST(NatsConnect, AStalledServerIsNoticedWithinItsPingsAndReconnectedAfter) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  ServerProcess node({"--nats", nats.url(), "--node-name", "P", "--nats-ping-interval-ms", "300",
+                      "--nats-max-pings-out", "2"});
+  ASSERT_TRUE(node.ok()) << node.error();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));
+  nats.Signal(SIGSTOP);
+  bool noticed = PollMetricEq(node.port(), "mcpfan_backplane_connected", 0, Ms(15000));
+  nats.Signal(SIGCONT);
+  EXPECT_TRUE(noticed) << "the stalled server was not noticed within 15 s (pings every 300 ms, 2 may be missed)";
+  EXPECT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+}
+
 }  // namespace
 }  // namespace itest

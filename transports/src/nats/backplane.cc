@@ -131,6 +131,9 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
       (s = natsOptions_SetReconnectBufSize(opts, c.nats.outage_buffer_bytes)) != NATS_OK ||
+      // A dead link or a stalled server noticed in seconds (nats.c's default: 2 minutes per ping).
+      (s = natsOptions_SetPingInterval(opts, static_cast<int64_t>(c.nats.ping_interval_ms))) != NATS_OK ||
+      (s = natsOptions_SetMaxPingsOut(opts, c.nats.max_pings_out)) != NATS_OK ||
       // Socket IO on our own loop (the adapter) or on nats.c's reader thread. Either way
       // nats.c's flusher thread waits 1 ms before each write (+1 ms on every hop) unless
       // publishes are "sent at once": on the loop that only asks it for the socket's

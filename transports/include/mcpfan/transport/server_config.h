@@ -202,6 +202,11 @@ struct NatsConfig {
   // After a (re)connect, before what waited is sent: peers re-subscribe first (570 ms measured
   // at 19,000 subjects).
   std::uint64_t settle_ms = 1000;
+  // A connection whose server stopped answering is noticed after about ping_interval_ms ×
+  // (max_pings_out + 1) and reconnected elsewhere (nats.c's defaults, 2 minutes × 2, left a node
+  // blind for minutes).
+  std::uint64_t ping_interval_ms = 2000;
+  int max_pings_out = 2;
   std::size_t max_subjects = 1'000'000;  // past it the tenant with the most subjects is folded into one
   std::uint64_t batch_window_us = 1000;  // after a send to NATS, later ones wait up to this long to leave together
   std::string io = "libuv";     // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)

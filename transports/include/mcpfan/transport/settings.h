@@ -209,6 +209,13 @@ void for_each_setting(Config& c, Visit&& v) {
   v(ranged("--nats-settle-ms", "nats.settle_ms", 0, kHour,
            "after a reconnect, wait this long (for peers to re-subscribe) before sending what waited"),
     c.nats.settle_ms);
+  v(ranged("--nats-ping-interval-ms", "nats.ping_interval_ms", 100, kHour,
+           "how often the node pings its NATS server; a server that misses --nats-max-pings-out of them in a row "
+           "is taken as gone and the node reconnects (to another server of the cluster, if any)"),
+    c.nats.ping_interval_ms);
+  v(ranged("--nats-max-pings-out", "nats.max_pings_out", 1, 100,
+           "pings to the NATS server left unanswered before the connection is taken as dead"),
+    c.nats.max_pings_out);
   v(ranged("--nats-max-subjects", "nats.max_subjects", 1, 100'000'000,
            "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> "
            "subject", kParsed),
