@@ -1,5 +1,8 @@
 #include "mcpfan/hub.h"
 
+#include "mcpfan/json_text.h"
+#include "mcpfan/payload.h"
+
 #include <thread>
 
 namespace mcpfan {
@@ -184,6 +187,28 @@ Hub::Delivery Hub::deliver_forwarded(PayloadRef payload, std::shared_ptr<void> h
     case Fanout::Full: break;
   }
   return Delivery::InboxFull;
+}
+
+std::size_t Hub::send_reread_hints() {
+  if (!interest_) return 0;
+  std::size_t posted = 0;
+  for (const LocalInterest::Key& k : interest_->snapshot()) {
+    if (k.kind == Kind::TaskStatus) continue;
+    NotificationParts parts;
+    parts.tenant = k.tenant;
+    parts.kind = k.kind;
+    parts.uri = k.uri;
+    std::string uri_json;
+    if (!k.uri.empty()) {
+      append_json_string(uri_json, k.uri);
+      parts.params.emplace_back("uri", uri_json);
+    }
+    parts.meta.emplace_back("mcpfan/reread", "true");
+    parts.has_meta = true;
+    if (deliver_forwarded(encode_notification(parts)) == Delivery::Posted) ++posted;
+  }
+  reread_hints_.fetch_add(posted, std::memory_order_relaxed);
+  return posted;
 }
 
 bool Hub::send_out(std::vector<Notification>& notes, bool refuse) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "mcpfan/hub.h"
@@ -48,6 +49,25 @@ TEST(LocalInterest, CountsPerShardAndReservationsStack) {
   EXPECT_EQ(li.keys(), 0u);
   li.remove(1, kDefaultTenant, Kind::ResourceUpdated, "never");  // ignored
   EXPECT_EQ(li.keys(), 0u);
+}
+
+TEST(LocalInterest, ASnapshotListsEachHeldKeyOnceWithItsTenantKindAndUri) {
+  LocalInterest li(3);
+  const TenantId other{7, 2};
+  li.add(0, kDefaultTenant, Kind::ResourceUpdated, "file:///a/");
+  li.add(2, kDefaultTenant, Kind::ResourceUpdated, "file:///a/");  // two shards, one key
+  li.add(1, other, Kind::ToolsListChanged, "");
+  li.add(1, other, Kind::ResourceUpdated, "gone");
+  li.remove(1, other, Kind::ResourceUpdated, "gone");
+  auto keys = li.snapshot();
+  ASSERT_EQ(keys.size(), 2u);
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.uri < b.uri; });
+  EXPECT_EQ(keys[0].tenant, other);
+  EXPECT_EQ(keys[0].kind, Kind::ToolsListChanged);
+  EXPECT_EQ(keys[0].uri, "");
+  EXPECT_EQ(keys[1].tenant, kDefaultTenant);
+  EXPECT_EQ(keys[1].kind, Kind::ResourceUpdated);
+  EXPECT_EQ(keys[1].uri, "file:///a/");
 }
 
 // With routing, a shard with no matching subscription is neither posted to nor woken; a shard

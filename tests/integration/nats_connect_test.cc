@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "harness.h"
@@ -142,6 +143,40 @@ TEST(NatsConnect, AStalledServerIsNoticedWithinItsPingsAndReconnectedAfter) {
   nats.Signal(SIGCONT);
   EXPECT_TRUE(noticed) << "the stalled server was not noticed within 15 s (pings every 300 ms, 2 may be missed)";
   EXPECT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+}
+
+// A miss this node can observe (its server killed: what other nodes sent meanwhile never
+// reached it) is answered with re-read hints once it is back: every local listen gets a
+// notifications/resources/updated for each URI it watches and a list_changed for each list kind
+// it asked for, marked params._meta["mcpfan/reread"]; a task listen gets none.
+TEST(NatsConnect, AfterAnOutageEveryListenerGetsReReadHintsForWhatItWatches) {
+  NatsServer nats;
+  ASSERT_TRUE(nats.ok()) << nats.error();
+  const int port = nats.port();
+  ServerProcess node({"--nats", nats.url(), "--node-name", "H", "--nats-settle-ms", "100"});
+  ASSERT_TRUE(node.ok()) << node.error();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));
+  SseStream s;
+  ASSERT_TRUE(OpenListen(s, node.port(), R"("h")",
+                         R"({"resourceSubscriptions":["mem://h/a","mem://h/dir/"],"toolsListChanged":true})"));
+  nats.Kill9();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 0));
+  NatsServer again(port);
+  ASSERT_TRUE(again.ok()) << again.error();
+  ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_reread_waves_total", 1, Ms(15000)));
+  std::set<std::string> hinted;
+  for (int i = 0; i < 3; ++i) {
+    std::string err;
+    auto m = s.NextMessage(kIo, &err);
+    ASSERT_TRUE(m) << err;
+    EXPECT_TRUE(JsonMatches(m->Get({"params", "_meta", "mcpfan/reread"}), "true")) << m->text();
+    hinted.insert(m->GetString({"method"}).value_or("") + " " + m->GetString({"params", "uri"}).value_or(""));
+  }
+  EXPECT_EQ(hinted, (std::set<std::string>{"notifications/resources/updated mem://h/a",
+                                           "notifications/resources/updated mem://h/dir/",
+                                           "notifications/tools/list_changed "}));
+  EXPECT_FALSE(s.NextMessage(Ms(300))) << "more than one hint per watched key";
+  EXPECT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_reread_hints_total", 3));
 }
 
 }  // namespace

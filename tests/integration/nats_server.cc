@@ -164,4 +164,18 @@ bool HasSubject(const std::vector<std::string>& subs, std::string_view piece) {
   return ::testing::AssertionSuccess();
 }
 
+std::optional<Json> NextNotHint(SseStream& s, int* hints, Ms timeout, std::string* err) {
+  const Deadline until = After(timeout);
+  for (int i = 0; i < 1000; ++i) {
+    auto left = std::chrono::duration_cast<Ms>(until - Clock::now());
+    if (left.count() <= 0) break;
+    auto m = s.NextMessage(left, err);
+    if (!m) return m;
+    if (!m->Has({"params", "_meta", "mcpfan/reread"})) return m;
+    if (hints) ++*hints;
+  }
+  if (err) *err = "only re-read hints within the wait";
+  return std::nullopt;
+}
+
 }  // namespace itest

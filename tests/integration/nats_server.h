@@ -43,6 +43,9 @@ class NatsServer {
   std::string error_;
 };
 
+// The stream's next message that is not a re-read hint (params._meta["mcpfan/reread"]: what a node
+// sends its listeners after a backplane outage); the hints skipped are added to `*hints`.
+std::optional<Json> NextNotHint(SseStream& s, int* hints = nullptr, Ms timeout = kIo, std::string* err = nullptr);
 // Polls (bounded) until `pred` holds.
 ::testing::AssertionResult Eventually(const std::function<bool()>& pred, std::string_view what, Ms timeout = kIo);
 // A node's arguments: 2 workers, a 100 ms linger, a 1 s settle delay.

@@ -29,6 +29,8 @@ StatsSnapshot snapshot() {
   b.lag_seconds = 0.25;
   b.refused = 5;
   b.dropped = 6;
+  b.reread_waves = 7;
+  b.reread_hints = 8;
   b.rejected = {1, 2, 3, 4, 5, 6};
   StatsSnapshot s;
   s.backplane = Backplane::report_of(b);
@@ -84,6 +86,14 @@ TEST(Report, MetricsText) {
       "full.\n"
       "# TYPE mcpfan_backplane_refused_total counter\n"
       "mcpfan_backplane_refused_total 5\n"
+      "# HELP mcpfan_backplane_reread_waves_total Times every local listener was sent re-read hints after a miss this "
+      "node observed (a disconnect, a slow consumer, a received notification dropped).\n"
+      "# TYPE mcpfan_backplane_reread_waves_total counter\n"
+      "mcpfan_backplane_reread_waves_total 7\n"
+      "# HELP mcpfan_backplane_reread_hints_total Re-read hints those waves posted (one per watched resource key, one "
+      "per tenant and list kind).\n"
+      "# TYPE mcpfan_backplane_reread_hints_total counter\n"
+      "mcpfan_backplane_reread_hints_total 8\n"
       "# HELP mcpfan_backplane_dropped_total Notifications or subjects lost on the backplane: slow-consumer drops, "
       "failed publishes, subjects past the bound.\n"
       "# TYPE mcpfan_backplane_dropped_total counter\n"
@@ -108,7 +118,8 @@ TEST(Report, StatusJson) {
   const std::string object =
       R"("backplane":{"connected":true,"subjects":3,"compacted_tenants":1,"compactions":2,"sub_ops":5,"sent":11,)"
       R"("received":7,"unmatched":1,"queued":2,"held_bytes":300,"receive_bytes":40,"lag_seconds":0.250,"refused":5,)"
-      R"("dropped":6,"rejected":{"malformed":1,"batch":2,"tenant":3,"subject":4,"receive_budget":5,"inbox_full":6}}})";
+      R"("reread_waves":7,"reread_hints":8,"dropped":6,)"
+      R"("rejected":{"malformed":1,"batch":2,"tenant":3,"subject":4,"receive_budget":5,"inbox_full":6}}})";
   EXPECT_TRUE(json.ends_with(object)) << json;
 }
 

@@ -139,6 +139,17 @@ class Hub {
    * receive budget's bytes), or at once when it is not posted.
    */
   [[nodiscard]] Delivery deliver_forwarded(PayloadRef payload, std::shared_ptr<void> hold = {});
+  /**
+   * "This may have changed, re-read it", to every local subscription (with routing on: what
+   * interest() holds): a notifications/resources/updated for each resource key (a prefix key's
+   * hint names the prefix) and one list_changed per tenant and flagged kind, each with
+   * params._meta["mcpfan/reread"] = true. Task keys get none (their newest kept state is the
+   * hint a task listen needs, replayed when it opens). Delivered here only, never forwarded or
+   * debounced. For a node that may have missed other nodes' notifications (a backplane
+   * outage). Returns the hints posted; 0 without routing by interest.
+   */
+  std::size_t send_reread_hints();
+  [[nodiscard]] std::uint64_t reread_hints() const noexcept { return reread_hints_.load(std::memory_order_relaxed); }
   /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out.
    * Idempotent. */
   void close();
@@ -169,6 +180,7 @@ class Hub {
   TaskStates task_states_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> reread_hints_{0};
   std::atomic<std::uint64_t> no_audience_{0};
   std::atomic<std::uint64_t> refused_full_{0};
   std::atomic<bool> closed_{false};

@@ -75,6 +75,15 @@ class LocalInterest {
   void shards_for(TenantId tenant, Kind kind, std::string_view uri, ShardSet& out) const;
   [[nodiscard]] std::size_t keys() const;
 
+  /** One key held by some shard. */
+  struct Key {
+    TenantId tenant;
+    Kind kind;
+    std::string uri;  // empty for a flagged kind
+  };
+  /** Every key held now (a copy: the lock is not held while the caller uses it). */
+  [[nodiscard]] std::vector<Key> snapshot() const;
+
  private:
   struct Entry {
     std::vector<std::uint32_t> counts;  // per shard: keys + reservations

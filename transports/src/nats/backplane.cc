@@ -90,6 +90,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       b->in_outage_ = true;
     }
     if (b->stopping_.load(std::memory_order_acquire)) return;  // our own close at stop()
+    b->reread_pending_.store(true, std::memory_order_release);  // what other nodes sent meanwhile is lost to us
     b->logger().write(
         LogLevel::Warn, "nats_disconnected",
         "NATS disconnected; local delivery goes on, notifications for other nodes wait in the outage queue "
@@ -111,6 +112,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
     auto* b = static_cast<Backplane*>(self);
     if (err == NATS_SLOW_CONSUMER) {
       b->dropped_.fetch_add(1, std::memory_order_relaxed);
+      b->reread_pending_.store(true, std::memory_order_release);
       b->logger().write(LogLevel::Warn, "nats_slow_consumer",
                         "NATS slow consumer: messages from other nodes dropped (a subscription's pending bound, "
                         "--nats-receive-buffer-bytes, was full)");
@@ -266,6 +268,25 @@ void Backplane::tick() {
   // re-sends every subscription on each reconnect.
   if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
   release_queue();  // the outage queue after the settle delay, or anything a batch left
+  maybe_send_reread_hints();
+}
+
+void Backplane::maybe_send_reread_hints() {
+  // After a miss this node could observe (a disconnect, a slow-consumer drop, a received
+  // message it had no room for), once NATS is back and the settle delay has let the
+  // subscriptions return: every local listener is told to re-read what it watches. At most one
+  // wave per kRereadIntervalMs: misses meanwhile are covered by the next wave.
+  if (!reread_pending_.load(std::memory_order_acquire) || !settled()) return;
+  const std::uint64_t now = steady_ms();
+  if (last_reread_ms_ != 0 && now - last_reread_ms_ < kRereadIntervalMs) return;
+  reread_pending_.store(false, std::memory_order_release);
+  last_reread_ms_ = now;
+  const std::size_t hints = hub_.send_reread_hints();
+  reread_waves_.fetch_add(1, std::memory_order_relaxed);
+  reread_hints_.fetch_add(hints, std::memory_order_relaxed);
+  logger().write(LogLevel::Info, "nats_reread_hints",
+                 "re-read hints sent to local listeners: notifications from other nodes may have been missed",
+                 {log::num("hints", static_cast<std::int64_t>(hints))});
 }
 
 void Backplane::close_loop() {  // the stop signal's callback: once
@@ -395,13 +416,17 @@ void Backplane::receive(std::string_view subject, std::string_view body) {
   ByteReservation reserved = receive_budget_->try_reserve(bytes);
   if (!reserved.held()) {
     count(Reject::ReceiveBudget);
+    reread_pending_.store(true, std::memory_order_release);
     return;
   }
   auto hold = std::make_shared<Hold>(Hold{receive_budget_, std::move(reserved)});
   switch (hub_.deliver_forwarded(std::move(in.payload), std::move(hold))) {
     case Hub::Delivery::Posted: break;
     case Hub::Delivery::Unmatched: unmatched_.fetch_add(1, std::memory_order_relaxed); break;
-    case Hub::Delivery::InboxFull: count(Reject::InboxFull); break;
+    case Hub::Delivery::InboxFull:
+      count(Reject::InboxFull);
+      reread_pending_.store(true, std::memory_order_release);
+      break;
     case Hub::Delivery::Closed: break;  // the server stops
   }
 }
@@ -552,6 +577,8 @@ Backplane::Stats Backplane::stats() const {
     s.queued = queue_.size();
     s.held_bytes = outage_.used();
     s.receive_bytes = receive_budget_->used();
+    s.reread_waves = reread_waves_.load(std::memory_order_relaxed);
+    s.reread_hints = reread_hints_.load(std::memory_order_relaxed);
     if (!queue_.empty()) s.lag_seconds = static_cast<double>(steady_ms() - queue_.front().since_ms) / 1000.0;
   }
   return s;

@@ -111,6 +111,8 @@ class Backplane final : public mcpfan::detail::Backplane {
     std::int64_t receive_bytes = 0;  // the receive budget in use: received, not yet matched by the shards
     double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
     RejectCounts rejected{};       // received messages dropped, by Reject reason (nats/inbound.h)
+    std::uint64_t reread_waves = 0;  // times every local listener was sent re-read hints (after a miss)
+    std::uint64_t reread_hints = 0;  // hints those waves posted
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -161,6 +163,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   void mark_connected(__natsConnection* nc);
   [[nodiscard]] log::Logger& logger() const noexcept { return config_.logger ? *config_.logger : log::current(); }
   void tick();
+  void maybe_send_reread_hints();  // on the loop: after an observed miss, once settled
   void close_loop();        // on the loop, at the stop signal: sends what is queued, then close_connection()
   void close_connection();  // closes the connection and the loop's handles
   void apply(const std::vector<InterestTable::Op>& ops);
@@ -193,6 +196,12 @@ class Backplane final : public mcpfan::detail::Backplane {
   // frees what on_message() uses. Guarded by closed_mu_.
   std::size_t live_handlers_ = 0;
   std::atomic<std::uint64_t> received_{0}, unmatched_{0}, dropped_{0}, sent_{0}, refused_{0};
+  // A miss this node observed (disconnect, slow consumer, a received message dropped): re-read
+  // hints are due once settled (maybe_send_reread_hints, on the loop's tick).
+  std::atomic<bool> reread_pending_{false};
+  std::uint64_t last_reread_ms_ = 0;  // loop-affine
+  std::atomic<std::uint64_t> reread_waves_{0}, reread_hints_{0};
+  static constexpr std::uint64_t kRereadIntervalMs = 1000;
   std::array<std::atomic<std::uint64_t>, kRejectReasons> rejected_{};
   // Notifications for other nodes, sent in order by the backplane's loop: at once after a
   // quiet spell, else at the end of the batch window (so a busy node sends several per

@@ -47,6 +47,13 @@ BackplaneReport Backplane::report_of(const Stats& s) {
       {"mcpfan_backplane_refused_total", kCounter,
        "Publishes refused (503) while NATS was unreachable and the outage buffer full.", "refused", Form::Count,
        d(s.refused)},
+      {"mcpfan_backplane_reread_waves_total", kCounter,
+       "Times every local listener was sent re-read hints after a miss this node observed (a disconnect, a slow "
+       "consumer, a received notification dropped).",
+       "reread_waves", Form::Count, d(s.reread_waves)},
+      {"mcpfan_backplane_reread_hints_total", kCounter,
+       "Re-read hints those waves posted (one per watched resource key, one per tenant and list kind).",
+       "reread_hints", Form::Count, d(s.reread_hints)},
       {"mcpfan_backplane_dropped_total", kCounter,
        "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the "
        "bound.",
