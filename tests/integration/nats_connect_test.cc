@@ -140,9 +140,20 @@ TEST(NatsConnect, AStalledServerIsNoticedWithinItsPingsAndReconnectedAfter) {
   ASSERT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1));
   nats.Signal(SIGSTOP);
   bool noticed = PollMetricEq(node.port(), "mcpfan_backplane_connected", 0, Ms(15000));
+  // /healthz says for how long the node has been blind to the other nodes.
+  auto blind = [&] {
+    auto h = Roundtrip(node.port(), BuildRequest("GET", "/healthz", {}));
+    if (!h) return -1.0;
+    auto v = Json(h->body).Get({"backplane", "blind_seconds"});
+    double d = -1;
+    return v && v->get(d) == simdjson::SUCCESS ? d : -1.0;
+  };
+  bool reported = noticed && Eventually([&] { return blind() >= 0.2; }, "blind_seconds growing");
   nats.Signal(SIGCONT);
   EXPECT_TRUE(noticed) << "the stalled server was not noticed within 15 s (pings every 300 ms, 2 may be missed)";
+  EXPECT_TRUE(reported);
   EXPECT_TRUE(PollMetricEq(node.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+  EXPECT_EQ(blind(), 0.0) << "connected again: not blind";
 }
 
 // A miss this node can observe (its server killed: what other nodes sent meanwhile never

@@ -44,6 +44,9 @@ struct BackplaneHealth {
   std::uint64_t queued = 0;   // notifications for other nodes waiting (an outage, or just after a reconnect)
   double lag_seconds = 0;     // how long the oldest of them has waited (0: none waits)
   std::uint64_t refused = 0;  // publishes refused (503) because what waits reached its bound
+  // How long other nodes' notifications have not reached this node: since the disconnect (or
+  // the start, before the first connect) while disconnected; 0 when connected.
+  double blind_seconds = 0;
 };
 
 /**

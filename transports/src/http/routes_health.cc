@@ -63,6 +63,8 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
     b += R"(,"lag_seconds":)";
     append_number(b, bp.lag_seconds);
     b += R"(,"refused":)" + std::to_string(bp.refused);
+    b += R"(,"blind_seconds":)";
+    append_number(b, bp.blind_seconds);
     b += R"(,"readyz":)";
     append_json_string(b, cfg.readyz_backplane);
     b += '}';

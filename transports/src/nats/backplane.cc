@@ -84,6 +84,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   // On nats.c's callback thread.
   auto on_disconnected = [](natsConnection*, void* self) {
     auto* b = static_cast<Backplane*>(self);
+    b->blind_since_ms_.store(steady_ms(), std::memory_order_relaxed);
     b->connected_.store(false, std::memory_order_release);
     {
       std::lock_guard lock(b->queue_mu_);
@@ -182,6 +183,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
 
 void Backplane::mark_connected(natsConnection* nc) {
   connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
+  blind_since_ms_.store(0, std::memory_order_relaxed);
   connected_.store(true, std::memory_order_release);
   const bool again = ever_connected_.exchange(true, std::memory_order_acq_rel);
   logger().write(LogLevel::Info, again ? "nats_reconnected" : "nats_connected",
@@ -240,6 +242,7 @@ void Backplane::run(std::promise<int> first) {
   (void)try_connect();
   const auto outcome = static_cast<natsStatus>(last_connect_);
   if (outcome != NATS_OK) {  // what is forwarded until the first connect waits, and is logged when it goes
+    blind_since_ms_.store(steady_ms(), std::memory_order_relaxed);
     std::lock_guard lock(queue_mu_);
     in_outage_ = true;
   }
@@ -577,6 +580,9 @@ Backplane::Stats Backplane::stats() const {
     s.queued = queue_.size();
     s.held_bytes = outage_.used();
     s.receive_bytes = receive_budget_->used();
+    if (std::uint64_t since = blind_since_ms_.load(std::memory_order_relaxed); since != 0 && !s.connected) {
+      s.blind_seconds = static_cast<double>(steady_ms() - since) / 1000.0;
+    }
     s.reread_waves = reread_waves_.load(std::memory_order_relaxed);
     s.reread_hints = reread_hints_.load(std::memory_order_relaxed);
     if (!queue_.empty()) s.lag_seconds = static_cast<double>(steady_ms() - queue_.front().since_ms) / 1000.0;

@@ -111,6 +111,7 @@ class Backplane final : public mcpfan::detail::Backplane {
     std::int64_t receive_bytes = 0;  // the receive budget in use: received, not yet matched by the shards
     double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
     RejectCounts rejected{};       // received messages dropped, by Reject reason (nats/inbound.h)
+    double blind_seconds = 0;      // disconnected since this long (0: connected)
     std::uint64_t reread_waves = 0;  // times every local listener was sent re-read hints (after a miss)
     std::uint64_t reread_hints = 0;  // hints those waves posted
   };
@@ -199,6 +200,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   // A miss this node observed (disconnect, slow consumer, a received message dropped): re-read
   // hints are due once settled (maybe_send_reread_hints, on the loop's tick).
   std::atomic<bool> reread_pending_{false};
+  std::atomic<std::uint64_t> blind_since_ms_{0};  // steady clock: the disconnect (or the start) while disconnected
   std::uint64_t last_reread_ms_ = 0;  // loop-affine
   std::atomic<std::uint64_t> reread_waves_{0}, reread_hints_{0};
   static constexpr std::uint64_t kRereadIntervalMs = 1000;

@@ -10,7 +10,7 @@ BackplaneReport Backplane::report_of(const Stats& s) {
   constexpr MetricType kGauge = MetricType::Gauge;
   auto d = [](auto v) { return static_cast<double>(v); };
   BackplaneReport r;
-  r.health = BackplaneHealth{s.connected, s.queued, s.lag_seconds, s.refused};
+  r.health = BackplaneHealth{s.connected, s.queued, s.lag_seconds, s.refused, s.blind_seconds};
   r.figures = {
       {"mcpfan_backplane_connected", kGauge, "1 while connected to a NATS server.", "connected", Form::Flag,
        s.connected ? 1.0 : 0.0},
