@@ -144,7 +144,8 @@ TEST(NatsConnect, AStalledServerIsNoticedWithinItsPingsAndReconnectedAfter) {
   auto blind = [&] {
     auto h = Roundtrip(node.port(), BuildRequest("GET", "/healthz", {}));
     if (!h) return -1.0;
-    auto v = Json(h->body).Get({"backplane", "blind_seconds"});
+    Json health(h->body);  // owns the document the element points into
+    auto v = health.Get({"backplane", "blind_seconds"});
     double d = -1;
     return v && v->get(d) == simdjson::SUCCESS ? d : -1.0;
   };
