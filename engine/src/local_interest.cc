@@ -72,13 +72,15 @@ std::vector<LocalInterest::Key> LocalInterest::snapshot() const {
   std::vector<Key> out;
   std::shared_lock lock(mu_);
   out.reserve(map_.size());
-  for (const auto& [k, e] : map_) {
-    if (e.shards.empty()) continue;
+  for (const auto& entry : map_) {
+    const std::string& k = entry.first;
+    if (entry.second.shards.empty()) continue;
     // append_key()'s layout: tenant index and generation (4 bytes each, little-endian), the kind, the URI.
     auto u32 = [&k](std::size_t at) {
       std::uint32_t v = 0;
-      for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t i = 0; i < 4; ++i) {
         v |= static_cast<std::uint32_t>(static_cast<unsigned char>(k[at + i])) << (8 * i);
+      }
       return v;
     };
     out.push_back(Key{TenantId{u32(0), u32(4)}, static_cast<Kind>(k[8]), k.substr(9)});
