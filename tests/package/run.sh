@@ -84,8 +84,8 @@ for p in "$deb" "$dev"; do
   maintainer=$(dpkg-deb --field "$p" Maintainer)
   [[ "$maintainer" =~ ^[^@\<]+\ \<[^@\>]+@[^@\>]+\.[a-z]+\>$ ]] && [[ "$maintainer" != *@localhost* ]] || fail "Maintainer: $maintainer"
 done
-synopsis_deb=$(dpkg-deb --field "$deb" Description | head -1)
-synopsis_dev=$(dpkg-deb --field "$dev" Description | head -1)
+synopsis_deb=$(dpkg-deb --field "$deb" Description | sed -n 1p)  # sed reads it all: no SIGPIPE under pipefail
+synopsis_dev=$(dpkg-deb --field "$dev" Description | sed -n 1p)
 [ "$synopsis_deb" != "$synopsis_dev" ] || fail "both packages describe themselves as: $synopsis_deb"
 echo "descriptions: mcpfan: $synopsis_deb / mcpfan-dev: $synopsis_dev"
 # gzip -9n: no file name and no time stamp in the header (reproducible), maximum compression.
@@ -99,8 +99,8 @@ gzs=$(find "$work/gz" -name '*.gz' | sort)
 for g in $gzs; do
   [ "$(od -An -tx1 -j3 -N6 "$g" | tr -d ' \n')" = "000000000002" ] || fail "$g: not gzip -9n (header $(od -An -tx1 -N10 "$g"))"
 done
-zcat "$work/gz/usr/share/doc/mcpfan/changelog.Debian.gz" | head -1 | grep -q "^mcpfan ($(dpkg-deb --field "$deb" Version)) " ||
-  fail "changelog's version is not the package's: $(zcat "$work/gz/usr/share/doc/mcpfan/changelog.Debian.gz" | head -1)"
+zcat "$work/gz/usr/share/doc/mcpfan/changelog.Debian.gz" | sed -n 1p | grep -q "^mcpfan ($(dpkg-deb --field "$deb" Version)) " ||
+  fail "changelog's version is not the package's: $(zcat "$work/gz/usr/share/doc/mcpfan/changelog.Debian.gz" | sed -n 1p)"
 # The man pages come from the programs' own --help: every long option of it is in the page.
 for prog in mcpfan mcpfan-token; do
   page=$(zcat "$work/gz/usr/share/man/man1/$prog.1.gz" | tr -d '\0')
