@@ -134,7 +134,11 @@ bool authorize_watch(Exchange& c, const HttpRequest& req, std::string_view id, c
   auto verdict = c.context().clients().authorize(caller, method, spec, req.waited.get());
   if (auto* pending = std::get_if<AuthPending>(&verdict)) {
     // Only the keys say TooSoon; an application's question is always queued or refused.
-    if (!wait_for_agent(c, req, *pending)) c.respond(503, "application/json", json_error_body("retry"));
+    if (!wait_for_agent(c, req, *pending)) {
+      c.respond(503, "application/json",
+                json_error_body("the application's authorization (--authorize-url) could not be asked; retry shortly"),
+                {{"Retry-After", "1"}});
+    }
     return false;
   }
   if (auto* refused = std::get_if<Refusal>(&verdict)) {
