@@ -61,7 +61,7 @@ class Procs:
         self.logdir = logdir
 
     def start(self, name, argv):
-        err = open(os.path.join(self.logdir, name + ".stderr"), "a")
+        err = open(os.path.join(self.logdir, name + ".stderr"), "w")
         # A session of its own: a Ctrl-C in the terminal reaches run.py only, which then stops
         # everything in order.
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
@@ -403,7 +403,7 @@ class Listener(threading.Thread):
             mk = meta.get(MARKER_KEY)
             if mk is not None:
                 if mk in self.seen:
-                    self.dups.append(mk)
+                    self.dups.append((mk, t))
                 else:
                     self.seen[mk] = t
         else:
@@ -823,6 +823,7 @@ class Harness:
                         "interest_whole_after_lift_s": round(interest_at - t_lift, 3) if interest_at else None,
                         "publishing_s": round(t_pub_end - t_start, 3)}
         res["health"] = self.health_summary(samp, t_fault, t_lift)
+        self.save_samples(name, samp, t_fault)
         res["servers"] = self.server_summary(samp, t_fault)
         self.result["faults"][name] = res
         self.save()
@@ -861,6 +862,10 @@ class Harness:
         for r in unanswered:
             key = f"{r['node']} {r.get('error')}"
             out["unanswered_by_node"][key] = out["unanswered_by_node"].get(key, 0) + 1
+        lat = {}
+        for r in recs:
+            lat.setdefault(r["node"], []).append(r["answered"] - r["sent"])
+        out["publish_answer_s"] = {n: {"max": round(max(v), 3), "over_1s": sum(1 for x in v if x > 1.0)} for n, v in sorted(lat.items())}
         worst = None
         lost_times = []
         for l in listeners:
@@ -868,7 +873,7 @@ class Harness:
                 continue
             seen_l.add(id(l))
             mine = [m for m in l.seen if m.startswith(name + "/")]
-            dups = [m for m in l.dups if m.startswith(name + "/")]
+            dups = [d for d in l.dups if d[0].startswith(name + "/")]
             out["duplicates"] += len(dups)
             hints = [h for h in l.hints if h[0] >= t_start]
             out["hints_received"] += len(hints)
@@ -878,7 +883,9 @@ class Harness:
                                               "reason": l.end_reason})
                 continue
             pl = {"node": l.node.name, "pairs": 0, "delivered": 0, "hinted": 0, "lost": 0, "dead_node_loss": 0,
-                  "duplicates": len(dups), "hints": len(hints), "lost_ranges_s": []}
+                  "duplicates": len(dups), "hints": len(hints), "lost_ranges_s": [],
+                  "duplicate_markers": [{"marker": m, "first_s": round(l.seen[m] - t_fault, 3), "again_s": round(t - t_fault, 3)}
+                                        for m, t in dups[:10]]}
             for r in accepted:
                 if r["sent"] <= l.ack_t:
                     continue  # the listen was not acknowledged before this publish left
@@ -1094,6 +1101,22 @@ class Harness:
         return (f"accepted {r['accepted']} refused {r['refused']} unanswered {r['unanswered']}; pairs {r['pairs']}: delivered "
                 f"{r['delivered']}, hinted {r['hinted']}, LOST {r['lost']} (+{r['lost_accepted_by_dead_node']} via the dead node); "
                 f"dups {r['duplicates']}; healthy {r['times']['healthy_after_lift_s']} s after the lift")
+
+    def save_samples(self, name, samp, t_fault):
+        """Every sample of the scenario (times in s from the fault), metrics only where they changed."""
+        out = {"nodes": {}, "servers": {}}
+        for n, ss in samp.samples.items():
+            prev, rows = {}, []
+            for x in ss:
+                m = x["metrics"] or {}
+                rows.append({"t": round(x["t"] - t_fault, 3), "healthz": x["healthz"], "readyz": x["readyz"], "backplane": x["backplane"],
+                             "metrics_changed": {k: v for k, v in m.items() if prev.get(k) != v}})
+                prev = m or prev
+            out["nodes"][n] = rows
+        for n, ss in samp.server_samples.items():
+            out["servers"][n] = [dict(x, t=round(x["t"] - t_fault, 3)) for x in ss]
+        with open(os.path.join(self.a.out, f"samples-{name}.json"), "w") as f:
+            json.dump(out, f, indent=0)
 
     def save(self):
         with open(os.path.join(self.a.out, "faults.json"), "w") as f:
@@ -1337,6 +1360,13 @@ def main():
             failures.append(f"{name}: {r['lost']} silently lost pairs")
         if r["pairs"] == 0:
             failures.append(f"{name}: no pairs counted")
+    # A sanitizer build's reports (ASan, UBSan, LeakSanitizer at exit) in any node's stderr.
+    for fn in sorted(os.listdir(a.out)):
+        if fn.startswith("n") and fn.endswith(".stderr"):
+            with open(os.path.join(a.out, fn), errors="replace") as f:
+                text = f.read()
+            if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", text):
+                failures.append(f"{fn}: a sanitizer report")
     print(f"JSON: {os.path.join(a.out, 'faults.json')}; logs: {a.out}; {h.result['config']['wall_s']} s")
     if a.check and failures:
         print("CHECK FAILED: " + "; ".join(failures))
