@@ -961,6 +961,7 @@ class Harness:
                 "samples": len(ss),
                 "healthz_codes": sorted({str(s["healthz"]) for s in ss}),
                 "healthz_not_200_s": period(lambda s: s["healthz"] != 200),
+                "readyz_not_200_s": period(lambda s: s["readyz"] != 200),
                 "no_answer_s": period(lambda s: s["healthz"] is None),
                 "connected_false_s": period(lambda s: isinstance(s["backplane"], dict) and s["backplane"].get("connected") is False),
                 "blind_seconds_max": max((b.get("blind_seconds") or 0 for b in bps if isinstance(b.get("blind_seconds"), (int, float))), default=None),
@@ -1168,7 +1169,7 @@ def report(result):
         outs = []
         for n, h in r["health"].items():
             if any(st != "in" for _, st in h["load_balancer"]):
-                outs.append(n)
+                outs.append(f"{n} {h['readyz_not_200_s']:.1f} s")
         L.append(f"| {name} | {r['accepted']} | {r['refused']} | {r['unanswered']} | {r['pairs']} | {r['delivered']} | {r['hinted']} | "
                  f"**{r['lost']}** | {r['lost_accepted_by_dead_node']} | {r['duplicates']} | {fmt(r['worst_hint_delay_s'], 2)} | "
                  f"{fmt(r['times']['healthy_after_lift_s'], 2)} | {', '.join(outs) or 'none'} |")
@@ -1224,8 +1225,6 @@ def prerequisites(binary):
         return "not root (network namespaces need CAP_NET_ADMIN)"
     if not os.access(NATS_SERVER, os.X_OK):
         return f"{NATS_SERVER} missing (Debian's nats-server package)"
-    if not binary or not os.access(binary, os.X_OK):
-        return f"mcpfan binary {binary!r} not found (build it, or pass --binary)"
     probe = f"mf-{os.getpid()}-probe"
     try:
         r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, timeout=20)
@@ -1289,6 +1288,9 @@ def main():
     if not (3 <= a.nodes <= 9) or not (2 <= a.servers <= 3):
         ap.error("--nodes 3..9, --servers 2..3")
     a.binary = os.path.abspath(a.binary) if a.binary else find_binary()
+    if not a.binary or not os.access(a.binary, os.X_OK):
+        print(f"mcpfan binary {a.binary!r} not found: build it (cmake --build build --target mcpfan) or pass --binary", file=sys.stderr)
+        return 2
     why = prerequisites(a.binary)
     if why:
         print(f"SKIP: {why}", flush=True)
