@@ -466,7 +466,7 @@ class Publishers:
                 if conn is None or conn_port != node.port:
                     if conn:
                         conn.close()
-                    conn, conn_port = http.client.HTTPConnection(node.ip, node.port, timeout=2), node.port
+                    conn, conn_port = http.client.HTTPConnection(node.ip, node.port, timeout=5), node.port
                 conn.request("POST", "/v1/publish", body, {"Content-Type": "application/json"})
                 r = conn.getresponse()
                 r.read()
@@ -642,6 +642,10 @@ class Harness:
             s.conf = self.server_conf(s, [p for p in self.servers if p is not s])
         for k in range(a.nodes):
             ns, ends = self.net.namespace(f"n{k}", [("f", "front", 10 + k), ("c", "back", 10 + k)])
+            if a.node_rmem_max:
+                # Per namespace: a stopped node's NATS socket then fills in a second or two (the
+                # kernel's default lets a receive buffer grow to 6 MiB: 10 s of this load).
+                ip("netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem=4096 65536 {a.node_rmem_max}")
             self.nodes.append(Node(k, ns, ends, self.net.addr("f", 10 + k), self.net.addr("c", 10 + k)))
         log(f"namespaces: {len(self.servers)} nats-servers, {len(self.nodes)} nodes; bridges {self.net.br}; "
             f"front {self.net.addr('f', 0)}/24, client {self.net.addr('c', 0)}/24, cluster {self.net.addr('r', 0)}/24")
@@ -774,14 +778,16 @@ class Harness:
         samp.start()
         pubs.start()
         res = {"placement": placement}
+        log_at = {s.name: (s.p, log_size(s.p)) for s in self.servers if s.p is not None}
         t_start = now()
         time.sleep(a.baseline)  # the quiet baseline: shapes the run, synchronises nothing
         t_fault = now()
         res["inject"] = inject() or {}
+        t_injected = now()
         log(f"{name}: injected {res['inject']}")
         t_lift = t_fault
         if lift:
-            left = hold - (now() - t_fault)
+            left = hold - (now() - t_injected)
             if left > 0:
                 time.sleep(left)  # the fault's duration
             t_lift = now()
@@ -817,6 +823,7 @@ class Harness:
         self.drain(a.quiet, 20)
         samp.stop()
         res.update(self.ledger(name, pubs, t_start, t_fault, t_lift))
+        res["server_log"] = self.server_events(log_at)
         res["times"] = {"baseline_s": round(t_fault - t_start, 3), "fault_s": round(t_lift - t_fault, 3),
                         "healthy_after_lift_s": round(healthy_at - t_lift, 3) if healthy_at else None,
                         "healthy_after_fault_s": round(healthy_at - t_fault, 3) if healthy_at else None,
@@ -866,6 +873,8 @@ class Harness:
         for r in recs:
             lat.setdefault(r["node"], []).append(r["answered"] - r["sent"])
         out["publish_answer_s"] = {n: {"max": round(max(v), 3), "over_1s": sum(1 for x in v if x > 1.0)} for n, v in sorted(lat.items())}
+        by_marker = {r["marker"]: r["node"] for r in recs}
+        out["duplicates_by_path"] = {}
         worst = None
         lost_times = []
         for l in listeners:
@@ -884,8 +893,11 @@ class Harness:
                 continue
             pl = {"node": l.node.name, "pairs": 0, "delivered": 0, "hinted": 0, "lost": 0, "dead_node_loss": 0,
                   "duplicates": len(dups), "hints": len(hints), "lost_ranges_s": [],
-                  "duplicate_markers": [{"marker": m, "first_s": round(l.seen[m] - t_fault, 3), "again_s": round(t - t_fault, 3)}
-                                        for m, t in dups[:10]]}
+                  "duplicate_markers": [{"marker": m, "published_through": by_marker.get(m), "first_s": round(l.seen[m] - t_fault, 3),
+                                         "again_s": round(t - t_fault, 3)} for m, t in dups[:10]]}
+            for m, _ in dups:
+                key = f"{by_marker.get(m)}->{l.node.name}"
+                out["duplicates_by_path"][key] = out["duplicates_by_path"].get(key, 0) + 1
             for r in accepted:
                 if r["sent"] <= l.ack_t:
                     continue  # the listen was not acknowledged before this publish left
@@ -971,6 +983,33 @@ class Harness:
                 "metrics_changed": changed,
                 "load_balancer": lb,
             }
+        return out
+
+    def server_events(self, log_at):
+        """What each nats-server logged during the scenario about its connections: slow
+        consumers, stale connections, closed and created routes and clients (counted, first few kept)."""
+        out = {}
+        pats = [("slow consumer", r"Slow Consumer Detected"), ("stale", r"Stale Connection"),
+                ("route closed", r"Router? connection closed"), ("route created", r"Route connection created"),
+                ("client closed", r"Client connection closed")]
+        for s in self.servers:
+            procs = [(p, off) for name, (p, off) in log_at.items() if name == s.name]
+            if s.p is not None and (not procs or procs[0][0] is not s.p):
+                procs.append((s.p, 0))  # restarted during the scenario: its new log from the start
+            lines = []
+            for p, off in procs:
+                try:
+                    with open(p.errpath, errors="replace") as f:
+                        f.seek(off)
+                        lines += f.read().splitlines()
+                except OSError:
+                    pass
+            ev = {}
+            for label, pat in pats:
+                hits = [l.split("] ", 1)[-1] if "] " in l else l for l in lines if re.search(pat, l)]
+                if hits:
+                    ev[label] = {"count": len(hits), "first": hits[:3]}
+            out[s.name] = ev
         return out
 
     def server_summary(self, samp, t_fault):
@@ -1084,7 +1123,18 @@ class Harness:
                     srv_slow0[s.name] = v.get("slow_consumers") if v else None
                 os.kill(victim.p.pid, signal.SIGSTOP)
                 victim.stopped = True
-                return {"stopped": victim.name, "server": self.placement.get(victim.name), "pad_bytes": a.slow_pad}
+                t0 = now()
+                srv = next((s for s in self.servers if s.name == self.placement.get(victim.name)), None)
+                cut = None
+                # Until its server no longer lists it (cut as a slow consumer, or as stale), bounded.
+                while srv is not None and now() - t0 < a.slow_stop:
+                    c = http_json(srv.ip, 8222, "/connz?limit=1000", 1.0)
+                    if c is not None and victim.name not in [x.get("name") for x in c.get("connections", [])]:
+                        cut = round(now() - t0, 3)
+                        break
+                    time.sleep(0.1)
+                return {"stopped": victim.name, "server": srv.name if srv else None, "pad_bytes": a.slow_pad,
+                        "cut_by_server_after_s": cut}
             def lift():
                 os.kill(victim.p.pid, signal.SIGCONT)
                 victim.stopped = False
@@ -1093,7 +1143,7 @@ class Harness:
                     v = http_json(s.ip, 8222, "/varz", 1.0)
                     after[s.name] = v.get("slow_consumers") if v else None
                 return {"continued": victim.name, "server_slow_consumers_before": srv_slow0, "after": after}
-            return self.scenario(f, inject, lift, a.slow_stop, pad=a.slow_pad)
+            return self.scenario(f, inject, lift, 0.5, pad=a.slow_pad)  # continued 0.5 s after the cut
         raise Fail(f"unknown fault {f}")
 
     # -- output
@@ -1184,6 +1234,11 @@ def report(result):
         if r["lost_by_path"]:
             L.append("- silently lost, publishing -> listening node (pairs, sent between s from the fault): " +
                      "; ".join(f"{k} {v['pairs']} [{v['from_s']:+.2f}, {v['to_s']:+.2f}]" for k, v in r["lost_by_path"].items()))
+        if r.get("duplicates_by_path"):
+            L.append("- duplicates, publishing -> listening node: " + "; ".join(f"{k} {v}" for k, v in r["duplicates_by_path"].items()))
+        sl = "; ".join(f"{sn}: " + ", ".join(f"{lab} {e['count']}" for lab, e in ev.items()) for sn, ev in r.get("server_log", {}).items() if ev)
+        if sl:
+            L.append(f"- nats-servers logged: {sl}")
         if r["dead_listeners"]:
             L.append(f"- listeners that died (not counted): {', '.join(d['listener'] for d in r['dead_listeners'])}")
         if r["refused_by_node"] or r["unanswered_by_node"]:
@@ -1264,7 +1319,8 @@ def main():
     ap.add_argument("--partition", type=float, default=None, help="node_partition: link down this long (16 s; --quick 12)")
     ap.add_argument("--route-cut", type=float, default=None, help="route_cut: cluster link down this long (10 s; --quick 8)")
     ap.add_argument("--stall", type=float, default=None, help="server_stall: SIGSTOP this long (6 s)")
-    ap.add_argument("--slow-stop", type=float, default=None, help="slow_consumer: node SIGSTOP this long (8 s)")
+    ap.add_argument("--slow-stop", type=float, default=None, help="slow_consumer: node SIGSTOPped until its server cuts it, at most this long (30 s)")
+    ap.add_argument("--node-rmem-max", type=int, default=262144, help="net.ipv4.tcp_rmem max in the node namespaces (256 KiB; 0: the kernel's)")
     ap.add_argument("--slow-pad", type=int, default=4096, help="slow_consumer: bytes of padding per publish (fills buffers fast)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every fault run had 0 duplicates and 0 silently lost pairs")
     ap.add_argument("--skip-exit", type=int, default=SKIP, help=f"exit status when this cannot run here (default {SKIP})")
@@ -1279,7 +1335,7 @@ def main():
     a.partition = a.partition or (12.0 if q else 16.0)
     a.route_cut = a.route_cut or (8.0 if q else 10.0)
     a.stall = a.stall or 6.0
-    a.slow_stop = a.slow_stop or 8.0
+    a.slow_stop = a.slow_stop or 30.0
     a.node_down = 1.0
     a.faults = [x.strip() for x in a.faults.split(",") if x.strip()]
     bad = [x for x in a.faults if x not in FAULTS]
