@@ -179,7 +179,7 @@ def start_reaper(prefix):
     r, w = os.pipe()
     code = ("import sys; sys.path.insert(0, %r); import run; sys.stdin.buffer.read(); run.cleanup_prefix(%r)"
             % (os.path.dirname(os.path.abspath(__file__)), prefix))
-    p = subprocess.Popen([sys.executable, "-c", code], stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    p = subprocess.Popen([sys.executable, "-B", "-c", code], stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, close_fds=True)
     os.close(r)
     os.set_inheritable(w, False)
