@@ -619,15 +619,16 @@ class Harness:
         s.stopped = False
         wait_for_log(s.p, r"Server is ready", 30)
 
-    def node_argv(self, n):
-        urls = ",".join(s.url() for s in self.servers[n.k % len(self.servers):] + self.servers[:n.k % len(self.servers)])
+    def node_argv(self, n, avoid=None):
+        order = self.servers[n.k % len(self.servers):] + self.servers[:n.k % len(self.servers)]
+        urls = ",".join(s.url() for s in order if s is not avoid)
         return ["ip", "netns", "exec", n.ns, self.a.binary, "--listen", f"{n.ip}:0", "--insecure", "--workers", "1",
                 "--nats", urls, "--node-name", n.name, "--max-requests-per-connection", "0"] + self.a.node_args.split()
 
-    def start_node(self, n):
+    def start_node(self, n, avoid=None):
         n.generation += 1
         label = n.name if n.generation == 1 else f"{n.name}-restart{n.generation - 1}"
-        n.p = self.procs.start(label, self.node_argv(n))
+        n.p = self.procs.start(label, self.node_argv(n, avoid))
         m = wait_for_log(n.p, r"listening on " + re.escape(n.ip) + r":(\d+)", 60)
         n.port = int(m.group(1))
         n.stopped = False
@@ -801,12 +802,7 @@ class Harness:
             healthy_at = self.wait_healthy(a.recover_timeout)
         except Fail as e:
             res["recover_error"] = str(e)
-        if lift is None and hold > 0:
-            # A fault with nothing to lift (the kill): observe at least `hold` s of it.
-            left = hold - (now() - t_fault)
-            if left > 0:
-                time.sleep(left)
-        # Restarted nodes get fresh listeners (their old ones died), before the tail.
+        # Restarted nodes get fresh listeners (their old ones died), then the interest.
         for n in self.nodes:
             if n.alive() and not [l for l in n.listeners if l.end_t is None]:
                 self.open_listeners(n)
@@ -816,6 +812,11 @@ class Harness:
         except Fail as e:
             interest_at = None
             res["interest_error"] = str(e)
+        if lift is None and hold > 0:
+            # A fault with nothing to lift (the kill): observe at least `hold` s of it.
+            left = hold - (now() - t_fault)
+            if left > 0:
+                time.sleep(left)
         time.sleep(a.tail)  # publishing goes on into the recovered cluster
         pubs.stop()
         t_pub_end = now()
@@ -1035,6 +1036,27 @@ class Harness:
         live = [s for s in self.servers if s.alive()]
         return max(live, key=lambda s: (counts.get(s.name, 0), -s.j))
 
+    def ensure_split(self):
+        """Nodes on at least two servers (after earlier faults they may all sit on one, and a
+        route cut would then separate no one): if not, one node is restarted (a setup step, not
+        measured) with a --nats list without the crowded server. nats.c learns the others from
+        the servers' INFO, so it still fails over."""
+        self.wait_interest(60)
+        used = set(self.placement.values())
+        if len(used) >= 2 or len([s for s in self.servers if s.alive()]) < 2:
+            return
+        crowded = next(s for s in self.servers if s.name in used)
+        n = self.nodes[0]
+        log(f"route_cut: every node is on {crowded.name}; restarting {n.name} without it in its --nats list (setup)")
+        self.procs.stop(n.p)
+        for l in n.listeners:
+            l.join(5)
+        self.start_node(n, avoid=crowded)
+        self.wait_healthy(60)
+        self.open_listeners(n)
+        self.wait_acked(30)
+        self.wait_interest(60)
+
     def run_fault(self, f):
         a = self.a
         self.dead_in_scenario = {}
@@ -1099,6 +1121,7 @@ class Harness:
                 return {"link_up": victim.ends["back"]}
             return self.scenario(f, inject, lift, a.partition)
         if f == "route_cut":
+            self.ensure_split()
             victim = None
             def inject():
                 nonlocal victim
