@@ -28,7 +28,7 @@ this one's end) even when this process is killed with SIGKILL.
 
     sudo python3 bench/faults/run.py [--quick] [--faults server_kill,node_partition] [--binary PATH]
 """
-import argparse, http.client, json, os, re, select, signal, socket, subprocess, sys, threading, time
+import argparse, http.client, json, os, re, signal, socket, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NATS_SERVER = "/usr/sbin/nats-server"
@@ -1079,7 +1079,7 @@ class Harness:
             victim = self.killed_server
             def inject():
                 self.start_server(victim, f"{victim.name}-restarted")
-                t = self.wait_routes(30)
+                self.wait_routes(30)
                 return {"restarted": victim.name}
             r = self.scenario(f, inject, None, a.observe)
             self.killed_server = None
