@@ -1231,7 +1231,7 @@ def report(result):
     L = []
     cfg = result["config"]
     L.append(f"## mcpfan fault injection: {cfg.get('nodes')} nodes, {cfg.get('servers')} nats-servers, "
-             f"{cfg.get('rate')} publishes/s, git {cfg.get('git')}{' (quick)' if cfg.get('quick') else ''}")
+             f"{cfg.get('rate')} publishes/s, harness git {cfg.get('git')}{' (quick)' if cfg.get('quick') else ''}; binary {cfg.get('binary')}")
     L.append("")
     L.append("| fault | accepted | refused | unanswered | pairs | delivered | hinted | **silently lost** | lost via dead node | dups | worst hint delay (s) | healthy after lift (s) | out of LB rotation |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
