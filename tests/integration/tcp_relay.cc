@@ -97,6 +97,7 @@ void TcpRelay::Run() {
     // A short timeout: a Cut() takes effect within it even on idle connections.
     if (::poll(fds.data(), fds.size(), 20) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
+    const std::size_t polled = pairs.size();  // a pair accepted below is polled from the next turn on
     if (fds[1].revents & POLLIN) {
       int in = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (in >= 0) {
@@ -110,7 +111,7 @@ void TcpRelay::Run() {
       }
     }
     std::vector<std::size_t> dead;
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
+    for (std::size_t i = 0; i < polled; ++i) {
       for (int side = 0; side < 2; ++side) {
         const pollfd& f = fds[2 + 2 * i + static_cast<std::size_t>(side)];
         if (f.revents == 0) continue;
