@@ -95,7 +95,8 @@ TEST(NatsPeers, ARouteCutWhileBothNodesStayConnectedBringsReReadHintsOnceItIsBac
   ASSERT_TRUE(second) << "no hint after the route came back";
   EXPECT_EQ(ReadMetric(b.port(), "mcpfan_backplane_peers_silent").value_or(-1), 0);
   // The same holds the other way: A heard B go quiet and come back with a gap.
-  EXPECT_TRUE(PollMetric(a.port(), "mcpfan_backplane_peer_misses_total{kind=\"gap\"}", [](double v) { return v >= 1; }));
+  EXPECT_TRUE(
+      PollMetric(a.port(), "mcpfan_backplane_peer_misses_total{kind=\"gap\"}", [](double v) { return v >= 1; }));
 
   // What is published after the heal arrives as it should (interest crossed the route again).
   bool after = false;
@@ -130,7 +131,8 @@ TEST(NatsPeers, ANodeWhoseServerDiedAnnouncesItsFaultToANodeThatSawNothing) {
                          [](double v) { return v >= 1; }, Ms(15000)));
   auto hint = NextWhere(s, [](const Json& m) { return IsHintFor(m, "mem://f/x"); }, kIo);
   ASSERT_TRUE(hint) << "B's listener got no hint for what A may have lost";
-  EXPECT_EQ(ReadMetric(b.port(), "mcpfan_backplane_faults_total").value_or(-1), 0) << "B's own connection never dropped";
+  EXPECT_EQ(ReadMetric(b.port(), "mcpfan_backplane_faults_total").value_or(-1), 0)
+      << "B's own connection never dropped";
 }
 
 // No echo is asked of NATS per connection. A node whose server stalls reconnects to another; what

@@ -20,7 +20,8 @@ TEST(Heartbeat, ReadsBackWhatItWrites) {
   Heartbeat hb{0x0123456789abcdefULL, "node \"one\"", 42, 3, 1000, 500};
   const std::string body = encode_heartbeat(hb);
   EXPECT_EQ(body,
-            R"({"instance":"0123456789abcdef","node":"node \"one\"","seq":42,"faults":3,"sent":1000,"interval_ms":500})");
+            R"({"instance":"0123456789abcdef","node":"node \"one\"","seq":42,"faults":3,"sent":1000,)"
+            R"("interval_ms":500})");
   std::optional<Heartbeat> back = decode_heartbeat(body);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->instance, hb.instance);

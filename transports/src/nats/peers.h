@@ -84,7 +84,7 @@ class PeerTable {
   void listening(std::uint64_t now_ms);
   /** A heartbeat received at `now_ms`: the miss it reveals, or None (also for this node's own). */
   [[nodiscard]] Miss heard(const Heartbeat& hb, std::uint64_t now_ms);
-  /** Marks origins silent past their bound (one Silent miss each) and forgets old silent ones; returns the new silences. */
+  /** Marks origins silent past their bound (a Silent miss each), forgets old silent ones; returns the new silences. */
   [[nodiscard]] std::size_t sweep(std::uint64_t now_ms);
   [[nodiscard]] Stats stats() const;
 
