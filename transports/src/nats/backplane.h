@@ -9,10 +9,12 @@
 //  - Out: the node that accepts a publish delivers it locally and sends each notification as
 //    one NATS message, the publish-API object {"tenant","method","params"} (encode_publish_
 //    message) on its subject. The connection never receives its own messages (no echo).
-//  - In: nats.c's delivery thread checks and decodes a message once (nats/inbound.h: one
-//    notification per message, its tenant decided by the subject it arrived on, anything
-//    else dropped and counted by reason) and hands the payload to the thread-safe
-//    Hub::deliver_forwarded(); no socket is touched from nats.c's threads. What has been
+//  - In: a message is checked and decoded once (nats/inbound.h: one notification per message,
+//    its tenant decided by the subject it arrived on, anything else dropped and counted by
+//    reason) and its payload handed to the thread-safe Hub::deliver_forwarded(): on the
+//    backplane's loop, a read's messages as one batch (--nats-receive loop, nats/loop_receive.h),
+//    or on nats.c's delivery thread, one by one (pool; also with --nats-io threads, or a libnats
+//    without the hook); no socket is touched from nats.c's threads. What has been
 //    received and not yet matched by every shard it goes to holds bytes of one receive budget
 //    (--nats-receive-buffer-bytes; the shard inboxes release them); a message that does not
 //    fit, or whose shard inbox is full, is dropped and counted by reason. Debouncing happened where the publish was
@@ -62,6 +64,7 @@
 #include "mcpfan/transport/server_config.h"
 #include "nats/inbound.h"
 #include "nats/interest.h"
+#include "nats/loop_receive.h"
 #include "server/log.h"
 
 struct __natsConnection;
@@ -90,6 +93,10 @@ struct BackplaneConfig {
 
   /** nats.io as the enum: anything but "threads" (refused before a start) is libuv's. */
   [[nodiscard]] NatsIo io() const noexcept { return nats.io == "threads" ? NatsIo::Threads : NatsIo::Libuv; }
+  /** Received messages taken on the backplane's loop (nats/loop_receive.h): "loop" with libuv IO and the hook. */
+  [[nodiscard]] bool receive_on_loop() const noexcept {
+    return nats.receive != "pool" && io() == NatsIo::Libuv && LoopReceive::available();
+  }
 };
 
 class Backplane final : public mcpfan::detail::Backplane {
@@ -171,7 +178,9 @@ class Backplane final : public mcpfan::detail::Backplane {
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   static void on_subscription_complete(void* closure);
-  void receive(std::string_view subject, std::string_view body);
+  // Checks and decodes one message; delivers it now, or (with `batch`, on the loop) appends it there.
+  void receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch = nullptr);
+  void count(Hub::Delivery d) noexcept;  // a delivery's result into the counters
   void count(Reject r) noexcept { rejected_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
   static std::int64_t cost(const Notification& m);
@@ -232,6 +241,9 @@ class Backplane final : public mcpfan::detail::Backplane {
   uv_async_t stop_{};
   uv_async_t flush_{};             // forward() -> the loop: something to send
   uv_timer_t batch_timer_{};       // the end of the batch window
+  // --nats-receive loop: created on the loop before the first connect, closed with the loop's
+  // handles (close_connection); null on the pool.
+  std::unique_ptr<LoopReceive> loop_receive_;
   std::uint64_t last_send_us_ = 0; // the loop thread's
   bool loop_ready_ = false;
   int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status
