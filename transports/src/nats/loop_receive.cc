@@ -48,11 +48,13 @@ void LoopReceive::attach(natsConnection* nc) {
 
 void LoopReceive::detach(natsConnection* nc) {
   flush();
+  destroy_held();
   if (nc != nullptr && available()) natsConn_setFilterWithClosure(nc, nullptr, nullptr);
 }
 
 void LoopReceive::close() {
   flush();
+  destroy_held();
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
 }
 
@@ -68,15 +70,28 @@ void LoopReceive::filter(natsConnection*, natsMsg** msg, void* closure) {
   ++self->taken_;
   self->take_(s, std::string_view(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m))),
               self->batch_);
-  natsMsg_Destroy(m);
+  if (self->held_.empty()) self->held_since_ms_ = uv_now(self->loop_);
+  self->held_.push_back(m);
+  self->held_bytes_ += static_cast<std::size_t>(natsMsg_GetDataLength(m)) + s.size();
   if (self->batch_.size() >= kMaxBatch) self->flush();
 }
 
 void LoopReceive::flush() {
-  if (batch_.empty()) return;
-  ++batches_;
-  deliver_(batch_);
-  batch_.clear();
+  if (!batch_.empty()) {
+    ++batches_;
+    deliver_(batch_);
+    batch_.clear();
+  }
+  if (!held_.empty() &&
+      (held_.size() >= kMaxHeld || held_bytes_ >= kMaxHeldBytes || uv_now(loop_) - held_since_ms_ >= kDestroyAfterMs)) {
+    destroy_held();
+  }
+}
+
+void LoopReceive::destroy_held() {
+  for (natsMsg* m : held_) natsMsg_Destroy(m);
+  held_.clear();
+  held_bytes_ = 0;
 }
 
 }  // namespace mcpfan::detail::nats
