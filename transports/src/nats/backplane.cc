@@ -326,7 +326,11 @@ void Backplane::close_connection() {
   // No more deliveries into the hub from here; on the loop the adapter detaches here too.
   if (loop_receive_) loop_receive_->detach(conn_.load(std::memory_order_acquire));
   if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Close(c);
-  if (loop_receive_) loop_receive_->close();
+  if (loop_receive_) {
+    loop_receive_->close();
+    logger().write(LogLevel::Info, "nats_receive_stop", "messages taken from NATS on the backplane's loop",
+                   {log::num("messages", loop_receive_->taken()), log::num("batches", loop_receive_->batches())});
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&batch_timer_), nullptr);
   // A forward() after this would signal a closed handle: the hub is closed before the
