@@ -26,7 +26,8 @@
 //    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
 //    pending messages per subscription (65,536 and the receive budget's bytes) with
 //    slow-consumer drops counted. That queue, ahead of the delivery thread, is outside the
-//    receive budget: nats.c 3.4.1 offers no hook before it.
+//    receive budget: with --nats-receive pool it is used (no public hook before it); on the
+//    loop (LoopReceive) messages are taken before it.
 //
 // Delivery across nodes is at-most-once, in order per publisher and subject. While
 // disconnected, local delivery goes on; notifications for other nodes wait in a bounded
@@ -38,7 +39,9 @@
 // what the debouncer holds can never pass it.
 //
 // Thread-safety: key_added/key_removed run on shard loops, admit() and forward() on any thread,
-// stats() and report() anywhere; all are thread-safe. Lifetime: created by start_backplane()
+// stats() and report() anywhere; all are thread-safe. receive() runs on the backplane's loop
+// (--nats-receive loop: LoopReceive, which the loop owns) or on nats.c's delivery thread (pool);
+// it touches only atomics, the thread-safe hub and a decoder of its own thread. Lifetime: created by start_backplane()
 // (backplane/backplane.h) in Server::start() before the workers, destroyed by Server::stop()
 // after them (so no shard calls a destroyed listener); the Hub outlives it.
 #include <array>
