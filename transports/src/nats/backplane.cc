@@ -252,8 +252,12 @@ void Backplane::run(std::promise<int> first) {
           }
         },
         [this](std::vector<Hub::Forwarded>& batch) {
-          hub_.deliver_forwarded(batch);
-          for (const Hub::Forwarded& f : batch) count(f.result);
+          try {  // on the loop's check phase: nothing may escape into libuv
+            hub_.deliver_forwarded(batch);
+            for (const Hub::Forwarded& f : batch) count(f.result);
+          } catch (...) {
+            dropped_.fetch_add(batch.size(), std::memory_order_relaxed);
+          }
         });
   }
   logger().write(LogLevel::Info, "nats_receive",

@@ -65,9 +65,9 @@ namespace mcpfan::detail::nats {
 
 class LoopReceive {
  public:
-  /** Decodes one message into `batch` (or drops and counts it); on the loop. */
+  /** Decodes one message into `batch` (or drops and counts it); on the loop; must not throw. */
   using Take = std::function<void(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>& batch)>;
-  /** Hands `batch` to the hub and counts each item's result; on the loop. */
+  /** Hands `batch` to the hub and counts each item's result; on the loop; must not throw. */
   using Deliver = std::function<void(std::vector<Hub::Forwarded>& batch)>;
   static constexpr std::size_t kMaxBatch = 256;
   static constexpr std::uint64_t kDestroyAfterMs = 10;
@@ -81,7 +81,8 @@ class LoopReceive {
 
   /** On the loop's thread (recorded: the filter takes messages only there). Starts the check handle. */
   LoopReceive(uv_loop_t* loop, std::string prefix, Take take, Deliver deliver);
-  ~LoopReceive() = default;
+  /** Frees what is still held (after the loop ended; natsMsg_Destroy is thread-safe). */
+  ~LoopReceive() { destroy_held(); }
   LoopReceive(const LoopReceive&) = delete;
   LoopReceive& operator=(const LoopReceive&) = delete;
 
