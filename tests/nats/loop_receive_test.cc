@@ -40,7 +40,7 @@ TEST(LoopReceive, LeavesEverythingElseToNatsC) {
        {"", "mcpfan", "mcpfan.v1", "mcpfan.v1.", "mcpfan.v1.default", "mcpfan.v1.default.r", "mcpfan.v1.default.r.",
         "mcpfan.v2.default.r.K4S2u_kVlo6", "other.v1.default.r.K4S2u_kVlo6", "mcpfanx.v1.default.r.K4S2u_kVlo6",
         "mcpfan.v1..r.K4S2u_kVlo6", "mcpfan.v1.default.x.K4S2u_kVlo6", "mcpfan.v1.default.rr.K4S2u_kVlo6",
-        "mcpfan.v1.hb.n0", "mcpfan.hb.n0", "_INBOX.abc"}) {
+        "mcpfan.v1.hb.n0", "mcpfan.v1.~hb", "mcpfan.hb.n0", "_INBOX.abc"}) {
     EXPECT_FALSE(LoopReceive::is_data_subject("mcpfan", s)) << s;
   }
 }
