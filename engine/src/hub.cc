@@ -226,9 +226,9 @@ void Hub::deliver_forwarded(std::vector<Forwarded>& batch) {
   }
 }
 
-std::size_t Hub::send_reread_hints() {
-  if (!interest_) return 0;
-  std::size_t posted = 0;
+Hub::RereadWave Hub::send_reread_hints() {
+  RereadWave wave;
+  if (!interest_) return wave;
   for (const LocalInterest::Key& k : interest_->snapshot()) {
     if (k.kind == Kind::TaskStatus) continue;
     NotificationParts parts;
@@ -242,10 +242,15 @@ std::size_t Hub::send_reread_hints() {
     }
     parts.meta.emplace_back("mcpfan/reread", "true");
     parts.has_meta = true;
-    if (deliver_forwarded(encode_notification(parts)) == Delivery::Posted) ++posted;
+    switch (deliver_forwarded(encode_notification(parts))) {
+      case Delivery::Posted: ++wave.posted; break;
+      case Delivery::InboxFull: ++wave.refused; break;
+      case Delivery::Unmatched:  // the listener left meanwhile
+      case Delivery::Closed: break;
+    }
   }
-  reread_hints_.fetch_add(posted, std::memory_order_relaxed);
-  return posted;
+  reread_hints_.fetch_add(wave.posted, std::memory_order_relaxed);
+  return wave;
 }
 
 bool Hub::send_out(std::vector<Notification>& notes, bool refuse) {

@@ -63,11 +63,14 @@ TEST(NatsIngress, DebouncingHappensOnceWhereThePublishIsAccepted) {
 TEST(NatsInterest, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestLeaves) {
   NatsServer nats;
   ASSERT_TRUE(nats.ok()) << nats.error();
-  const std::int64_t subs_before = nats.Subsz("num_subscriptions");
-  ASSERT_GE(subs_before, 0) << "no /subsz";
+  const std::int64_t subs_without_b = nats.Subsz("num_subscriptions");
+  ASSERT_GE(subs_without_b, 0) << "no /subsz";
   ServerProcess b({"--nats", nats.url(), "--node-name", "B", "--nats-linger-ms", "600000"});
   ASSERT_TRUE(b.ok()) << b.error();
   ASSERT_TRUE(PollMetricEq(b.port(), "mcpfan_backplane_connected", 1));
+  // B's first subscription is its heartbeat subject, whatever its listeners need.
+  ASSERT_TRUE(Eventually([&] { return nats.Subsz("num_subscriptions") == subs_without_b + 1; }, "B's heartbeat SUB"));
+  const std::int64_t subs_before = subs_without_b + 1;
   {
     SseStream first;
     ASSERT_TRUE(OpenListen(first, b.port(), R"("0")", R"({"resourceSubscriptions":["mem://churn"]})"));
@@ -92,7 +95,7 @@ TEST(NatsInterest, ChurnWithinTheLingerSendsNoSubOrUnsubAndAKilledNodesInterestL
   ASSERT_TRUE(b.Signal(SIGKILL));
   ASSERT_TRUE(b.WaitExit(kIo));
   EXPECT_TRUE(
-      Eventually([&] { return nats.Subsz("num_subscriptions") == subs_before; }, "B's interest leaving the server"));
+      Eventually([&] { return nats.Subsz("num_subscriptions") == subs_without_b; }, "B's interest leaving the server"));
 }
 
 // At the subject bound (3 here) the node folds the tenant into `<prefix>.v1.<tenant>.>`: the

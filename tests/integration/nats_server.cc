@@ -20,6 +20,7 @@ namespace itest {
 
 namespace {
 constexpr const char* kNatsServer = "/usr/sbin/nats-server";
+}  // namespace
 
 // A free port below the kernel's ephemeral range, or -1 (then nats-server picks one). The
 // kernel never hands such a port out on its own, so a NATS server killed and started again
@@ -50,7 +51,6 @@ int PortBelowEphemeralRange() {
   }
   return -1;
 }
-}  // namespace
 
 NatsServer::NatsServer(int port, std::string cluster_routes, std::string config_file) {
   if (::access(kNatsServer, X_OK) != 0) {
@@ -122,7 +122,10 @@ std::vector<std::string> NatsServer::Subscriptions(std::string_view name) const 
     if (c["name"].get_string().get(n) || n != name) continue;
     simdjson::dom::array list;
     if (c["subscriptions_list"].get_array().get(list)) continue;
-    for (auto s : list) subs.emplace_back(std::string_view(s.get_string().value()));
+    for (auto s : list) {
+      std::string_view subject = s.get_string().value();
+      if (!subject.ends_with(kHeartbeatSuffix)) subs.emplace_back(subject);
+    }
   }
   return subs;
 }

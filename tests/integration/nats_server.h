@@ -12,6 +12,10 @@
 
 namespace itest {
 
+// A free loopback port below the kernel's ephemeral range (so a server killed and started again
+// on it finds it free), or -1.
+int PortBelowEphemeralRange();
+
 class NatsServer {
  public:
   // `port` -1 = a free one below the ephemeral range. `cluster_routes`: join a cluster ("" = none; "-" = be its first
@@ -29,7 +33,9 @@ class NatsServer {
   int Routes() const;
   // Every client connection's name (from /connz).
   std::vector<std::string> Clients() const;
-  // The subjects NATS holds for the client connection named `name` (from /connz?subs=1).
+  // The subjects NATS holds for the client connection named `name` (from /connz?subs=1), but
+  // the heartbeat subject every node holds (kHeartbeatSuffix): what the node's listeners need.
+  static constexpr std::string_view kHeartbeatSuffix = ".v1.~hb";
   std::vector<std::string> Subscriptions(std::string_view name) const;
   // A counter of the server's subscription table (from /subsz: "num_subscriptions",
   // "num_inserts", "num_removes", ...); -1 if unreadable.

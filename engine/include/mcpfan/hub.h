@@ -159,9 +159,14 @@ class Hub {
    * params._meta["mcpfan/reread"] = true. Task keys get none (their newest kept state is the
    * hint a task listen needs, replayed when it opens). Delivered here only, never forwarded or
    * debounced. For a node that may have missed other nodes' notifications (a backplane
-   * outage). Returns the hints posted; 0 without routing by interest.
+   * outage). Returns the hints posted, and those a full shard inbox refused (owed still: the
+   * caller sends a wave again); none without routing by interest.
    */
-  std::size_t send_reread_hints();
+  struct RereadWave {
+    std::size_t posted = 0;
+    std::size_t refused = 0;
+  };
+  RereadWave send_reread_hints();
   [[nodiscard]] std::uint64_t reread_hints() const noexcept { return reread_hints_.load(std::memory_order_relaxed); }
   /** Refuses publishes from now on; returns once none is in progress and the debouncer's held updates went out.
    * Idempotent. */

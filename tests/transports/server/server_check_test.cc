@@ -201,6 +201,12 @@ TEST(ServerCheck, NatsSettingsAreJudgedWithoutConnecting) {
   c.nats.prefix = "a b";
   EXPECT_EQ(check_error(c).rfind("--nats-prefix: ", 0), 0u) << check_error(c);
   c.nats.prefix = "mcpfan";
+  c.nats.heartbeat_ms = 20;  // every node hears every other's: below 50 ms they would cost more than they tell
+  EXPECT_EQ(check_error(c), "--nats-heartbeat-ms: 20 is below 50 ms; use 0 (off) or at least 50");
+  c.nats.heartbeat_ms = 0;
+  EXPECT_EQ(check_error(c), "");
+  c.nats.heartbeat_ms = 50;
+  EXPECT_EQ(check_error(c), "");
   c.nats.creds_file = d.path() + "/none.creds";
   EXPECT_EQ(check_error(c).rfind("--nats-creds " + c.nats.creds_file + ": ", 0), 0u) << check_error(c);
   c.nats.creds_file.clear();

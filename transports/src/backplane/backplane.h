@@ -47,6 +47,8 @@ struct BackplaneHealth {
   // How long other nodes' notifications have not reached this node: since the disconnect (or
   // the start, before the first connect) while disconnected; 0 when connected.
   double blind_seconds = 0;
+  std::size_t peers = 0;         // other nodes heard by their heartbeats
+  std::size_t peers_silent = 0;  // of them, those gone quiet: dead, or the path to them down
 };
 
 /**

@@ -65,6 +65,8 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
     b += R"(,"refused":)" + std::to_string(bp.refused);
     b += R"(,"blind_seconds":)";
     append_number(b, bp.blind_seconds);
+    b += R"(,"peers":)" + std::to_string(bp.peers);
+    b += R"(,"peers_silent":)" + std::to_string(bp.peers_silent);
     b += R"(,"readyz":)";
     append_json_string(b, cfg.readyz_backplane);
     b += '}';
@@ -102,6 +104,15 @@ std::string healthz_body(const StatsSnapshot& s, const ServerConfig& cfg, const 
   return b;
 }
 
+// ", blind for 12.3 s": how long a disconnected backplane has kept other nodes' notifications from this node.
+std::string blind_for(const StatsSnapshot& s, const Readiness& r) {
+  if (r.reason != "backplane disconnected" || !s.backplane) return {};
+  std::string out = ", blind for ";
+  append_number(out, s.backplane->health.blind_seconds);
+  out += " s";
+  return out;
+}
+
 }  // namespace
 
 bool is_health_path(std::string_view path) noexcept {
@@ -122,7 +133,7 @@ void route_health(Exchange& c, const HttpRequest& req, std::string_view path) {
   const Readiness r = readiness(s, cfg);
   if (path == "/readyz") {
     if (r.ready) c.respond(200, "text/plain", "ready\n");
-    else c.respond(503, "text/plain", "not ready: " + std::string(r.reason) + "\n");
+    else c.respond(503, "text/plain", "not ready: " + std::string(r.reason) + blind_for(s, r) + "\n");
     return;
   }
   // /healthz: 503 for a disconnected backplane whatever --readyz-backplane says, as it always

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <limits>
+#include <random>
 
 #include "nats/libuv_adapter.h"
 #include "server/log.h"
@@ -43,6 +44,14 @@ std::string connected_url(natsConnection* nc) {
   return buf;
 }
 
+// This process's heartbeat instance: random, so a restarted node is a new origin to its peers.
+std::uint64_t random_instance() {
+  std::random_device rd;
+  std::uint64_t v = 0;
+  while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return v;
+}
+
 Error nats_error(const char* what, natsStatus s) {
   return Error{rpc_code::kInternalError, std::string("NATS ") + what + ": " + natsStatus_GetText(s)};
 }
@@ -54,7 +63,10 @@ Backplane::Backplane(BackplaneConfig config, Hub& hub)
       hub_(hub),
       interest_(std::chrono::milliseconds(config_.nats.linger_ms), config_.nats.max_subjects),
       outage_(config_.nats.outage_buffer_bytes),
-      receive_budget_(std::make_shared<ByteBudget>(config_.nats.receive_buffer_bytes)) {}
+      receive_budget_(std::make_shared<ByteBudget>(config_.nats.receive_buffer_bytes)),
+      instance_(random_instance()),
+      heartbeat_subject_(heartbeat_subject(config_.nats.prefix)),
+      peers_(instance_, PeerTable::Limits{}) {}
 
 int Backplane::pending_bytes_limit() const noexcept {
   return static_cast<int>(std::min<std::int64_t>(config_.nats.receive_buffer_bytes, std::numeric_limits<int>::max()));
@@ -92,6 +104,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
     }
     if (b->stopping_.load(std::memory_order_acquire)) return;  // our own close at stop()
     b->reread_pending_.store(true, std::memory_order_release);  // what other nodes sent meanwhile is lost to us
+    b->note_fault();  // and what we had just written may never have reached the server: our peers hear of it
     b->logger().write(
         LogLevel::Warn, "nats_disconnected",
         "NATS disconnected; local delivery goes on, notifications for other nodes wait in the outage queue "
@@ -211,6 +224,7 @@ Backplane::~Backplane() {
   }
   for (auto& [subject, sub] : subs_) natsSubscription_Destroy(sub);
   subs_.clear();
+  if (heartbeat_sub_ != nullptr) natsSubscription_Destroy(heartbeat_sub_);
   if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Destroy(c);
   if (loop_ready_) (void)uv_loop_close(&loop_);
   if (opts_) natsOptions_Destroy(opts_);
@@ -241,6 +255,8 @@ void Backplane::run(std::promise<int> first) {
   flush_.data = this;
   uv_timer_init(&loop_, &batch_timer_);
   batch_timer_.data = this;
+  uv_timer_init(&loop_, &heartbeat_);
+  heartbeat_.data = this;
   if (config_.receive_on_loop()) {
     loop_receive_ = std::make_unique<LoopReceive>(
         &loop_, config_.nats.prefix,
@@ -268,6 +284,9 @@ void Backplane::run(std::promise<int> first) {
   const auto outcome = static_cast<natsStatus>(last_connect_);
   if (outcome != NATS_OK) {  // what is forwarded until the first connect waits, and is logged when it goes
     blind_since_ms_.store(steady_ms(), std::memory_order_relaxed);
+    // The node serves its listeners meanwhile: what other nodes send until it connects is lost to
+    // them, so the first connect brings re-read hints, as a reconnect does.
+    reread_pending_.store(true, std::memory_order_release);
     std::lock_guard lock(queue_mu_);
     in_outage_ = true;
   }
@@ -277,6 +296,9 @@ void Backplane::run(std::promise<int> first) {
   if (!fatal) {
     uv_timer_start(
         &tick_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->tick(); }, kInterestTickMs, kInterestTickMs);
+    if (const std::uint64_t every = config_.nats.heartbeat_ms; every > 0) {
+      uv_timer_start(&heartbeat_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->beat(); }, every, every);
+    }
   }
   first.set_value(last_connect_);
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -295,6 +317,16 @@ void Backplane::tick() {
   // Before the first connect the operations wait in the table; after it, nats.c itself
   // re-sends every subscription on each reconnect.
   if (connected()) apply(interest_.take(steady_ms(), kOpsPerTick));
+  if (connected() && heartbeat_sub_ == nullptr && config_.nats.heartbeat_ms > 0) {
+    // Once, at the first connect: nats.c renews it on every reconnect, as every subscription.
+    if (natsConnection_Subscribe(&heartbeat_sub_, conn_.load(std::memory_order_acquire), heartbeat_subject_.c_str(),
+                                 &Backplane::on_message, this) == NATS_OK) {
+      track_handler(heartbeat_sub_);
+      peers_.listening(steady_ms());
+    } else {
+      heartbeat_sub_ = nullptr;  // tried again at the next tick
+    }
+  }
   release_queue();  // the outage queue after the settle delay, or anything a batch left
   maybe_send_reread_hints();
 }
@@ -306,22 +338,90 @@ void Backplane::maybe_send_reread_hints() {
   // wave per kRereadIntervalMs: misses meanwhile are covered by the next wave.
   if (!reread_pending_.load(std::memory_order_acquire) || !settled()) return;
   const std::uint64_t now = steady_ms();
+  if (now < reread_not_before_ms_.load(std::memory_order_acquire)) return;
   if (last_reread_ms_ != 0 && now - last_reread_ms_ < kRereadIntervalMs) return;
   reread_pending_.store(false, std::memory_order_release);
   last_reread_ms_ = now;
-  const std::size_t hints = hub_.send_reread_hints();
+  const Hub::RereadWave wave = hub_.send_reread_hints();
+  // A hint a full shard inbox refused is owed still: the next wave (a second later) sends them all again.
+  if (wave.refused > 0) reread_pending_.store(true, std::memory_order_release);
   reread_waves_.fetch_add(1, std::memory_order_relaxed);
-  reread_hints_.fetch_add(hints, std::memory_order_relaxed);
+  reread_hints_.fetch_add(wave.posted, std::memory_order_relaxed);
   logger().write(LogLevel::Info, "nats_reread_hints",
                  "re-read hints sent to local listeners: notifications from other nodes may have been missed",
-                 {log::num("hints", static_cast<std::int64_t>(hints))});
+                 {log::num("hints", static_cast<std::int64_t>(wave.posted)),
+                  log::num("refused", static_cast<std::int64_t>(wave.refused))});
+}
+
+void Backplane::note_miss(std::uint64_t delay_ms) {
+  const std::uint64_t due = steady_ms() + delay_ms;
+  std::uint64_t was = reread_not_before_ms_.load(std::memory_order_relaxed);
+  while (was < due && !reread_not_before_ms_.compare_exchange_weak(was, due, std::memory_order_acq_rel)) {
+  }
+  reread_pending_.store(true, std::memory_order_release);
+}
+
+void Backplane::note_fault() { faults_.fetch_add(1, std::memory_order_relaxed); }
+
+void Backplane::beat() {
+  if (stopping_.load(std::memory_order_acquire)) return;
+  const std::uint64_t now = steady_ms();
+  if (const std::size_t silent = peers_.sweep(now); silent > 0) {
+    // A dead peer, or a path to it down: what it sent last may be lost. Its next heartbeat, if it
+    // comes, says whether more was.
+    note_miss(config_.nats.settle_ms);
+    logger().write(LogLevel::Warn, "nats_peer_silent",
+                   "other nodes' heartbeats stopped: what they sent may be lost to this node; its listeners get "
+                   "re-read hints",
+                   {log::num("peers", static_cast<std::int64_t>(silent))});
+  }
+  send_heartbeat(/*leaving=*/false);
+}
+
+void Backplane::send_heartbeat(bool leaving) {
+  natsConnection* c = conn_.load(std::memory_order_acquire);
+  // While disconnected none is sent: our peers hear our faults after the reconnect.
+  if (c == nullptr || !connected() || config_.nats.heartbeat_ms == 0) return;
+  Heartbeat hb{instance_,  node_name_, ++heartbeat_seq_, faults_.load(std::memory_order_relaxed),
+               sent_.load(std::memory_order_relaxed), config_.nats.heartbeat_ms, leaving};
+  const std::string body = encode_heartbeat(hb);
+  // A failed one still used its number: the peers see the gap and send hints, which is right.
+  if (natsConnection_Publish(c, heartbeat_subject_.c_str(), body.data(), static_cast<int>(body.size())) == NATS_OK) {
+    heartbeats_sent_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Backplane::hear(std::string_view body) {
+  std::optional<Heartbeat> hb = decode_heartbeat(body);
+  if (!hb) {
+    count(Reject::Malformed);
+    return;
+  }
+  const PeerTable::Miss miss = peers_.heard(*hb, steady_ms());
+  if (miss == PeerTable::Miss::None) return;
+  // The path is back (this heartbeat came through it); the interest it carries may still be
+  // arriving at the servers, so the hints wait a settle delay: what is sent after them reaches us.
+  note_miss(config_.nats.settle_ms);
+  const char* why = miss == PeerTable::Miss::Gap      ? "gap"
+                    : miss == PeerTable::Miss::Faults ? "faults"
+                                                      : "late";
+  logger().write(LogLevel::Warn, "nats_peer_miss",
+                 "another node's heartbeats show that notifications it sent may be lost to this node; its listeners "
+                 "get re-read hints",
+                 {{"peer", hb->node}, {"why", why}, log::num("seq", static_cast<std::int64_t>(hb->seq))});
 }
 
 void Backplane::close_loop() {  // the stop signal's callback: once
   // What is queued (a batch window's worth) goes out first: the loop writes it at its next
   // turn, so the connection closes a moment later (at-most-once, but not lost for nothing).
   release_queue();
+  {
+    std::lock_guard lock(queue_mu_);
+    if (!queue_.empty()) note_fault();  // still held (the settle delay): lost with this process
+  }
+  send_heartbeat(/*leaving=*/true);  // after what it sent: its peers drop it without hints
   uv_timer_stop(&batch_timer_);
+  uv_timer_stop(&heartbeat_);
   uv_timer_stop(&tick_);
   uv_timer_start(&tick_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->close_connection(); }, kFinalWriteMs, 0);
 }
@@ -337,6 +437,7 @@ void Backplane::close_connection() {
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&batch_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&heartbeat_), nullptr);
   // A forward() after this would signal a closed handle: the hub is closed before the
   // backplane is destroyed, so none comes.
   uv_close(reinterpret_cast<uv_handle_t*>(&flush_), nullptr);
@@ -383,23 +484,27 @@ void Backplane::apply(const std::vector<InterestTable::Op>& ops) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, pending_bytes_limit());
-      {
-        std::lock_guard lock(closed_mu_);
-        ++live_handlers_;
-      }
-      // After the subscription closes (unsubscribed, or with the connection) and its handler
-      // has returned for the last time: from then on on_message() is never called for it.
-      if (natsSubscription_SetOnCompleteCB(sub, &Backplane::on_subscription_complete, this) != NATS_OK) {
-        std::lock_guard lock(closed_mu_);
-        --live_handlers_;  // not tracked: an old nats.c; the closed-callback wait is all there is
-      }
+      track_handler(sub);
       subs_[op.subject] = sub;
     } else if (auto it = subs_.find(op.subject); it != subs_.end()) {
       (void)natsSubscription_Unsubscribe(it->second);
       natsSubscription_Destroy(it->second);
       subs_.erase(it);
     }
+  }
+}
+
+void Backplane::track_handler(natsSubscription* sub) {
+  (void)natsSubscription_SetPendingLimits(sub, kPendingMsgs, pending_bytes_limit());
+  {
+    std::lock_guard lock(closed_mu_);
+    ++live_handlers_;
+  }
+  // After the subscription closes (unsubscribed, or with the connection) and its handler
+  // has returned for the last time: from then on on_message() is never called for it.
+  if (natsSubscription_SetOnCompleteCB(sub, &Backplane::on_subscription_complete, this) != NATS_OK) {
+    std::lock_guard lock(closed_mu_);
+    --live_handlers_;  // not tracked: an old nats.c; the closed-callback wait is all there is
   }
 }
 
@@ -415,8 +520,10 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
   // nats.c's delivery thread: no exception may leave, and no socket of ours is touched here.
   try {
     const char* subject = natsMsg_GetSubject(msg);
-    self->receive(subject ? std::string_view(subject) : std::string_view(),
-                  std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
+    const std::string_view s = subject ? std::string_view(subject) : std::string_view();
+    const std::string_view body(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+    if (s == self->heartbeat_subject_) self->hear(body);
+    else self->receive(s, body);
   } catch (...) {
     self->dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -575,6 +682,7 @@ void Backplane::send(const Notification& n) {
   natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(),
                                         static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
+  if (s != NATS_OK) note_fault();
 }
 
 void Backplane::forward(std::vector<Notification>& notifications) {
@@ -588,6 +696,7 @@ void Backplane::forward(std::vector<Notification>& notifications) {
       // dropped (a publish path that skipped admission must not pass the bound either).
       if (!n.reserved.held() && !(n.reserved = outage_.try_reserve(cost(n))).held()) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
+        note_fault();  // other nodes' listeners miss it: our next heartbeat tells them
         continue;
       }
       queue_.push_back(Waiting{std::move(n), now});
@@ -614,6 +723,7 @@ Backplane::Stats Backplane::stats() const {
   s.sent = sent_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < kRejectReasons; ++i) s.rejected[i] = rejected_[i].load(std::memory_order_relaxed);
+  s.peers = peers_.stats();
   {
     std::lock_guard lock(queue_mu_);
     s.queued = queue_.size();
@@ -624,6 +734,8 @@ Backplane::Stats Backplane::stats() const {
     }
     s.reread_waves = reread_waves_.load(std::memory_order_relaxed);
     s.reread_hints = reread_hints_.load(std::memory_order_relaxed);
+    s.faults = faults_.load(std::memory_order_relaxed);
+    s.heartbeats_sent = heartbeats_sent_.load(std::memory_order_relaxed);
     if (!queue_.empty()) s.lag_seconds = static_cast<double>(steady_ms() - queue_.front().since_ms) / 1000.0;
   }
   return s;

@@ -21,6 +21,13 @@
 //    accepted (Hub::publish(notes)): a suppressed update never crosses the backplane, and nothing is debounced twice.
 //    A message that matches no local subscription is counted as unmatched (hash or fold
 //    over-match, a folded tenant's wildcard, or a subscriber that just left).
+//  - Loss a node cannot see (nats/peers.h): every --nats-heartbeat-ms the loop publishes this
+//    process's heartbeat on <prefix>.v1.~hb (after whatever it sent before, on the same
+//    connection); heartbeats heard from other nodes (on nats.c's delivery thread: the loop's
+//    receive leaves that subject to it) go to the PeerTable, and a miss it reports
+//    (a skipped sequence, a peer's own faults, a peer first heard late or gone silent) makes
+//    this node send its listeners re-read hints, a settle delay later (so that interest the
+//    healed path carries has arrived: what is sent after the hint reaches this node).
 //  - nats.c is configured for a tier, not its defaults: one named connection, unlimited
 //    reconnects with jitter, retry when the first connect fails (the node serves locally
 //    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
@@ -68,6 +75,7 @@
 #include "nats/inbound.h"
 #include "nats/interest.h"
 #include "nats/loop_receive.h"
+#include "nats/peers.h"
 #include "server/log.h"
 
 struct __natsConnection;
@@ -124,6 +132,9 @@ class Backplane final : public mcpfan::detail::Backplane {
     double blind_seconds = 0;      // disconnected since this long (0: connected)
     std::uint64_t reread_waves = 0;  // times every local listener was sent re-read hints (after a miss)
     std::uint64_t reread_hints = 0;  // hints those waves posted
+    std::uint64_t faults = 0;        // times this node may have lost what it sent (announced in its heartbeats)
+    std::uint64_t heartbeats_sent = 0;
+    PeerTable::Stats peers{};        // other nodes, as their heartbeats tell
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -175,12 +186,18 @@ class Backplane final : public mcpfan::detail::Backplane {
   [[nodiscard]] log::Logger& logger() const noexcept { return config_.logger ? *config_.logger : log::current(); }
   void tick();
   void maybe_send_reread_hints();  // on the loop: after an observed miss, once settled
+  void beat();                     // on the loop, every --nats-heartbeat-ms: sweep the peers, send ours
+  void send_heartbeat(bool leaving);  // on the loop
+  void hear(std::string_view body);  // nats.c's delivery thread: a heartbeat from another node
+  void note_miss(std::uint64_t delay_ms);  // any thread: re-read hints due, at the earliest `delay_ms` from now
+  void note_fault();  // any thread: this node may have lost something it sent (announced to its peers)
   void close_loop();        // on the loop, at the stop signal: sends what is queued, then close_connection()
   void close_connection();  // closes the connection and the loop's handles
   void apply(const std::vector<InterestTable::Op>& ops);
   [[nodiscard]] std::string subject_of(std::string_view tenant, Kind kind, std::string_view uri) const;
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   static void on_subscription_complete(void* closure);
+  void track_handler(__natsSubscription* sub);  // pending limits, and the handler counted until its on-complete
   // Checks and decodes one message; delivers it now, or (with `batch`, on the loop) appends it there.
   void receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch = nullptr);
   void count(Hub::Delivery d) noexcept;  // a delivery's result into the counters
@@ -212,6 +229,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   // A miss this node observed (disconnect, slow consumer, a received message dropped): re-read
   // hints are due once settled (maybe_send_reread_hints, on the loop's tick).
   std::atomic<bool> reread_pending_{false};
+  std::atomic<std::uint64_t> reread_not_before_ms_{0};  // steady clock: no wave before it (a peer's miss)
   std::atomic<std::uint64_t> blind_since_ms_{0};  // steady clock: the disconnect (or the start) while disconnected
   std::uint64_t last_reread_ms_ = 0;  // loop-affine
   std::atomic<std::uint64_t> reread_waves_{0}, reread_hints_{0};
@@ -251,6 +269,14 @@ class Backplane final : public mcpfan::detail::Backplane {
   bool loop_ready_ = false;
   int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status
   std::uint64_t connect_ticks_ = 0;
+  // Heartbeats (nats/peers.h). The instance is random per process, set before the thread starts.
+  std::uint64_t instance_ = 0;
+  std::string heartbeat_subject_;
+  PeerTable peers_;
+  uv_timer_t heartbeat_{};
+  std::uint64_t heartbeat_seq_ = 0;                // the loop's
+  __natsSubscription* heartbeat_sub_ = nullptr;    // the loop's; nats.c renews it on every reconnect
+  std::atomic<std::uint64_t> faults_{0}, heartbeats_sent_{0};
   std::thread thread_;
 };
 

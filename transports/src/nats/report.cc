@@ -10,7 +10,8 @@ BackplaneReport Backplane::report_of(const Stats& s) {
   constexpr MetricType kGauge = MetricType::Gauge;
   auto d = [](auto v) { return static_cast<double>(v); };
   BackplaneReport r;
-  r.health = BackplaneHealth{s.connected, s.queued, s.lag_seconds, s.refused, s.blind_seconds};
+  r.health = BackplaneHealth{s.connected, s.queued, s.lag_seconds, s.refused, s.blind_seconds, s.peers.peers,
+                             s.peers.silent};
   r.figures = {
       {"mcpfan_backplane_connected", kGauge, "1 while connected to a NATS server.", "connected", Form::Flag,
        s.connected ? 1.0 : 0.0},
@@ -48,12 +49,34 @@ BackplaneReport Backplane::report_of(const Stats& s) {
        "Publishes refused (503) while NATS was unreachable and the outage buffer full.", "refused", Form::Count,
        d(s.refused)},
       {"mcpfan_backplane_reread_waves_total", kCounter,
-       "Times every local listener was sent re-read hints after a miss this node observed (a disconnect, a slow "
-       "consumer, a received notification dropped).",
+       "Times every local listener was sent re-read hints after a miss (a disconnect, a slow consumer, a received "
+       "notification dropped, a miss another node's heartbeats revealed).",
        "reread_waves", Form::Count, d(s.reread_waves)},
       {"mcpfan_backplane_reread_hints_total", kCounter,
        "Re-read hints those waves posted (one per watched resource key, one per tenant and list kind).",
        "reread_hints", Form::Count, d(s.reread_hints)},
+      {"mcpfan_backplane_faults_total", kCounter,
+       "Times this node may have lost notifications it sent (a disconnect, a notification given up), told to the "
+       "other nodes in its heartbeats.",
+       "faults", Form::Count, d(s.faults)},
+      {"mcpfan_backplane_heartbeats_sent_total", kCounter, "Heartbeats this node published (--nats-heartbeat-ms).",
+       "heartbeats_sent", Form::Count, d(s.heartbeats_sent)},
+      {"mcpfan_backplane_heartbeats_received_total", kCounter, "Heartbeats heard from other nodes.",
+       "heartbeats_received", Form::Count, d(s.peers.heard)},
+      {"mcpfan_backplane_peers", kGauge, "Other nodes heard by their heartbeats and not forgotten (at most 1,024).",
+       "peers", Form::Count, d(s.peers.peers)},
+      {"mcpfan_backplane_peers_silent", kGauge,
+       "Of them, those whose heartbeats stopped (four of their intervals): dead, or the path to them down.",
+       "peers_silent", Form::Count, d(s.peers.silent)},
+      {"mcpfan_backplane_peers_refused_total", kCounter,
+       "Heartbeats of a new node not tracked because 1,024 peers were known.", "peers_refused", Form::Count,
+       d(s.peers.refused)},
+      {"mcpfan_backplane_peers_forgotten_total", kCounter,
+       "Silent peers dropped from the table (60 s after they were last heard).", "peers_forgotten", Form::Count,
+       d(s.peers.forgotten)},
+      {"mcpfan_backplane_peers_left_total", kCounter,
+       "Peers dropped from the table at their last heartbeat, sent as they stopped.", "peers_left", Form::Count,
+       d(s.peers.left)},
       {"mcpfan_backplane_dropped_total", kCounter,
        "Notifications or subjects lost on the backplane: slow-consumer drops, failed publishes, subjects past the "
        "bound.",
@@ -70,6 +93,15 @@ BackplaneReport Backplane::report_of(const Stats& s) {
     rejected.by_label.emplace_back(reject_name(static_cast<Reject>(i)), s.rejected[i]);
   }
   r.figures.push_back(std::move(rejected));
+  // What the heartbeats revealed (nats/peers.h): each one brings a wave of re-read hints.
+  BackplaneFigure misses{"mcpfan_backplane_peer_misses_total", kCounter,
+                         "Misses other nodes' heartbeats revealed, by kind: gap (a skipped heartbeat), faults (the "
+                         "peer may have lost what it sent), late (first heard past its start), silent (stopped).",
+                         "peer_misses", Form::Count, 0};
+  misses.label = "kind";
+  misses.by_label = {{"gap", s.peers.gaps}, {"faults", s.peers.faults}, {"late", s.peers.late},
+                     {"silent", s.peers.silences}};
+  r.figures.push_back(std::move(misses));
   return r;
 }
 

@@ -97,6 +97,10 @@ std::optional<std::string> nats_urls_error(const std::string& servers) {
 std::optional<std::string> settings_error(const NatsConfig& c) {
   if (auto e = prefix_error(c.prefix)) return "--nats-prefix: " + *e;
   if (auto e = nats_urls_error(c.urls)) return e;
+  // Below it heartbeats would cost every node more than they tell (each node hears every other's).
+  if (c.heartbeat_ms != 0 && c.heartbeat_ms < 50) {
+    return "--nats-heartbeat-ms: " + std::to_string(c.heartbeat_ms) + " is below 50 ms; use 0 (off) or at least 50";
+  }
   std::string creds;
   if (!c.creds_file.empty()) {
     if (auto e = read_whole(c.creds_file, "--nats-creds", creds)) return e;

@@ -249,6 +249,14 @@ std::string interest_of(std::string_view prefix, std::string_view tenant, Kind k
   return out;
 }
 
+std::string heartbeat_subject(std::string_view prefix) {
+  std::string out(prefix);
+  out += '.';
+  out += kVersionToken;
+  out += ".~hb";
+  return out;
+}
+
 std::string resource_subject(std::string_view prefix, std::string_view tenant, std::string_view uri) {
   std::string out;
   out.reserve(kMaxSubjectBytes);

@@ -83,6 +83,14 @@
 //     which matches the subjects of `file:///proj/` (its last token H(0,"")) and of
 //     `file:///proj/x/y`, but not of `file:///proj` or `file:///project/x`.
 //
+// == Heartbeats ==
+//   <prefix>.v1.~hb      every node publishes its heartbeat here and subscribes to it (nats/peers.h)
+// `~hb` is no tenant token (a tenant token's `~` is followed by two uppercase hex digits, by
+// `e` alone, or by `h` and an 11-character hash), so the subject coincides with no tenant's and
+// no tenant's `<scope>.>` matches it; it lies under `<prefix>.v1.>`, the permission a node's
+// NATS user already has. Added to v1 like the task kind: a node that does not know it neither
+// sends nor subscribes to it, and its peers simply never hear from it.
+//
 // == Bounds ==
 // Every subject and interest is at most 256 bytes when the prefix is at most 32:
 //   prefix 32 + `.v1.` 4 + tenant token 64 + `.r` 2 + 12 x (`.` + 11) 144 = 246 for a subject;
@@ -160,6 +168,8 @@ void append_task_subject(std::string& out, std::string_view prefix, std::string_
 /** Appends the subject a notification of `kind` with `key` (its URI or task id; ignored for list kinds) goes on. */
 void append_subject(std::string& out, std::string_view prefix, std::string_view tenant, Kind kind,
                     std::string_view key);
+/** `<prefix>.v1.~hb`: the subject of every node's heartbeat. */
+[[nodiscard]] std::string heartbeat_subject(std::string_view prefix);
 /** The interest of an index key of `kind` (a resource interest, a list subject, a task subject). */
 [[nodiscard]] std::string interest_of(std::string_view prefix, std::string_view tenant, Kind kind,
                                       std::string_view key);

@@ -207,6 +207,10 @@ struct NatsConfig {
   // blind for minutes).
   std::uint64_t ping_interval_ms = 2000;
   int max_pings_out = 2;
+  // Every node publishes a heartbeat this often, and a node that hears a peer's sequence skip, its
+  // fault count grow, or nothing for four of its intervals sends its listeners re-read hints
+  // (transports/src/nats/peers.h). 0: no heartbeats (and no detection of losses the node cannot see).
+  std::uint64_t heartbeat_ms = 500;
   std::size_t max_subjects = 1'000'000;  // past it the tenant with the most subjects is folded into one
   std::uint64_t batch_window_us = 1000;  // after a send to NATS, later ones wait up to this long to leave together
   std::string io = "libuv";     // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)

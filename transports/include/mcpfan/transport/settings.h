@@ -217,6 +217,10 @@ void for_each_setting(Config& c, Visit&& v) {
   v(ranged("--nats-max-pings-out", "nats.max_pings_out", 1, 100,
            "pings to the NATS server left unanswered before the connection is taken as dead"),
     c.nats.max_pings_out);
+  v(ranged("--nats-heartbeat-ms", "nats.heartbeat_ms", 0, kHour,
+           "publish a heartbeat to the other nodes this often; a node that hears a peer's heartbeats skip or stop "
+           "sends its listeners re-read hints (0: off)"),
+    c.nats.heartbeat_ms);
   v(ranged("--nats-max-subjects", "nats.max_subjects", 1, 100'000'000,
            "NATS subjects this node may hold; past it the tenant with the most is folded into one <tenant>.> "
            "subject", kParsed),
