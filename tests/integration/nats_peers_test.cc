@@ -5,7 +5,8 @@
 //  - a node whose server died fails over and announces its fault: a node on the other server,
 //    whose own connection never dropped, sends its listeners hints;
 //  - a node that could not reach NATS at its start sends its listeners hints at its first
-//    connect (what other nodes sent until then never reached it).
+//    connect (what other nodes sent until then never reached it);
+//  - a node's own message, routed back to it by a server that stalled and resumed, is dropped.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -130,6 +131,60 @@ TEST(NatsPeers, ANodeWhoseServerDiedAnnouncesItsFaultToANodeThatSawNothing) {
   auto hint = NextWhere(s, [](const Json& m) { return IsHintFor(m, "mem://f/x"); }, kIo);
   ASSERT_TRUE(hint) << "B's listener got no hint for what A may have lost";
   EXPECT_EQ(ReadMetric(b.port(), "mcpfan_backplane_faults_total").value_or(-1), 0) << "B's own connection never dropped";
+}
+
+// No echo is asked of NATS per connection. A node whose server stalls reconnects to another; what
+// it had written to the stalled one is routed when that one resumes, to the node's new connection
+// too. The node knows its own messages by their reply subject and drops them (counted), so its
+// listener gets each of its publishes once.
+TEST(NatsPeers, ANodesOwnMessageBackThroughAnotherServerIsDropped) {
+  NatsServer n1(-1, "-");
+  ASSERT_TRUE(n1.ok()) << n1.error();
+  NatsServer n2(-1, n1.route_url());
+  ASSERT_TRUE(n2.ok()) << n2.error();
+  ASSERT_TRUE(Eventually([&] { return n1.Routes() >= 1 && n2.Routes() >= 1; }, "the cluster route"));
+  // nats.c's own IO threads, as in the stall test (nats_connect_test.cc says why).
+  std::vector<std::string> a_args = PeerArgs(n1.url(), "A");
+  // Pings far enough apart that the publish below is written to n1's socket before A gives n1 up.
+  a_args.insert(a_args.end(), {"--nats-ping-interval-ms", "500", "--nats-max-pings-out", "2", "--nats-io", "threads"});
+  ServerProcess a(a_args);
+  ServerProcess c(PeerArgs(n2.url(), "C"));  // a witness on the other server
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(c.ok()) << c.error();
+  SseStream at_a, at_c;
+  ASSERT_TRUE(OpenListen(at_a, a.port(), R"("a")", R"({"resourceSubscriptions":["mem://o/"]})"));
+  ASSERT_TRUE(OpenListen(at_c, c.port(), R"("c")", R"({"resourceSubscriptions":["mem://o/"]})"));
+  ASSERT_TRUE(Eventually([&] { return n1.Clients().size() == 1 && n1.Subscriptions("A").size() == 1; }, "A on n1"));
+  ASSERT_TRUE(Eventually([&] { return n2.Subscriptions("C").size() == 1; }, "C on n2"));
+
+  n1.Signal(SIGSTOP);
+  // Written to the stalled server's socket; A delivers it to its own listener at once.
+  ASSERT_TRUE(PublishOk(a.port(), UpdateOf("mem://o/x", 1)));
+  // Its pings go unanswered: a disconnect (a fault of its own), and a reconnect to n2 at once.
+  ASSERT_TRUE(PollMetric(a.port(), "mcpfan_backplane_faults_total", [](double v) { return v >= 1; }, Ms(15000)));
+  ASSERT_TRUE(PollMetricEq(a.port(), "mcpfan_backplane_connected", 1, Ms(15000)));
+  const bool on_n2 = Eventually([&] { return n2.Subscriptions("A").size() == 1; }, "A's subject renewed on n2");
+  n1.Signal(SIGCONT);
+  ASSERT_TRUE(on_n2);
+  // n1 resumes, reads what A wrote before and routes it to n2: C gets it, and A's new connection
+  // would. (Or, if A's last write never left it or died with its old socket, C gets the hint that
+  // A's announced fault brings: the guarantee either way; the echo is what this test is for.)
+  auto at_c_first = NextWhere(
+      at_c,
+      [](const Json& m) { return m.GetInt({"params", "_meta", "n"}).value_or(0) == 1 || IsHintFor(m, "mem://o/"); },
+      Ms(15000));
+  ASSERT_TRUE(at_c_first) << "C got neither A's publish nor a hint";
+  if (!IsHintFor(*at_c_first, "mem://o/")) {
+    EXPECT_TRUE(
+        PollMetric(a.port(), "mcpfan_backplane_rejected_total{reason=\"own\"}", [](double v) { return v >= 1; }));
+  }
+  int ones = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto m = NextNotHint(at_a, nullptr, Ms(300));
+    if (!m) break;
+    ones += m->GetInt({"params", "_meta", "n"}).value_or(0) == 1;
+  }
+  EXPECT_EQ(ones, 1) << "A's listener got its own publish back from the backplane";
 }
 
 TEST(NatsPeers, ANodeThatCouldNotReachNatsAtItsStartSendsHintsAtItsFirstConnect) {

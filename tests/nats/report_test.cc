@@ -31,7 +31,7 @@ StatsSnapshot snapshot() {
   b.dropped = 6;
   b.reread_waves = 7;
   b.reread_hints = 8;
-  b.rejected = {1, 2, 3, 4, 5, 6};
+  b.rejected = {1, 2, 3, 4, 5, 6, 7};
   b.faults = 9;
   b.heartbeats_sent = 10;
   b.peers.peers = 2;
@@ -141,7 +141,7 @@ TEST(Report, MetricsText) {
       "mcpfan_backplane_dropped_total 6\n"
       "# HELP mcpfan_backplane_rejected_total Received messages dropped, by reason: malformed, batch (more than one "
       "notification), tenant or subject (the body does not match the subject it arrived on), receive_budget, "
-      "inbox_full.\n"
+      "inbox_full, own (this node's own message, back through another server).\n"
       "# TYPE mcpfan_backplane_rejected_total counter\n"
       "mcpfan_backplane_rejected_total{reason=\"malformed\"} 1\n"
       "mcpfan_backplane_rejected_total{reason=\"batch\"} 2\n"
@@ -149,6 +149,7 @@ TEST(Report, MetricsText) {
       "mcpfan_backplane_rejected_total{reason=\"subject\"} 4\n"
       "mcpfan_backplane_rejected_total{reason=\"receive_budget\"} 5\n"
       "mcpfan_backplane_rejected_total{reason=\"inbox_full\"} 6\n"
+      "mcpfan_backplane_rejected_total{reason=\"own\"} 7\n"
       "# HELP mcpfan_backplane_peer_misses_total Misses other nodes' heartbeats revealed, by kind: gap (a skipped "
       "heartbeat), faults (the peer may have lost what it sent), late (first heard past its start), silent "
       "(stopped).\n"
@@ -170,7 +171,7 @@ TEST(Report, StatusJson) {
       R"("reread_waves":7,"reread_hints":8,"faults":9,"heartbeats_sent":10,"heartbeats_received":12,"peers":2,)"
       R"("peers_silent":1,"peers_refused":13,"peers_forgotten":14,"peers_left":15,)"
       R"("dropped":6,)"
-      R"("rejected":{"malformed":1,"batch":2,"tenant":3,"subject":4,"receive_budget":5,"inbox_full":6},)"
+      R"("rejected":{"malformed":1,"batch":2,"tenant":3,"subject":4,"receive_budget":5,"inbox_full":6,"own":7},)"
       R"("peer_misses":{"gap":1,"faults":2,"late":3,"silent":4}}})";
   EXPECT_TRUE(json.ends_with(object)) << json;
 }

@@ -52,6 +52,14 @@ std::uint64_t random_instance() {
   return v;
 }
 
+// `_mf.<16 hex>`: the reply subject of every notification this process sends (see send()).
+std::string own_reply_subject(std::uint64_t instance) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "_mf.";
+  for (int shift = 60; shift >= 0; shift -= 4) out += kHex[(instance >> shift) & 15u];
+  return out;
+}
+
 Error nats_error(const char* what, natsStatus s) {
   return Error{rpc_code::kInternalError, std::string("NATS ") + what + ": " + natsStatus_GetText(s)};
 }
@@ -66,6 +74,7 @@ Backplane::Backplane(BackplaneConfig config, Hub& hub)
       receive_budget_(std::make_shared<ByteBudget>(config_.nats.receive_buffer_bytes)),
       instance_(random_instance()),
       heartbeat_subject_(heartbeat_subject(config_.nats.prefix)),
+      own_reply_(own_reply_subject(instance_)),
       peers_(instance_, PeerTable::Limits{}) {}
 
 int Backplane::pending_bytes_limit() const noexcept {
@@ -195,6 +204,10 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
 }
 
 void Backplane::mark_connected(natsConnection* nc) {
+  // Read here, once per (re)connect, for admit() on the workers: nats.c's getter takes the
+  // connection's lock, which its reconnect thread holds through each connect attempt (seconds
+  // to a partitioned server), and a worker loop must never wait for that.
+  max_payload_.store(natsConnection_GetMaxPayload(nc), std::memory_order_relaxed);
   connected_at_ms_.store(steady_ms(), std::memory_order_relaxed);  // the settle delay starts
   blind_since_ms_.store(0, std::memory_order_relaxed);
   connected_.store(true, std::memory_order_release);
@@ -522,7 +535,9 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
     const char* subject = natsMsg_GetSubject(msg);
     const std::string_view s = subject ? std::string_view(subject) : std::string_view();
     const std::string_view body(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+    const char* reply = natsMsg_GetReply(msg);
     if (s == self->heartbeat_subject_) self->hear(body);
+    else if (reply != nullptr && self->own_reply_ == reply) self->count(Reject::Own);
     else self->receive(s, body);
   } catch (...) {
     self->dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -580,10 +595,7 @@ void Backplane::count(Hub::Delivery d) noexcept {
   }
 }
 
-std::int64_t Backplane::max_payload() const noexcept {
-  natsConnection* c = conn_.load(std::memory_order_acquire);
-  return c ? natsConnection_GetMaxPayload(c) : 0;
-}
+std::int64_t Backplane::max_payload() const noexcept { return max_payload_.load(std::memory_order_relaxed); }
 
 bool Backplane::settled() const {
   return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.nats.settle_ms;
@@ -679,8 +691,10 @@ bool Backplane::can_take(std::vector<Notification>& messages) {
 void Backplane::send(const Notification& n) {
   std::string subject;
   append_subject(subject, config_.nats.prefix, n.tenant, n.kind, n.uri);
-  natsStatus s = natsConnection_Publish(conn_.load(std::memory_order_acquire), subject.c_str(), n.message.data(),
-                                        static_cast<int>(n.message.size()));
+  // The reply subject names this process (nobody answers): a receiver drops its own messages by it.
+  natsStatus s = natsConnection_PublishRequest(conn_.load(std::memory_order_acquire), subject.c_str(),
+                                               own_reply_.c_str(), n.message.data(),
+                                               static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
   if (s != NATS_OK) note_fault();
 }

@@ -147,7 +147,10 @@ class Backplane final : public mcpfan::detail::Backplane {
   void key_added(TenantId tenant, Kind kind, std::string_view uri) override;
   void key_removed(TenantId tenant, Kind kind, std::string_view uri) override;
 
-  /** The largest message the servers take; a publish with a bigger notification is refused whole (413). */
+  /**
+   * The largest message the servers take (as the last connect said; 0 before the first); a
+   * publish with a bigger notification is refused whole (413). Never waits for nats.c.
+   */
   [[nodiscard]] std::int64_t max_payload() const noexcept;
   /**
    * The outage policy: while disconnected (or while NATS does not keep up: nats.c's own
@@ -217,6 +220,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   std::atomic<__natsConnection*> conn_{nullptr};
   std::unordered_map<std::string, __natsSubscription*> subs_;  // the interest thread's only
   std::atomic<bool> connected_{false};
+  std::atomic<std::int64_t> max_payload_{0};  // the server's, read at each (re)connect (mark_connected)
   std::atomic<bool> stopping_{false};
   std::mutex closed_mu_;            // nats.c's closed callback (its last) -> the destructor
   std::condition_variable closed_cv_;
@@ -272,6 +276,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   // Heartbeats (nats/peers.h). The instance is random per process, set before the thread starts.
   std::uint64_t instance_ = 0;
   std::string heartbeat_subject_;
+  std::string own_reply_;  // `_mf.<instance>`, the reply subject of what this process sends
   PeerTable peers_;
   uv_timer_t heartbeat_{};
   std::uint64_t heartbeat_seq_ = 0;                // the loop's

@@ -14,6 +14,7 @@ std::string_view reject_name(Reject r) noexcept {
     case Reject::Subject: return "subject";
     case Reject::ReceiveBudget: return "receive_budget";
     case Reject::InboxFull: return "inbox_full";
+    case Reject::Own: return "own";
   }
   return "unknown";
 }

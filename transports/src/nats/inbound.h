@@ -40,11 +40,14 @@ enum class Reject : std::uint8_t {
   Subject,        // the body's kind or URI gives another subject than the one it arrived on
   ReceiveBudget,  // the node's receive budget (--nats-receive-buffer-bytes) was spent
   InboxFull,      // a shard inbox it was for was full (--shard-inbox-max)
+  // This node's own message coming back: no echo is asked of NATS, but a message written to a
+  // server that then stalled can be routed to this node's next connection (on another server).
+  Own,
 };
-inline constexpr std::size_t kRejectReasons = 6;
+inline constexpr std::size_t kRejectReasons = 7;
 using RejectCounts = std::array<std::uint64_t, kRejectReasons>;
 
-/** The label value of a reason: "malformed", "batch", "tenant", "subject", "receive_budget", "inbox_full". */
+/** The label value of a reason: "malformed", "batch", "tenant", "subject", "receive_budget", "inbox_full", "own". */
 [[nodiscard]] std::string_view reject_name(Reject r) noexcept;
 
 /** What check_inbound() found. */

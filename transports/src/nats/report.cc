@@ -86,7 +86,7 @@ BackplaneReport Backplane::report_of(const Stats& s) {
   BackplaneFigure rejected{"mcpfan_backplane_rejected_total", kCounter,
                            "Received messages dropped, by reason: malformed, batch (more than one notification), "
                            "tenant or subject (the body does not match the subject it arrived on), receive_budget, "
-                           "inbox_full.",
+                           "inbox_full, own (this node's own message, back through another server).",
                            "rejected", Form::Count, 0};
   rejected.label = "reason";
   for (std::size_t i = 0; i < kRejectReasons; ++i) {
