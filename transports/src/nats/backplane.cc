@@ -273,9 +273,15 @@ void Backplane::run(std::promise<int> first) {
   if (config_.receive_on_loop()) {
     loop_receive_ = std::make_unique<LoopReceive>(
         &loop_, config_.nats.prefix,
-        [this](std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>& batch) {
+        [this](std::string_view subject, std::string_view reply, std::string_view body,
+               std::vector<Hub::Forwarded>& batch) {
           try {
-            receive(subject, body, &batch);
+            // As on_message(): this process's own message, routed back (its reply subject), is dropped.
+            if (!reply.empty() && reply == own_reply_) {
+              count(Reject::Own);
+            } else {
+              receive(subject, body, &batch);
+            }
           } catch (...) {
             dropped_.fetch_add(1, std::memory_order_relaxed);
           }

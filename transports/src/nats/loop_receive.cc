@@ -68,8 +68,9 @@ void LoopReceive::filter(natsConnection*, natsMsg** msg, void* closure) {
   natsMsg* m = *msg;
   *msg = nullptr;
   ++self->taken_;
-  self->take_(s, std::string_view(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m))),
-              self->batch_);
+  const char* reply = natsMsg_GetReply(m);
+  self->take_(s, reply ? std::string_view(reply) : std::string_view(),
+              std::string_view(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m))), self->batch_);
   if (self->held_.empty()) self->held_since_ms_ = uv_now(self->loop_);
   self->held_.push_back(m);
   self->held_bytes_ += static_cast<std::size_t>(natsMsg_GetDataLength(m)) + s.size();

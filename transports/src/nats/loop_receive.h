@@ -65,8 +65,9 @@ namespace mcpfan::detail::nats {
 
 class LoopReceive {
  public:
-  /** Decodes one message into `batch` (or drops and counts it); on the loop; must not throw. */
-  using Take = std::function<void(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>& batch)>;
+  /** Decodes one message into `batch` (or drops and counts it); on the loop; must not throw. `reply`: "" if none. */
+  using Take = std::function<void(std::string_view subject, std::string_view reply, std::string_view body,
+                                  std::vector<Hub::Forwarded>& batch)>;
   /** Hands `batch` to the hub and counts each item's result; on the loop; must not throw. */
   using Deliver = std::function<void(std::vector<Hub::Forwarded>& batch)>;
   static constexpr std::size_t kMaxBatch = 256;
