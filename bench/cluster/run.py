@@ -198,6 +198,40 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def ctx_switches(pid):
+    """(voluntary, involuntary) context switches summed over the process's threads: a voluntary one is
+    a thread going to sleep (each wake-up of a message's path), the other a preemption."""
+    vol = inv = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        inv += int(line.split()[1])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return vol, inv
+
+
+def thread_switches(pid):
+    """{tid: (name/where it sleeps, voluntary context switches)} of one process (where its wake-ups are)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                name += "/" + f.read().strip()  # where it sleeps: ep_poll (a loop), futex (a condition), ...
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                vol = next(int(l.split()[1]) for l in f if l.startswith("voluntary_ctxt_switches:"))
+            out[tid] = (name, vol)
+        except (OSError, StopIteration):
+            pass
+    return out
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -511,6 +545,8 @@ class Bench:
         m0 = [metrics(x.port) for x in nodes]
         time.sleep(0.3)
         t0 = {p: cpu_ticks(p) for p in watched}
+        cs0 = {p: ctx_switches(p) for p in [x.pid for x in nodes] + [s.pid for s in servers]}
+        th0 = thread_switches(nodes[0].pid)
         box0 = box_cpu()
         w0 = time.time()
         pub.send(f"run {rate} {count} {via} own {OWN_BASE} {first} {n}")
@@ -528,6 +564,8 @@ class Bench:
                 break
             time.sleep(0.1)
         t1 = {p: cpu_ticks(p) for p in watched}
+        cs1 = {p: ctx_switches(p) for p in cs0}
+        th1 = thread_switches(nodes[0].pid)
         box1 = box_cpu()
         wall = time.time() - w0
         m1 = [metrics(x.port) for x in nodes]
@@ -542,6 +580,10 @@ class Bench:
                 "dropped_streams": sum(r["dropped_streams"] for r in reps),
                 "latency_ms": {"p50": lat.get(0.5), "p99": lat.get(0.99), "p999": lat.get(0.999), "max": lat.get("max")},
                 "node_cpu_ms": node_ms, "nats_cpu_ms": nats_ms, "wall_s": wall,
+                # context switches over the run (all threads): the wake-ups per event, less noisy than CPU time
+                "node_ctxsw": [sum(cs1[x.pid][i] - cs0[x.pid][i] for x in nodes) for i in (0, 1)],
+                "nats_ctxsw": [sum(cs1[s.pid][i] - cs0[s.pid][i] for s in servers) for i in (0, 1)],
+                "first_node_thread_ctxsw": {f"{th1[t][0]}/{t}": th1[t][1] - th0.get(t, ("", 0))[1] for t in th1},
                 "loadgen_cpu_ms": sum(t1[p] - t0[p] for p in loadgens) * 1000 / CLK,
                 # the whole box, every process (another build on the machine included)
                 "box_busy_fraction": (box1[0] - box0[0]) / max(1, box1[1] - box0[1]),

@@ -48,7 +48,7 @@ void Hub::targets(const PayloadRef& payload, ShardSet& where) {
   }
 }
 
-Hub::Fanout Hub::post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold) {
+Hub::Fanout Hub::post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold, ShardSet* woken) {
   ShardSet where(shards_.size());
   targets(payload, where);
   if (where.empty()) return Fanout::Unmatched;
@@ -68,7 +68,12 @@ Hub::Fanout Hub::post_one(const PayloadRef& payload, bool refuse, const std::sha
   bool any = false;
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     if (!where.test(i)) continue;
-    shards_[i]->post_reserved(payload, hold);
+    if (woken) {
+      shards_[i]->post_reserved_quiet(payload, hold);
+      woken->set(i);
+    } else {
+      shards_[i]->post_reserved(payload, hold);
+    }
     any = true;
   }
   return any ? Fanout::Posted : Fanout::Full;
@@ -187,6 +192,38 @@ Hub::Delivery Hub::deliver_forwarded(PayloadRef payload, std::shared_ptr<void> h
     case Fanout::Full: break;
   }
   return Delivery::InboxFull;
+}
+
+void Hub::deliver_forwarded(std::vector<Forwarded>& batch) {
+  PublishGate gate(publishing_, closed_);
+  if (!gate.open()) {
+    for (Forwarded& f : batch) f.result = Delivery::Closed;
+    return;
+  }
+  ShardSet woken(shards_.size());
+  std::uint64_t posted = 0;
+  for (Forwarded& f : batch) {
+    switch (post_one(f.payload, true, f.hold, &woken)) {
+      case Fanout::Posted:
+        ++posted;
+        f.result = Delivery::Posted;
+        break;
+      case Fanout::Unmatched:
+        f.result = Delivery::Unmatched;
+        break;
+      case Fanout::Full:
+        f.result = Delivery::InboxFull;
+        break;
+    }
+    // The shards hold their own references now (a hold not posted is released here).
+    f.payload = {};
+    f.hold.reset();
+  }
+  if (posted) published_.fetch_add(posted, std::memory_order_relaxed);
+  // Every shard posted to, once: after its last post, so it sees the whole batch.
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (woken.test(i)) shards_[i]->wake();
+  }
 }
 
 Hub::RereadWave Hub::send_reread_hints() {

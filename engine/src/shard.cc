@@ -133,9 +133,13 @@ bool Shard::reserve(std::size_t n) noexcept {
 void Shard::unreserve(std::size_t n) noexcept { inbox_used_.fetch_sub(n, std::memory_order_relaxed); }
 
 void Shard::post_reserved(PayloadRef payload, std::shared_ptr<void> hold) {
+  post_reserved_quiet(std::move(payload), std::move(hold));
+  wake();
+}
+
+void Shard::post_reserved_quiet(PayloadRef payload, std::shared_ptr<void> hold) {
   std::uint64_t seq = post_seq_.fetch_add(1, std::memory_order_relaxed);
   enqueued_or_die(inbox().queue.enqueue(InboxItem{seq, std::move(payload), nullptr, std::move(hold)}));
-  if (wake_) wake_(wake_arg_);
 }
 
 void Shard::post_bulk_reserved(PayloadRef* payloads, std::size_t n) {

@@ -98,6 +98,46 @@ TEST(ShardInbox, AMessageFromAnotherNodeIsPostedNowhereAndItsHoldGivenBack) {
   EXPECT_TRUE(watch2.expired()) << "the last shard to match it gives the hold back";
 }
 
+// Hub::deliver_forwarded(batch), the backplane's receive on its loop: each item's result is what
+// deliver_forwarded() would say for it, in order, and every shard posted to wakes once per batch.
+TEST(ShardInbox, ABatchFromAnotherNodeWakesEachShardOnceAndSaysWhatBecameOfEachItem) {
+  Hub hub(2, Bound(3));
+  int wakes[2] = {0, 0};
+  for (std::size_t i = 0; i < hub.shard_count(); ++i) {
+    hub.shard(i).set_waker([](void* n) { ++*static_cast<int*>(n); }, &wakes[i]);
+  }
+  ASSERT_TRUE(hub.publish(make_update("file:///local")));  // one of each inbox's 3 places
+  wakes[0] = wakes[1] = 0;
+  std::vector<Hub::Forwarded> batch;
+  std::vector<std::weak_ptr<int>> watch;
+  for (int i = 0; i < 3; ++i) {
+    auto hold = std::make_shared<int>(i);
+    watch.push_back(hold);
+    batch.push_back(Hub::Forwarded{make_update("file:///r" + std::to_string(i)), std::move(hold)});
+  }
+  hub.deliver_forwarded(batch);
+  ASSERT_EQ(batch.size(), 3u);
+  EXPECT_EQ(batch[0].result, Hub::Delivery::Posted);
+  EXPECT_EQ(batch[1].result, Hub::Delivery::Posted);
+  EXPECT_EQ(batch[2].result, Hub::Delivery::InboxFull) << "the inboxes held 3: posted nowhere";
+  EXPECT_EQ(wakes[0], 1) << "one wake-up for the whole batch";
+  EXPECT_EQ(wakes[1], 1);
+  EXPECT_FALSE(batch[0].payload) << "moved into the shards";
+  EXPECT_FALSE(watch[0].expired()) << "held while queued";
+  EXPECT_TRUE(watch[2].expired()) << "not posted: its hold is given back at once";
+  EXPECT_EQ(hub.published(), 3u);
+  DrainAll(hub.shard(0));
+  DrainAll(hub.shard(1));
+  EXPECT_TRUE(watch[0].expired() && watch[1].expired()) << "the last shard to match each gives its hold back";
+  EXPECT_EQ(hub.shard(0).stats().payloads.load(), 3u) << "in order, with the local one";
+  hub.close();
+  std::vector<Hub::Forwarded> late;
+  late.push_back(Hub::Forwarded{make_update("file:///late"), nullptr});
+  hub.deliver_forwarded(late);
+  EXPECT_EQ(late[0].result, Hub::Delivery::Closed);
+  EXPECT_EQ(wakes[0], 1) << "nothing posted after close()";
+}
+
 TEST(ShardInbox, WhatTheDebouncerDecidedIsDroppedWhereTheInboxIsFullAndCounted) {
   Hub hub(1, Bound(1));
   hub.set_debounce(std::chrono::hours(1));

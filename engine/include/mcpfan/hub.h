@@ -139,6 +139,19 @@ class Hub {
    * receive budget's bytes), or at once when it is not posted.
    */
   [[nodiscard]] Delivery deliver_forwarded(PayloadRef payload, std::shared_ptr<void> hold = {});
+  /** One payload of a batch from other nodes, and (filled in) what became of it. */
+  struct Forwarded {
+    PayloadRef payload;
+    std::shared_ptr<void> hold;
+    Delivery result = Delivery::Closed;
+  };
+  /**
+   * deliver_forwarded() for each of `batch`, in order, with one wake-up per shard for the whole
+   * batch instead of one per payload (the NATS backplane's receive on its loop: a read's
+   * messages together). Each item's `result` says what became of it, as deliver_forwarded()'s
+   * would. Thread-safe; the items' payloads and holds are moved out.
+   */
+  void deliver_forwarded(std::vector<Forwarded>& batch);
   /**
    * "This may have changed, re-read it", to every local subscription (with routing on: what
    * interest() holds): a notifications/resources/updated for each resource key (a prefix key's
@@ -174,7 +187,9 @@ class Hub {
    * full shard misses it (counted there). `nowhere` (optional) gets how many matched no shard.
    */
   Fanout fan_out(const std::vector<PayloadRef>& payloads, bool refuse, std::size_t* nowhere = nullptr);
-  Fanout post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold = {});
+  // `woken` (optional): post quietly and mark the shards posted to, for the caller to wake() once.
+  Fanout post_one(const PayloadRef& payload, bool refuse, const std::shared_ptr<void>& hold = {},
+                  ShardSet* woken = nullptr);
   void targets(const PayloadRef& payload, ShardSet& where);
   /** Local fan-out of each notification's payload, then the forwarded ones to the forwarder; false if refused (Full).
    */

@@ -209,6 +209,16 @@ class Shard {
    * shard it went to, so the last one gives them back.
    */
   void post_reserved(PayloadRef payload, std::shared_ptr<void> hold = {});
+  /**
+   * post_reserved() without the wake-up: the caller posts several and then calls wake() once
+   * (Hub::deliver_forwarded(batch): one wake-up per shard for a whole NATS read). Until wake()
+   * the payload sits in the inbox unseen by a sleeping loop, so a caller must always follow up.
+   */
+  void post_reserved_quiet(PayloadRef payload, std::shared_ptr<void> hold = {});
+  /** Wakes the owning loop (the waker set_waker() gave), as every post does. */
+  void wake() noexcept {
+    if (wake_) wake_(wake_arg_);
+  }
   void post_bulk_reserved(PayloadRef* payloads, std::size_t n);
   /** reserve() then post_reserved(): false (nothing queued, counted) when the inbox is full. */
   bool post(PayloadRef payload);

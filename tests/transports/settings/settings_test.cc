@@ -131,7 +131,7 @@ TEST(Settings, CheckRefusesAWordNotDeclared) {
       field = kept;
     }
   });
-  EXPECT_EQ(words, 2);  // --nats-io, --readyz-backplane
+  EXPECT_EQ(words, 3);  // --nats-io, --nats-receive, --readyz-backplane
 }
 
 

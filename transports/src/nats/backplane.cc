@@ -247,6 +247,8 @@ bool Backplane::try_connect() {
   natsConnection* c = nullptr;
   natsStatus s = natsConnection_Connect(&c, opts_);
   if (c) conn_.store(c, std::memory_order_release);
+  // On the loop, before its first read of a message (the subscriptions come from the tick).
+  if (c && loop_receive_) loop_receive_->attach(c);
   if (s == NATS_OK) mark_connected(c);
   last_connect_ = static_cast<int>(s);
   return s == NATS_OK || s == NATS_NOT_YET_CONNECTED;  // else (on the loop): retried by the tick
@@ -268,6 +270,35 @@ void Backplane::run(std::promise<int> first) {
   batch_timer_.data = this;
   uv_timer_init(&loop_, &heartbeat_);
   heartbeat_.data = this;
+  if (config_.receive_on_loop()) {
+    loop_receive_ = std::make_unique<LoopReceive>(
+        &loop_, config_.nats.prefix,
+        [this](std::string_view subject, std::string_view reply, std::string_view body,
+               std::vector<Hub::Forwarded>& batch) {
+          try {
+            // As on_message(): this process's own message, routed back (its reply subject), is dropped.
+            if (!reply.empty() && reply == own_reply_) {
+              count(Reject::Own);
+            } else {
+              receive(subject, body, &batch);
+            }
+          } catch (...) {
+            dropped_.fetch_add(1, std::memory_order_relaxed);
+          }
+        },
+        [this](std::vector<Hub::Forwarded>& batch) {
+          try {  // on the loop's check phase: nothing may escape into libuv
+            hub_.deliver_forwarded(batch);
+            for (const Hub::Forwarded& f : batch) count(f.result);
+          } catch (...) {
+            dropped_.fetch_add(batch.size(), std::memory_order_relaxed);
+          }
+        });
+  }
+  logger().write(LogLevel::Info, "nats_receive",
+                 loop_receive_ ? "messages from other nodes are taken on the backplane's loop, one batch per read"
+                               : "messages from other nodes are taken by nats.c's delivery thread",
+                 {{"node", node_name_}});
   (void)try_connect();
   const auto outcome = static_cast<natsStatus>(last_connect_);
   if (outcome != NATS_OK) {  // what is forwarded until the first connect waits, and is logged when it goes
@@ -416,7 +447,13 @@ void Backplane::close_loop() {  // the stop signal's callback: once
 
 void Backplane::close_connection() {
   // No more deliveries into the hub from here; on the loop the adapter detaches here too.
+  if (loop_receive_) loop_receive_->detach(conn_.load(std::memory_order_acquire));
   if (natsConnection* c = conn_.load(std::memory_order_acquire)) natsConnection_Close(c);
+  if (loop_receive_) {
+    loop_receive_->close();
+    logger().write(LogLevel::Info, "nats_receive_stop", "messages taken from NATS on the backplane's loop",
+                   {log::num("messages", loop_receive_->taken()), log::num("batches", loop_receive_->batches())});
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&batch_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&heartbeat_), nullptr);
@@ -514,7 +551,7 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
   natsMsg_Destroy(msg);
 }
 
-void Backplane::receive(std::string_view subject, std::string_view body) {
+void Backplane::receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch) {
   received_.fetch_add(1, std::memory_order_relaxed);
   // One decoder per delivery thread (it owns a reusable parser).
   thread_local PublishDecoder decoder(config_.limits);
@@ -545,7 +582,15 @@ void Backplane::receive(std::string_view subject, std::string_view body) {
     return;
   }
   auto hold = std::make_shared<Hold>(Hold{receive_budget_, std::move(reserved)});
-  switch (hub_.deliver_forwarded(std::move(in.payload), std::move(hold))) {
+  if (batch) {
+    batch->push_back(Hub::Forwarded{std::move(in.payload), std::move(hold)});
+    return;
+  }
+  count(hub_.deliver_forwarded(std::move(in.payload), std::move(hold)));
+}
+
+void Backplane::count(Hub::Delivery d) noexcept {
+  switch (d) {
     case Hub::Delivery::Posted: break;
     case Hub::Delivery::Unmatched: unmatched_.fetch_add(1, std::memory_order_relaxed); break;
     case Hub::Delivery::InboxFull:

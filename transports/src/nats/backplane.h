@@ -9,10 +9,12 @@
 //  - Out: the node that accepts a publish delivers it locally and sends each notification as
 //    one NATS message, the publish-API object {"tenant","method","params"} (encode_publish_
 //    message) on its subject. The connection never receives its own messages (no echo).
-//  - In: nats.c's delivery thread checks and decodes a message once (nats/inbound.h: one
-//    notification per message, its tenant decided by the subject it arrived on, anything
-//    else dropped and counted by reason) and hands the payload to the thread-safe
-//    Hub::deliver_forwarded(); no socket is touched from nats.c's threads. What has been
+//  - In: a message is checked and decoded once (nats/inbound.h: one notification per message,
+//    its tenant decided by the subject it arrived on, anything else dropped and counted by
+//    reason) and its payload handed to the thread-safe Hub::deliver_forwarded(): on the
+//    backplane's loop, a read's messages as one batch (--nats-receive loop, nats/loop_receive.h),
+//    or on nats.c's delivery thread, one by one (pool; also with --nats-io threads, or a libnats
+//    without the hook); no socket is touched from nats.c's threads. What has been
 //    received and not yet matched by every shard it goes to holds bytes of one receive budget
 //    (--nats-receive-buffer-bytes; the shard inboxes release them); a message that does not
 //    fit, or whose shard inbox is full, is dropped and counted by reason. Debouncing happened where the publish was
@@ -21,7 +23,8 @@
 //    over-match, a folded tenant's wildcard, or a subscriber that just left).
 //  - Loss a node cannot see (nats/peers.h): every --nats-heartbeat-ms the loop publishes this
 //    process's heartbeat on <prefix>.v1.~hb (after whatever it sent before, on the same
-//    connection); heartbeats heard from other nodes go to the PeerTable, and a miss it reports
+//    connection); heartbeats heard from other nodes (on nats.c's delivery thread: the loop's
+//    receive leaves that subject to it) go to the PeerTable, and a miss it reports
 //    (a skipped sequence, a peer's own faults, a peer first heard late or gone silent) makes
 //    this node send its listeners re-read hints, a settle delay later (so that interest the
 //    healed path carries has arrived: what is sent after the hint reaches this node).
@@ -30,7 +33,8 @@
 //    meanwhile), a shared delivery thread pool instead of a thread per subscription, bounded
 //    pending messages per subscription (65,536 and the receive budget's bytes) with
 //    slow-consumer drops counted. That queue, ahead of the delivery thread, is outside the
-//    receive budget: nats.c 3.4.1 offers no hook before it.
+//    receive budget: with --nats-receive pool it is used (no public hook before it); on the
+//    loop (LoopReceive) messages are taken before it.
 //
 // Delivery across nodes is at-most-once, in order per publisher and subject. While
 // disconnected, local delivery goes on; notifications for other nodes wait in a bounded
@@ -42,7 +46,9 @@
 // what the debouncer holds can never pass it.
 //
 // Thread-safety: key_added/key_removed run on shard loops, admit() and forward() on any thread,
-// stats() and report() anywhere; all are thread-safe. Lifetime: created by start_backplane()
+// stats() and report() anywhere; all are thread-safe. receive() runs on the backplane's loop
+// (--nats-receive loop: LoopReceive, which the loop owns) or on nats.c's delivery thread (pool);
+// it touches only atomics, the thread-safe hub and a decoder of its own thread. Lifetime: created by start_backplane()
 // (backplane/backplane.h) in Server::start() before the workers, destroyed by Server::stop()
 // after them (so no shard calls a destroyed listener); the Hub outlives it.
 #include <array>
@@ -68,6 +74,7 @@
 #include "mcpfan/transport/server_config.h"
 #include "nats/inbound.h"
 #include "nats/interest.h"
+#include "nats/loop_receive.h"
 #include "nats/peers.h"
 #include "server/log.h"
 
@@ -97,6 +104,10 @@ struct BackplaneConfig {
 
   /** nats.io as the enum: anything but "threads" (refused before a start) is libuv's. */
   [[nodiscard]] NatsIo io() const noexcept { return nats.io == "threads" ? NatsIo::Threads : NatsIo::Libuv; }
+  /** Received messages taken on the backplane's loop (nats/loop_receive.h): "loop" with libuv IO and the hook. */
+  [[nodiscard]] bool receive_on_loop() const noexcept {
+    return nats.receive != "pool" && io() == NatsIo::Libuv && LoopReceive::available();
+  }
 };
 
 class Backplane final : public mcpfan::detail::Backplane {
@@ -190,7 +201,9 @@ class Backplane final : public mcpfan::detail::Backplane {
   static void on_message(__natsConnection* nc, __natsSubscription* sub, __natsMsg* msg, void* closure);
   static void on_subscription_complete(void* closure);
   void track_handler(__natsSubscription* sub);  // pending limits, and the handler counted until its on-complete
-  void receive(std::string_view subject, std::string_view body);
+  // Checks and decodes one message; delivers it now, or (with `batch`, on the loop) appends it there.
+  void receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch = nullptr);
+  void count(Hub::Delivery d) noexcept;  // a delivery's result into the counters
   void count(Reject r) noexcept { rejected_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
   static std::int64_t cost(const Notification& m);
@@ -253,6 +266,9 @@ class Backplane final : public mcpfan::detail::Backplane {
   uv_async_t stop_{};
   uv_async_t flush_{};             // forward() -> the loop: something to send
   uv_timer_t batch_timer_{};       // the end of the batch window
+  // --nats-receive loop: created on the loop before the first connect, closed with the loop's
+  // handles (close_connection); null on the pool.
+  std::unique_ptr<LoopReceive> loop_receive_;
   std::uint64_t last_send_us_ = 0; // the loop thread's
   bool loop_ready_ = false;
   int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status

@@ -214,6 +214,9 @@ struct NatsConfig {
   std::size_t max_subjects = 1'000'000;  // past it the tenant with the most subjects is folded into one
   std::uint64_t batch_window_us = 1000;  // after a send to NATS, later ones wait up to this long to leave together
   std::string io = "libuv";     // the NATS socket IO: "libuv" (the backplane's own loop) or "threads" (nats.c's)
+  // Received messages: "loop" (taken on the backplane's loop, handed to the workers one batch per
+  // read; needs io "libuv", else it is "pool") or "pool" (nats.c's delivery thread, one hand-off each)
+  std::string receive = "loop";
   bool publish_batching = false;  // nats.c's flusher thread waits 1 ms to batch; off: sent at once (libuv: next turn)
   // nats.c's shared delivery pool (process-wide); 0 = its default, a thread per subscription
   int delivery_threads = 1;

@@ -66,6 +66,7 @@ inline constexpr double kHour = 3'600'000;  // ms
 inline constexpr double kGiB = 1u << 30;
 
 inline constexpr std::string_view kNatsIo[] = {"libuv", "threads"};
+inline constexpr std::string_view kNatsReceive[] = {"loop", "pool"};
 inline constexpr std::string_view kReadyzBackplane[] = {"ignore", "require"};
 
 /** What else a declaration says, or'ed: applied by reload(), checked by the parser too (CliCheck). */
@@ -232,6 +233,10 @@ void for_each_setting(Config& c, Visit&& v) {
           "where the NATS connection's socket IO runs: libuv (the backplane's own loop; writes at once, "
           "batches under load) or threads (nats.c's reader and flusher threads)"),
     c.nats.io);
+  v(words("--nats-receive", "nats.receive", kNatsReceive,
+          "where messages from other nodes are taken: loop (on the backplane's own loop, handed to the workers "
+          "one batch per read; with --nats-io libuv) or pool (nats.c's delivery thread, one hand-off each)"),
+    c.nats.receive);
   v(plain("--nats-publish-batching", "nats.publish_batching",
           "let nats.c's flusher thread batch outgoing messages (it waits 1 ms before each write: +1 ms per hop)"),
     c.nats.publish_batching);
