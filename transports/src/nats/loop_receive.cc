@@ -13,7 +13,9 @@ void natsConn_setFilterWithClosure(natsConnection* nc, mcpfan_nats_msg_filter f,
 namespace mcpfan::detail::nats {
 
 bool LoopReceive::available() noexcept {
-  return &natsConn_setFilterWithClosure != nullptr;
+  // The hook's signature is what nats.c 3.x has (3.4.1 read, and its master); a libnats of
+  // another major version is not trusted with it, whatever it exports.
+  return &natsConn_setFilterWithClosure != nullptr && (nats_GetVersionNumber() >> 16) == 3;
 }
 
 bool LoopReceive::is_data_subject(std::string_view prefix, std::string_view subject) noexcept {

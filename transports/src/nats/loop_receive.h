@@ -14,7 +14,8 @@
 // conn.h: its test hook), which nats.c calls on the parsing thread for every message of a known
 // subscription before it queues the message; a filter that takes the message (sets it to null)
 // ends nats.c's handling of it. This file uses that hook and nothing else of nats.c's insides.
-// The symbol is weak: a libnats without it leaves available() false, and the backplane uses
+// The symbol is weak, and trusted only from a libnats of major version 3: another leaves
+// available() false, and the backplane uses
 // nats.c's delivery pool as before (it logs which). The subscriptions stay asynchronous, so
 // whatever the filter leaves (below) still reaches their handler.
 //
