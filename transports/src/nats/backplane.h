@@ -48,7 +48,10 @@
 // Thread-safety: key_added/key_removed run on shard loops, admit() and forward() on any thread,
 // stats() and report() anywhere; all are thread-safe. receive() runs on the backplane's loop
 // (--nats-receive loop: LoopReceive, which the loop owns) or on nats.c's delivery thread (pool);
-// it touches only atomics, the thread-safe hub and a decoder of its own thread. Lifetime: created by start_backplane()
+// it touches only atomics, the thread-safe hub and a decoder of its own thread. Heartbeats:
+// beat() and send_heartbeat() on the loop, hear() on nats.c's delivery thread (the loop's
+// filter leaves <prefix>.v1.~hb to it), note_miss()/note_fault() anywhere (atomics), the
+// PeerTable behind its own mutex. Lifetime: created by start_backplane()
 // (backplane/backplane.h) in Server::start() before the workers, destroyed by Server::stop()
 // after them (so no shard calls a destroyed listener); the Hub outlives it.
 #include <array>
