@@ -9,8 +9,8 @@
 #include <random>
 
 #include "nats/libuv_adapter.h"
-#include "server/log.h"
 #include "nats/subjects.h"
+#include "server/log.h"
 
 namespace mcpfan::detail::nats {
 
@@ -54,9 +54,8 @@ std::uint64_t random_instance() {
 
 // `_mf.<16 hex>`: the reply subject of every notification this process sends (see send()).
 std::string own_reply_subject(std::uint64_t instance) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "_mf.";
-  for (int shift = 60; shift >= 0; shift -= 4) out += kHex[(instance >> shift) & 15u];
+  append_instance_hex(out, instance);
   return out;
 }
 
@@ -111,7 +110,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
       std::lock_guard lock(b->queue_mu_);
       b->in_outage_ = true;
     }
-    if (b->stopping_.load(std::memory_order_acquire)) return;  // our own close at stop()
+    if (b->stopping_.load(std::memory_order_acquire)) return;   // our own close at stop()
     b->reread_pending_.store(true, std::memory_order_release);  // what other nodes sent meanwhile is lost to us
     b->note_fault();  // and what we had just written may never have reached the server: our peers hear of it
     b->logger().write(
@@ -151,7 +150,7 @@ Result<std::unique_ptr<Backplane>> Backplane::start(BackplaneConfig config, Hub&
   b->loop_ready_ = true;
   if ((s = natsOptions_SetServers(opts, url_ptrs.data(), static_cast<int>(url_ptrs.size()))) != NATS_OK ||
       (s = natsOptions_SetName(opts, name.c_str())) != NATS_OK ||
-      (s = natsOptions_SetNoEcho(opts, true)) != NATS_OK ||  // never our own messages back
+      (s = natsOptions_SetNoEcho(opts, true)) != NATS_OK ||      // never our own messages back
       (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||  // a tier never gives up (default: 60 tries)
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetReconnectJitter(opts, 100, 1000)) != NATS_OK ||
@@ -276,12 +275,7 @@ void Backplane::run(std::promise<int> first) {
         [this](std::string_view subject, std::string_view reply, std::string_view body,
                std::vector<Hub::Forwarded>& batch) {
           try {
-            // As on_message(): this process's own message, routed back (its reply subject), is dropped.
-            if (!reply.empty() && reply == own_reply_) {
-              count(Reject::Own);
-            } else {
-              receive(subject, body, &batch);
-            }
+            receive(subject, reply, body, &batch);
           } catch (...) {
             dropped_.fetch_add(1, std::memory_order_relaxed);
           }
@@ -316,7 +310,8 @@ void Backplane::run(std::promise<int> first) {
     uv_timer_start(
         &tick_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->tick(); }, kInterestTickMs, kInterestTickMs);
     if (const std::uint64_t every = config_.nats.heartbeat_ms; every > 0) {
-      uv_timer_start(&heartbeat_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->beat(); }, every, every);
+      uv_timer_start(
+          &heartbeat_, [](uv_timer_t* h) { static_cast<Backplane*>(h->data)->beat(); }, every, every);
     }
   }
   first.set_value(last_connect_);
@@ -375,12 +370,13 @@ void Backplane::maybe_send_reread_hints() {
 void Backplane::note_miss(std::uint64_t delay_ms) {
   const std::uint64_t due = steady_ms() + delay_ms;
   std::uint64_t was = reread_not_before_ms_.load(std::memory_order_relaxed);
-  while (was < due && !reread_not_before_ms_.compare_exchange_weak(was, due, std::memory_order_acq_rel)) {
-  }
+  while (was < due && !reread_not_before_ms_.compare_exchange_weak(was, due, std::memory_order_acq_rel)) {}
   reread_pending_.store(true, std::memory_order_release);
 }
 
-void Backplane::note_fault() { faults_.fetch_add(1, std::memory_order_relaxed); }
+void Backplane::note_fault() {
+  faults_.fetch_add(1, std::memory_order_relaxed);
+}
 
 void Backplane::beat() {
   if (stopping_.load(std::memory_order_acquire)) return;
@@ -401,8 +397,13 @@ void Backplane::send_heartbeat(bool leaving) {
   natsConnection* c = conn_.load(std::memory_order_acquire);
   // While disconnected none is sent: our peers hear our faults after the reconnect.
   if (c == nullptr || !connected() || config_.nats.heartbeat_ms == 0) return;
-  Heartbeat hb{instance_,  node_name_, ++heartbeat_seq_, faults_.load(std::memory_order_relaxed),
-               sent_.load(std::memory_order_relaxed), config_.nats.heartbeat_ms, leaving};
+  Heartbeat hb{instance_,
+               node_name_,
+               ++heartbeat_seq_,
+               faults_.load(std::memory_order_relaxed),
+               sent_.load(std::memory_order_relaxed),
+               config_.nats.heartbeat_ms,
+               leaving};
   const std::string body = encode_heartbeat(hb);
   // A failed one still used its number: the peers see the gap and send hints, which is right.
   if (natsConnection_Publish(c, heartbeat_subject_.c_str(), body.data(), static_cast<int>(body.size())) == NATS_OK) {
@@ -421,9 +422,7 @@ void Backplane::hear(std::string_view body) {
   // The path is back (this heartbeat came through it); the interest it carries may still be
   // arriving at the servers, so the hints wait a settle delay: what is sent after them reaches us.
   note_miss(config_.nats.settle_ms);
-  const char* why = miss == PeerTable::Miss::Gap      ? "gap"
-                    : miss == PeerTable::Miss::Faults ? "faults"
-                                                      : "late";
+  const char* why = miss == PeerTable::Miss::Gap ? "gap" : miss == PeerTable::Miss::Faults ? "faults" : "late";
   logger().write(LogLevel::Warn, "nats_peer_miss",
                  "another node's heartbeats show that notifications it sent may be lost to this node; its listeners "
                  "get re-read hints",
@@ -442,7 +441,8 @@ void Backplane::close_loop() {  // the stop signal's callback: once
   uv_timer_stop(&batch_timer_);
   uv_timer_stop(&heartbeat_);
   uv_timer_stop(&tick_);
-  uv_timer_start(&tick_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->close_connection(); }, kFinalWriteMs, 0);
+  uv_timer_start(
+      &tick_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->close_connection(); }, kFinalWriteMs, 0);
 }
 
 void Backplane::close_connection() {
@@ -542,17 +542,24 @@ void Backplane::on_message(natsConnection*, natsSubscription*, natsMsg* msg, voi
     const std::string_view s = subject ? std::string_view(subject) : std::string_view();
     const std::string_view body(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
     const char* reply = natsMsg_GetReply(msg);
-    if (s == self->heartbeat_subject_) self->hear(body);
-    else if (reply != nullptr && self->own_reply_ == reply) self->count(Reject::Own);
-    else self->receive(s, body);
+    if (s == self->heartbeat_subject_)
+      self->hear(body);
+    else
+      self->receive(s, reply ? std::string_view(reply) : std::string_view(), body);
   } catch (...) {
     self->dropped_.fetch_add(1, std::memory_order_relaxed);
   }
   natsMsg_Destroy(msg);
 }
 
-void Backplane::receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch) {
+void Backplane::receive(std::string_view subject, std::string_view reply, std::string_view body,
+                        std::vector<Hub::Forwarded>* batch) {
   received_.fetch_add(1, std::memory_order_relaxed);
+  // This process's own message, routed back through another server (its reply subject names us).
+  if (!reply.empty() && reply == own_reply_) {
+    count(Reject::Own);
+    return;
+  }
   // One decoder per delivery thread (it owns a reusable parser).
   thread_local PublishDecoder decoder(config_.limits);
   // The subject decides the tenant, and a message is one notification (nats/inbound.h).
@@ -591,17 +598,23 @@ void Backplane::receive(std::string_view subject, std::string_view body, std::ve
 
 void Backplane::count(Hub::Delivery d) noexcept {
   switch (d) {
-    case Hub::Delivery::Posted: break;
-    case Hub::Delivery::Unmatched: unmatched_.fetch_add(1, std::memory_order_relaxed); break;
+    case Hub::Delivery::Posted:
+      break;
+    case Hub::Delivery::Unmatched:
+      unmatched_.fetch_add(1, std::memory_order_relaxed);
+      break;
     case Hub::Delivery::InboxFull:
       count(Reject::InboxFull);
       reread_pending_.store(true, std::memory_order_release);
       break;
-    case Hub::Delivery::Closed: break;  // the server stops
+    case Hub::Delivery::Closed:
+      break;  // the server stops
   }
 }
 
-std::int64_t Backplane::max_payload() const noexcept { return max_payload_.load(std::memory_order_relaxed); }
+std::int64_t Backplane::max_payload() const noexcept {
+  return max_payload_.load(std::memory_order_relaxed);
+}
 
 bool Backplane::settled() const {
   return connected() && steady_ms() >= connected_at_ms_.load(std::memory_order_relaxed) + config_.nats.settle_ms;
@@ -619,8 +632,9 @@ void Backplane::on_flush_request() {
   if (now >= due) {
     release_queue();
   } else if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&batch_timer_))) {
-    uv_timer_start(&batch_timer_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->release_queue(); },
-                   (due - now + 999) / 1000, 0);
+    uv_timer_start(
+        &batch_timer_, [](uv_timer_t* t) { static_cast<Backplane*>(t->data)->release_queue(); },
+        (due - now + 999) / 1000, 0);
   }
 }
 
@@ -662,9 +676,9 @@ std::optional<BackplaneRefusal> Backplane::admit(std::vector<Notification>& note
   const std::int64_t max = max_payload();
   for (const Notification& n : notes) {
     if (max > 0 && static_cast<std::int64_t>(n.message.size()) > max) {
-      return BackplaneRefusal{BackplaneRefusal::Why::TooLarge,
-                              "a notification of " + std::to_string(n.message.size()) +
-                                  " bytes exceeds the NATS servers' max_payload of " + std::to_string(max)};
+      return BackplaneRefusal{BackplaneRefusal::Why::TooLarge, "a notification of " + std::to_string(n.message.size()) +
+                                                                   " bytes exceeds the NATS servers' max_payload of " +
+                                                                   std::to_string(max)};
     }
   }
   if (!can_take(notes)) {
@@ -698,9 +712,9 @@ void Backplane::send(const Notification& n) {
   std::string subject;
   append_subject(subject, config_.nats.prefix, n.tenant, n.kind, n.uri);
   // The reply subject names this process (nobody answers): a receiver drops its own messages by it.
-  natsStatus s = natsConnection_PublishRequest(conn_.load(std::memory_order_acquire), subject.c_str(),
-                                               own_reply_.c_str(), n.message.data(),
-                                               static_cast<int>(n.message.size()));
+  natsStatus s =
+      natsConnection_PublishRequest(conn_.load(std::memory_order_acquire), subject.c_str(), own_reply_.c_str(),
+                                    n.message.data(), static_cast<int>(n.message.size()));
   (s == NATS_OK ? sent_ : dropped_).fetch_add(1, std::memory_order_relaxed);
   if (s != NATS_OK) note_fault();
 }

@@ -120,24 +120,24 @@ class Backplane final : public mcpfan::detail::Backplane {
     std::size_t subjects = 0;
     std::uint64_t sub_ops = 0;
     std::uint64_t unsub_ops = 0;
-    std::uint64_t received = 0;    // messages taken from NATS
-    std::uint64_t unmatched = 0;   // received, but matching no local subscription (tenant or URI)
-    std::uint64_t dropped = 0;     // slow-consumer drops, failed publishes, refused subjects
+    std::uint64_t received = 0;   // messages taken from NATS
+    std::uint64_t unmatched = 0;  // received, but matching no local subscription (tenant or URI)
+    std::uint64_t dropped = 0;    // slow-consumer drops, failed publishes, refused subjects
     std::uint64_t sent = 0;
-    std::uint64_t refused = 0;     // publishes refused while disconnected with the outage buffer full
+    std::uint64_t refused = 0;          // publishes refused while disconnected with the outage buffer full
     std::size_t compacted_tenants = 0;  // tenants subscribed as one `<prefix>.v1.<tenant>.>` (subject bound reached)
     std::uint64_t compactions = 0;
-    std::size_t queued = 0;        // notifications waiting for the backplane (outage, settle delay)
-    std::int64_t held_bytes = 0;   // the outage budget in use: admitted, not yet sent (queued or held by the debouncer)
+    std::size_t queued = 0;       // notifications waiting for the backplane (outage, settle delay)
+    std::int64_t held_bytes = 0;  // the outage budget in use: admitted, not yet sent (queued or held by the debouncer)
     std::int64_t receive_bytes = 0;  // the receive budget in use: received, not yet matched by the shards
-    double lag_seconds = 0;        // how long the oldest of them has waited (0: none waits)
-    RejectCounts rejected{};       // received messages dropped, by Reject reason (nats/inbound.h)
-    double blind_seconds = 0;      // disconnected since this long (0: connected)
+    double lag_seconds = 0;          // how long the oldest of them has waited (0: none waits)
+    RejectCounts rejected{};         // received messages dropped, by Reject reason (nats/inbound.h)
+    double blind_seconds = 0;        // disconnected since this long (0: connected)
     std::uint64_t reread_waves = 0;  // times every local listener was sent re-read hints (after a miss)
     std::uint64_t reread_hints = 0;  // hints those waves posted
     std::uint64_t faults = 0;        // times this node may have lost what it sent (announced in its heartbeats)
     std::uint64_t heartbeats_sent = 0;
-    PeerTable::Stats peers{};        // other nodes, as their heartbeats tell
+    PeerTable::Stats peers{};  // other nodes, as their heartbeats tell
   };
 
   /** Connects (in the background if the servers do not answer yet) and starts the interest thread. */
@@ -191,12 +191,12 @@ class Backplane final : public mcpfan::detail::Backplane {
   void mark_connected(__natsConnection* nc);
   [[nodiscard]] log::Logger& logger() const noexcept { return config_.logger ? *config_.logger : log::current(); }
   void tick();
-  void maybe_send_reread_hints();  // on the loop: after an observed miss, once settled
-  void beat();                     // on the loop, every --nats-heartbeat-ms: sweep the peers, send ours
-  void send_heartbeat(bool leaving);  // on the loop
-  void hear(std::string_view body);  // nats.c's delivery thread: a heartbeat from another node
+  void maybe_send_reread_hints();          // on the loop: after an observed miss, once settled
+  void beat();                             // on the loop, every --nats-heartbeat-ms: sweep the peers, send ours
+  void send_heartbeat(bool leaving);       // on the loop
+  void hear(std::string_view body);        // nats.c's delivery thread: a heartbeat from another node
   void note_miss(std::uint64_t delay_ms);  // any thread: re-read hints due, at the earliest `delay_ms` from now
-  void note_fault();  // any thread: this node may have lost something it sent (announced to its peers)
+  void note_fault();        // any thread: this node may have lost something it sent (announced to its peers)
   void close_loop();        // on the loop, at the stop signal: sends what is queued, then close_connection()
   void close_connection();  // closes the connection and the loop's handles
   void apply(const std::vector<InterestTable::Op>& ops);
@@ -205,7 +205,10 @@ class Backplane final : public mcpfan::detail::Backplane {
   static void on_subscription_complete(void* closure);
   void track_handler(__natsSubscription* sub);  // pending limits, and the handler counted until its on-complete
   // Checks and decodes one message; delivers it now, or (with `batch`, on the loop) appends it there.
-  void receive(std::string_view subject, std::string_view body, std::vector<Hub::Forwarded>* batch = nullptr);
+  // One data message, by either receive path: its own (by `reply`) dropped, else checked and delivered
+  // (into `batch` when given, else at once).
+  void receive(std::string_view subject, std::string_view reply, std::string_view body,
+               std::vector<Hub::Forwarded>* batch = nullptr);
   void count(Hub::Delivery d) noexcept;  // a delivery's result into the counters
   void count(Reject r) noexcept { rejected_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] bool settled() const;  // connected, and the settle delay has passed
@@ -225,9 +228,9 @@ class Backplane final : public mcpfan::detail::Backplane {
   std::atomic<bool> connected_{false};
   std::atomic<std::int64_t> max_payload_{0};  // the server's, read at each (re)connect (mark_connected)
   std::atomic<bool> stopping_{false};
-  std::mutex closed_mu_;            // nats.c's closed callback (its last) -> the destructor
+  std::mutex closed_mu_;  // nats.c's closed callback (its last) -> the destructor
   std::condition_variable closed_cv_;
-  bool closed_cb_ = false;          // guarded by closed_mu_
+  bool closed_cb_ = false;  // guarded by closed_mu_
   // Subscriptions whose message handler may still run: nats.c's on-complete callback (after
   // the handler's last return) counts each down; the destructor waits for zero before it
   // frees what on_message() uses. Guarded by closed_mu_.
@@ -238,7 +241,7 @@ class Backplane final : public mcpfan::detail::Backplane {
   std::atomic<bool> reread_pending_{false};
   std::atomic<std::uint64_t> reread_not_before_ms_{0};  // steady clock: no wave before it (a peer's miss)
   std::atomic<std::uint64_t> blind_since_ms_{0};  // steady clock: the disconnect (or the start) while disconnected
-  std::uint64_t last_reread_ms_ = 0;  // loop-affine
+  std::uint64_t last_reread_ms_ = 0;              // loop-affine
   std::atomic<std::uint64_t> reread_waves_{0}, reread_hints_{0};
   static constexpr std::uint64_t kRereadIntervalMs = 1000;
   std::array<std::atomic<std::uint64_t>, kRejectReasons> rejected_{};
@@ -258,23 +261,23 @@ class Backplane final : public mcpfan::detail::Backplane {
   // --nats-receive-buffer-bytes. Shared: a shard's inbox may still hold a message's
   // reservation when the backplane is gone (the hub and its shards outlive it).
   std::shared_ptr<ByteBudget> receive_budget_;
-  bool flush_requested_ = false;   // guarded by queue_mu_: the loop has been asked to send
+  bool flush_requested_ = false;  // guarded by queue_mu_: the loop has been asked to send
   std::atomic<std::uint64_t> connected_at_ms_{0};
-  std::string node_name_;           // the connection's name, for the log (set before the thread starts)
+  std::string node_name_;                    // the connection's name, for the log (set before the thread starts)
   std::atomic<bool> ever_connected_{false};  // the first connect logs "connected", later ones "reconnected"
-  bool in_outage_ = false;         // guarded by queue_mu_: disconnected since the last release (logged at it)
+  bool in_outage_ = false;                   // guarded by queue_mu_: disconnected since the last release (logged at it)
   // The backplane thread's loop: socket IO (NatsIo::Libuv), the interest tick, the stop signal.
   uv_loop_t loop_{};
   uv_timer_t tick_{};
   uv_async_t stop_{};
-  uv_async_t flush_{};             // forward() -> the loop: something to send
-  uv_timer_t batch_timer_{};       // the end of the batch window
+  uv_async_t flush_{};        // forward() -> the loop: something to send
+  uv_timer_t batch_timer_{};  // the end of the batch window
   // --nats-receive loop: created on the loop before the first connect, closed with the loop's
   // handles (close_connection); null on the pool.
   std::unique_ptr<LoopReceive> loop_receive_;
-  std::uint64_t last_send_us_ = 0; // the loop thread's
+  std::uint64_t last_send_us_ = 0;  // the loop thread's
   bool loop_ready_ = false;
-  int last_connect_ = 0;          // the loop thread's: the last natsConnection_Connect status
+  int last_connect_ = 0;  // the loop thread's: the last natsConnection_Connect status
   std::uint64_t connect_ticks_ = 0;
   // Heartbeats (nats/peers.h). The instance is random per process, set before the thread starts.
   std::uint64_t instance_ = 0;
@@ -282,8 +285,8 @@ class Backplane final : public mcpfan::detail::Backplane {
   std::string own_reply_;  // `_mf.<instance>`, the reply subject of what this process sends
   PeerTable peers_;
   uv_timer_t heartbeat_{};
-  std::uint64_t heartbeat_seq_ = 0;                // the loop's
-  __natsSubscription* heartbeat_sub_ = nullptr;    // the loop's; nats.c renews it on every reconnect
+  std::uint64_t heartbeat_seq_ = 0;              // the loop's
+  __natsSubscription* heartbeat_sub_ = nullptr;  // the loop's; nats.c renews it on every reconnect
   std::atomic<std::uint64_t> faults_{0}, heartbeats_sent_{0};
   std::thread thread_;
 };

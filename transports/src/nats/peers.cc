@@ -23,9 +23,13 @@ void append_field(std::string& out, std::string_view name, std::uint64_t v) {
 
 }  // namespace
 
+void append_instance_hex(std::string& out, std::uint64_t instance) {
+  for (int shift = 60; shift >= 0; shift -= 4) out += kHex[(instance >> shift) & 15u];
+}
+
 std::string encode_heartbeat(const Heartbeat& hb) {
   std::string out = R"({"instance":")";
-  for (int shift = 60; shift >= 0; shift -= 4) out += kHex[(hb.instance >> shift) & 15u];
+  append_instance_hex(out, hb.instance);
   out += R"(","node":)";
   std::string_view node(hb.node);
   // Cut at a byte boundary: append_json_string escapes whatever it gets, so the result stays valid JSON.
@@ -58,8 +62,8 @@ std::optional<Heartbeat> decode_heartbeat(std::string_view body) {
   if (root["faults"].get(hb.faults) != simdjson::SUCCESS) return std::nullopt;
   if (root["sent"].get(hb.sent) != simdjson::SUCCESS) return std::nullopt;
   if (root["interval_ms"].get(hb.interval_ms) != simdjson::SUCCESS || hb.interval_ms == 0) return std::nullopt;
-  if (simdjson::dom::element leaving; root["leaving"].get(leaving) == simdjson::SUCCESS &&
-                                      leaving.get(hb.leaving) != simdjson::SUCCESS) {
+  if (simdjson::dom::element leaving;
+      root["leaving"].get(leaving) == simdjson::SUCCESS && leaving.get(hb.leaving) != simdjson::SUCCESS) {
     return std::nullopt;
   }
   return hb;
@@ -144,9 +148,8 @@ PeerTable::Stats PeerTable::stats() const {
   std::lock_guard lock(mu_);
   Stats s = counts_;
   s.peers = peers_.size();
-  s.silent = static_cast<std::size_t>(std::count_if(peers_.begin(), peers_.end(), [](const auto& e) {
-    return e.second.silent;
-  }));
+  s.silent = static_cast<std::size_t>(
+      std::count_if(peers_.begin(), peers_.end(), [](const auto& e) { return e.second.silent; }));
   return s;
 }
 

@@ -46,14 +46,17 @@ inline constexpr std::size_t kMaxHeartbeatNodeBytes = 64;
 
 /** One heartbeat, as sent and as read back. */
 struct Heartbeat {
-  std::uint64_t instance = 0;    // the sending process: random, never 0; a restart is a new one
-  std::string node;              // its --node-name (at most kMaxHeartbeatNodeBytes), for logs and /healthz
-  std::uint64_t seq = 0;         // heartbeats this instance has sent, from 1
-  std::uint64_t faults = 0;      // times this instance may have lost notifications it sent
-  std::uint64_t sent = 0;        // notifications it has sent to NATS (diagnostics)
-  std::uint64_t interval_ms = 0; // its heartbeat interval: silence is judged by the sender's own
-  bool leaving = false;          // its last: it stops, having sent what it had (no silence to fear)
+  std::uint64_t instance = 0;     // the sending process: random, never 0; a restart is a new one
+  std::string node;               // its --node-name (at most kMaxHeartbeatNodeBytes), for logs and /healthz
+  std::uint64_t seq = 0;          // heartbeats this instance has sent, from 1
+  std::uint64_t faults = 0;       // times this instance may have lost notifications it sent
+  std::uint64_t sent = 0;         // notifications it has sent to NATS (diagnostics)
+  std::uint64_t interval_ms = 0;  // its heartbeat interval: silence is judged by the sender's own
+  bool leaving = false;           // its last: it stops, having sent what it had (no silence to fear)
 };
+
+/** `instance` as 16 lowercase hex digits: how heartbeats and reply subjects name a process. */
+void append_instance_hex(std::string& out, std::uint64_t instance);
 
 /** The JSON body: {"instance":"<16 hex>","node":"…","seq":N,"faults":N,"sent":N,"interval_ms":N[,"leaving":true]}. */
 [[nodiscard]] std::string encode_heartbeat(const Heartbeat& hb);
@@ -64,18 +67,18 @@ class PeerTable {
  public:
   struct Limits {
     std::size_t max_peers = 1024;
-    std::uint64_t silent_beats = 4;  // intervals without a heartbeat before an origin counts as silent
+    std::uint64_t silent_beats = 4;    // intervals without a heartbeat before an origin counts as silent
     std::uint64_t forget_ms = 60'000;  // a silent origin is dropped this long after it was last heard
   };
   enum class Miss : std::uint8_t { None, Gap, Faults, Late, Silent };
   struct Stats {
-    std::size_t peers = 0;    // origins heard and not forgotten
-    std::size_t silent = 0;   // of them, silent now
+    std::size_t peers = 0;                                       // origins heard and not forgotten
+    std::size_t silent = 0;                                      // of them, silent now
     std::uint64_t gaps = 0, faults = 0, late = 0, silences = 0;  // misses, by kind
-    std::uint64_t heard = 0;      // heartbeats taken
-    std::uint64_t refused = 0;    // heartbeats of a new origin past max_peers
-    std::uint64_t forgotten = 0;  // silent origins dropped
-    std::uint64_t left = 0;       // origins dropped at their leaving heartbeat
+    std::uint64_t heard = 0;                                     // heartbeats taken
+    std::uint64_t refused = 0;                                   // heartbeats of a new origin past max_peers
+    std::uint64_t forgotten = 0;                                 // silent origins dropped
+    std::uint64_t left = 0;                                      // origins dropped at their leaving heartbeat
   };
 
   PeerTable(std::uint64_t self, Limits limits) : self_(self), limits_(limits) {}
